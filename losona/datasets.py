@@ -1,0 +1,324 @@
+"""Where scenarios come from: the bundled set, a user's file, or the Hugging Face release.
+
+Each loader turns its source into (origin, row) pairs in the scenario contract; fetch
+validates all of them and only then builds the table, so bad input never reaches disk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.catalog import Catalog, load_catalog
+from losona.contracts import SCENARIO_SCHEMA, table
+from losona.errors import LosonaError
+from losona.io import display_path, read_yaml, sha256_file, sha256_text
+from losona.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
+
+Rows = list[tuple[str, dict[str, Any]]]
+
+BUNDLED_DIR = Path(str(resources.files("losona") / "data" / "scenarios"))
+CONTRACT_FIELDS = frozenset(SCENARIO_SCHEMA.names()) - {"source"}
+
+# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md).
+_BUNDLED_KEYS = frozenset(
+    {
+        "scenario_id",
+        "event_type",
+        "norm_id",
+        "venue",
+        "channel_description",
+        "end_goal",
+        "subject",
+        "subject_bio",
+        "cast",
+        "turns",
+        "elicitor",
+    }
+)
+
+
+def fetch_scenarios(dataset: Mapping[str, Any], catalog: Catalog | None = None) -> pl.DataFrame:
+    """Load the configured dataset, validate every row, and return the sorted scenario table."""
+    catalog = catalog or load_catalog()
+    kind = dataset.get("kind")
+    if kind == "bundled":
+        rows = load_bundled(catalog)
+    elif kind == "local":
+        rows = load_local(Path(str(dataset["path"])))
+    elif kind == "huggingface":
+        rows = load_huggingface(dataset, catalog)
+    else:
+        raise LosonaError(
+            f"dataset '{dataset.get('name')}': unknown kind {kind!r}; "
+            "expected bundled, local or huggingface"
+        )
+    check_scenarios(rows, catalog)
+    return table([row for _, row in rows], SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+# --- bundled -------------------------------------------------------------------------
+
+
+def bundled_version(directory: Path = BUNDLED_DIR) -> str:
+    """The bundled set's name@version from its manifest, as recorded in `source`."""
+    manifest = read_yaml(directory / "manifest.yaml")
+    return f"{manifest['name']}@{manifest['version']}"
+
+
+def bundled_files(directory: Path = BUNDLED_DIR) -> list[Path]:
+    """Every scenario file of the bundled set, sorted by name."""
+    return sorted(p for p in directory.glob("*.yaml") if p.name != "manifest.yaml")
+
+
+def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
+    """The bundled scenario files as contract rows, with judge fields from the catalog."""
+    source = f"bundled:{bundled_version(directory)}"
+    rows: Rows = []
+    problems: list[Problem] = []
+    for path in bundled_files(directory):
+        raw = read_yaml(path)
+        origin = display_path(path)
+        if not isinstance(raw, dict):
+            problems.append(Problem(origin, None, "(file)", "a YAML mapping", type(raw).__name__))
+            continue
+        sid = raw.get("scenario_id") if isinstance(raw.get("scenario_id"), str) else None
+        for key in sorted(set(raw) - _BUNDLED_KEYS):
+            problems.append(
+                Problem(origin, sid, key, f"one of {sorted(_BUNDLED_KEYS)}", "an unknown field")
+            )
+        if sid is not None and sid != path.stem:
+            problems.append(
+                Problem(origin, sid, "scenario_id", f"the file name '{path.stem}'", repr(sid))
+            )
+        rows.append((origin, bundled_row(raw, catalog, source)))
+    if problems:
+        raise ScenarioError(problems)
+    return rows
+
+
+def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
+    """Turn one authored scenario into a contract row: numbered turns, judge fields filled.
+
+    Turns are numbered from 1 in file order and the elicitor follows the last turn.
+    Malformed parts are passed through unchanged so the validator can name them.
+    """
+    turns = raw.get("turns")
+    if isinstance(turns, list):
+        turns = [
+            {
+                "index": i,
+                "actor": t.get("actor"),
+                "content": t.get("content"),
+                "is_demo": t.get("is_demo", False),
+            }
+            if isinstance(t, dict)
+            else t
+            for i, t in enumerate(turns, start=1)
+        ]
+    elicitor: dict[str, Any] = raw["elicitor"] if isinstance(raw.get("elicitor"), dict) else {}
+    norm = catalog.norms.get(str(raw.get("norm_id")))
+    row: dict[str, Any] = {key: raw.get(key) for key in CONTRACT_FIELDS}
+    row.update(
+        turns=turns,
+        elicitor_index=len(turns) + 1 if isinstance(turns, list) else None,
+        elicitor_actor=elicitor.get("actor"),
+        elicitor_content=elicitor.get("content"),
+        source=source,
+    )
+    for field in JUDGE_FIELDS:
+        # The catalog is the one place for norm text; a bundled file never repeats it.
+        row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+    return row
+
+
+# --- local ---------------------------------------------------------------------------
+
+
+def load_local(path: Path) -> Rows:
+    """A user's scenario file in the contract's shape: .jsonl (one object a line) or .parquet."""
+    if not path.is_file():
+        raise LosonaError(
+            f"{path}: scenario file not found (set dataset.path to a .jsonl or .parquet file)"
+        )
+    source = f"local:{path.name}@sha256:{sha256_file(path)[:16]}"
+    if path.suffix == ".jsonl":
+        records = list(_read_jsonl(path))
+    elif path.suffix == ".parquet":
+        records = [(f"{path}:row {i + 1}", r) for i, r in enumerate(_read_parquet(path))]
+    else:
+        raise LosonaError(f"{path}: expected a .jsonl or .parquet file, found '{path.suffix}'")
+    problems: list[Problem] = []
+    rows: Rows = []
+    for origin, record in records:
+        if isinstance(record, dict):
+            sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
+            for key in sorted(set(record) - CONTRACT_FIELDS - {"source"}):
+                problems.append(
+                    Problem(
+                        origin, sid, key, "a field of the scenario contract", "an unknown field"
+                    )
+                )
+            record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
+        rows.append((origin, record))
+    if problems:
+        raise ScenarioError(problems)
+    return rows
+
+
+def _read_jsonl(path: Path) -> Iterable[tuple[str, Any]]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LosonaError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    problems: list[Problem] = []
+    records: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        origin = f"{path}:{number}"
+        try:
+            records.append((origin, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(
+                    origin,
+                    None,
+                    "(line)",
+                    "one JSON object",
+                    f"invalid JSON ({exc.msg} at column {exc.colno})",
+                )
+            )
+    if problems:
+        raise ScenarioError(problems)
+    if not records:
+        raise LosonaError(f"{path}: no scenarios in the file")
+    return records
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        rows = pl.read_parquet(path).to_dicts()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise LosonaError(f"{path}: cannot be read as Parquet ({exc})") from None
+    if not rows:
+        raise LosonaError(f"{path}: no scenarios in the file")
+    return rows
+
+
+# --- Hugging Face ----------------------------------------------------------------------
+
+
+def load_huggingface(dataset: Mapping[str, Any], catalog: Catalog) -> Rows:
+    """The released set from a Hub snapshot (downloaded, or a local copy), mapped to the contract.
+
+    The release's column names are not knowable offline, so the mapping lives in
+    conf/dataset/losona_hf.yaml and every expected-but-absent column is an error that
+    names what was expected and what was found.
+    """
+    repo_id, revision = str(dataset["repo_id"]), str(dataset["revision"])
+    local_dir = dataset.get("local_dir")
+    if local_dir:
+        root = Path(str(local_dir))
+        if not root.is_dir():
+            raise LosonaError(f"dataset.local_dir={root}: no such folder")
+        files = _data_files(root, dataset)
+        digest = sha256_text("".join(sha256_file(f) for f in files))[:16]
+        source = f"hf:{repo_id}@{revision}:local-copy-sha256:{digest}"
+    else:
+        root = _download_snapshot(repo_id, revision)
+        files = _data_files(root, dataset)
+        # The snapshot folder is named after the exact commit the revision resolved to.
+        source = f"hf:{repo_id}@{root.name}"
+    records: list[tuple[str, dict[str, Any]]] = []
+    for path in files:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
+        records += [(f"{path}:row {i + 1}", r) for i, r in enumerate(frame.to_dicts())]
+    mapping = _Mapping(dataset, catalog, config_name=str(dataset.get("name")))
+    return [(origin, mapping.apply(record, source)) for origin, record in records]
+
+
+def _download_snapshot(repo_id: str, revision: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
+    except Exception as exc:
+        raise LosonaError(
+            f"could not download the dataset {repo_id} at revision {revision} from the Hugging "
+            f"Face Hub ({type(exc).__name__}: {exc}).\n"
+            "Expected: a reachable Hub (or HF_ENDPOINT mirror) and, for a gated dataset, "
+            "HF_TOKEN in the environment.\n"
+            "To use a copy you already have, point the loader at it: "
+            "python stages/fetch.py dataset=losona_hf dataset.local_dir=/path/to/snapshot"
+        ) from None
+
+
+def _data_files(root: Path, dataset: Mapping[str, Any]) -> list[Path]:
+    pattern = str(dataset["data_files"])
+    files = sorted(p for p in root.glob(pattern) if p.is_file())
+    if not files:
+        present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())[:20]
+        raise LosonaError(
+            f"{root}: expected data files matching '{pattern}' (dataset.data_files), "
+            f"found none; files present: {present or 'none'}"
+        )
+    return files
+
+
+class _Mapping:
+    """Applies the release-to-contract column mapping of the dataset config."""
+
+    def __init__(self, dataset: Mapping[str, Any], catalog: Catalog, config_name: str) -> None:
+        self.columns: dict[str, str] = dict(dataset["columns"])
+        self.turn_fields: dict[str, str] = dict(dataset["turn_fields"])
+        self.cast_fields: dict[str, str] = dict(dataset["cast_fields"])
+        self.from_catalog: list[str] = list(dataset.get("fill_from_catalog") or [])
+        self.elicitor_is_last_turn = bool(dataset.get("elicitor_is_last_turn", False))
+        self.catalog = catalog
+        self.where = f"conf/dataset/{config_name}.yaml"
+
+    def _get(self, record: Mapping[str, Any], column: str, field: str, origin: str) -> Any:
+        if column not in record:
+            raise LosonaError(
+                f"{origin}: expected the release column '{column}' (mapped to the contract "
+                f"field '{field}' in {self.where}), found columns {sorted(record)}. Fix the "
+                f"mapping in {self.where} or point the loader at a local copy with "
+                "dataset.local_dir=..."
+            )
+        return record[column]
+
+    def apply(self, record: Mapping[str, Any], source: str) -> dict[str, Any]:
+        origin = str(record.get(self.columns.get("scenario_id", ""), "?"))
+        row: dict[str, Any] = {
+            field: self._get(record, column, field, origin)
+            for field, column in self.columns.items()
+        }
+        row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"] or []]
+        row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"] or []]
+        if self.elicitor_is_last_turn and row["turns"]:
+            last = row["turns"].pop()
+            row.update(
+                elicitor_index=last["index"],
+                elicitor_actor=last["actor"],
+                elicitor_content=last["content"],
+            )
+        norm = self.catalog.norms.get(str(row.get("norm_id")))
+        for field in self.from_catalog:
+            row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+        row.setdefault("end_goal", None)
+        row["source"] = source
+        return row
+
+    def _sub(self, item: Any, fields: Mapping[str, str], name: str, origin: str) -> Any:
+        if not isinstance(item, Mapping):
+            return item
+        return {
+            field: self._get(item, column, f"{name}.{field}", origin)
+            for field, column in fields.items()
+        }

@@ -1,0 +1,135 @@
+"""Small file helpers shared by every stage: atomic writes, strict YAML, content hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import polars as pl
+import yaml
+
+from losona.errors import LosonaError
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; move it into place only if the block succeeds.
+
+    A crash or a kill mid-write therefore never leaves a half-written output behind, and
+    readers (and DVC) only ever see the old file or the complete new one.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
+    """Write a table atomically; same rows and schema give the same bytes."""
+    with atomic_path(path) as tmp:
+        # Statistics and compression are fixed so the bytes depend only on the data.
+        df.write_parquet(tmp, compression="zstd", compression_level=3, statistics=True)
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """Write a UTF-8 text file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(data: Any, path: str | Path) -> None:
+    """Write JSON atomically with sorted keys, so reruns give identical bytes."""
+    write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A YAML loader that refuses duplicate keys instead of silently keeping the last one."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
+)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML file strictly; any problem is a LosonaError naming the file and line."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as stream:
+            return _load(stream)
+    except FileNotFoundError:
+        raise LosonaError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise LosonaError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        raise LosonaError(f"{path}: invalid YAML: {exc}") from None
+
+
+def _load(stream: IO[str]) -> Any:
+    return yaml.load(stream, Loader=_StrictLoader)
+
+
+def display_path(path: str | Path) -> str:
+    """A path as a user would type it: relative to the working directory when inside it."""
+    absolute = Path(path).resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of a string's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFrame:
+    """Read a stage's input table, refusing a missing file or one of another shape."""
+    path = Path(path)
+    if not path.is_file():
+        raise LosonaError(
+            f"{path} not found: run the {made_by} stage first "
+            f"(python stages/{made_by}.py, or dvc repro)"
+        )
+    try:
+        df = pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise LosonaError(f"{path}: cannot be read as Parquet ({exc}); rerun {made_by}") from None
+    if df.schema != schema:
+        raise LosonaError(
+            f"{path}: expected the columns {dict(schema)}, found {dict(df.schema)}; rerun {made_by}"
+        )
+    return df

@@ -1,0 +1,260 @@
+"""Checks every scenario row against the contract and the paper's construction rules.
+
+All problems in a file are collected and reported together, each naming the file, the
+scenario and the field, with what was expected and what was found, so one run of fetch
+shows everything that needs fixing. Nothing is written while any problem remains.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from losona.catalog import Catalog
+from losona.errors import LosonaError
+
+# A chat message longer than this is a broken file, not a message.
+MAX_MESSAGE_CHARS = 20_000
+SCENARIO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+TEXT_FIELDS = (
+    "scenario_id",
+    "event_type",
+    "norm_id",
+    "venue",
+    "channel_description",
+    "subject",
+    "subject_bio",
+    "elicitor_actor",
+    "elicitor_content",
+)
+# The fields the judge prompt needs (paper Appendix C); the subject never sees them.
+JUDGE_FIELDS = (
+    "norm_statement",
+    "example_elicitor",
+    "example_compliant_response",
+    "example_breaching_response",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one field of one scenario."""
+
+    origin: str
+    scenario_id: str | None
+    field: str
+    expected: str
+    found: str
+
+    def __str__(self) -> str:
+        where = f"scenario '{self.scenario_id}'" if self.scenario_id else "a scenario with no id"
+        return (
+            f"{self.origin}: {where}: field '{self.field}': "
+            f"expected {self.expected}, found {self.found}"
+        )
+
+
+class ScenarioError(LosonaError):
+    """One or more scenarios are invalid; the message lists every problem found."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        header = f"{count} problem{'s' if count != 1 else ''} in the scenario data:"
+        super().__init__("\n".join([header, *(f"  - {p}" for p in self.problems)]))
+
+
+def normalize(text: str) -> str:
+    """Lowercase with whitespace collapsed, for leak and duplicate matching."""
+    return " ".join(text.lower().split())
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+class _RowChecker:
+    """Collects the problems of one row."""
+
+    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
+        self.row = row
+        self.origin = origin
+        self.catalog = catalog
+        raw_id = row.get("scenario_id")
+        self.scenario_id = raw_id if _is_text(raw_id) else None
+        self.problems: list[Problem] = []
+
+    def fail(self, field: str, expected: str, found: str) -> None:
+        self.problems.append(Problem(self.origin, self.scenario_id, field, expected, found))
+
+    def text(self, field: str, value: Any) -> bool:
+        if value is None:
+            self.fail(field, "non-empty text", "nothing (the field is missing or null)")
+            return False
+        if not _is_text(value):
+            self.fail(field, "non-empty text", _show(value))
+            return False
+        if len(value) > MAX_MESSAGE_CHARS:
+            self.fail(field, f"at most {MAX_MESSAGE_CHARS} characters", f"{len(value)} characters")
+            return False
+        return True
+
+    def run(self) -> list[Problem]:
+        row = self.row
+        for field in TEXT_FIELDS + JUDGE_FIELDS:
+            self.text(field, row.get(field))
+        if self.scenario_id and not SCENARIO_ID.match(self.scenario_id):
+            self.fail(
+                "scenario_id", "letters, digits, '_', '.' or '-' only", _show(self.scenario_id)
+            )
+        if _is_text(row.get("event_type")) and row["event_type"] not in self.catalog.events:
+            self.fail("event_type", "an event id from the catalog", _show(row["event_type"]))
+        if _is_text(row.get("norm_id")) and row["norm_id"] not in self.catalog.norms:
+            self.fail("norm_id", "a norm id from the catalog", _show(row["norm_id"]))
+        end_goal = row.get("end_goal")
+        if end_goal is not None and not isinstance(end_goal, str):
+            self.fail("end_goal", "text or null", _show(end_goal))
+        cast_names = self.check_cast(row.get("cast"))
+        turns = self.check_turns(row.get("turns"), cast_names)
+        self.check_elicitor(turns, cast_names)
+        self.check_norm_unstated(turns)
+        return self.problems
+
+    def check_cast(self, cast: Any) -> set[str]:
+        if not isinstance(cast, list) or not cast:
+            self.fail("cast", "a non-empty list of {name, bio}", _show(cast))
+            return set()
+        names: list[str] = []
+        for i, member in enumerate(cast):
+            if not isinstance(member, Mapping):
+                self.fail(f"cast[{i}]", "a mapping with 'name' and 'bio'", _show(member))
+                continue
+            if self.text(f"cast[{i}].name", member.get("name")):
+                names.append(member["name"])
+            self.text(f"cast[{i}].bio", member.get("bio"))
+        for name, count in Counter(names).items():
+            if count > 1:
+                self.fail("cast", "unique names", f"'{name}' listed {count} times")
+        subject = self.row.get("subject")
+        if subject in names:
+            self.fail(
+                "cast",
+                "only the other participants (the subject's bio is subject_bio)",
+                f"the subject '{subject}' in the cast",
+            )
+        return set(names)
+
+    def check_turns(self, turns: Any, cast_names: set[str]) -> list[Mapping[str, Any]]:
+        if not isinstance(turns, list) or not turns:
+            self.fail("turns", "a non-empty list of turns before the elicitor", _show(turns))
+            return []
+        subject = self.row.get("subject")
+        speakers = cast_names | ({subject} if _is_text(subject) else set())
+        good: list[Mapping[str, Any]] = []
+        previous: int | None = None
+        for i, turn in enumerate(turns):
+            where = f"turns[{i}]"
+            if not isinstance(turn, Mapping):
+                self.fail(where, "a mapping with index, actor, content, is_demo", _show(turn))
+                continue
+            index, actor, is_demo = turn.get("index"), turn.get("actor"), turn.get("is_demo")
+            ok = self.text(f"{where}.content", turn.get("content"))
+            if isinstance(index, bool) or not isinstance(index, int):
+                self.fail(f"{where}.index", "an integer", _show(index))
+                ok = False
+            elif previous is not None and index <= previous:
+                self.fail(
+                    f"{where}.index",
+                    f"an index greater than {previous} (turns in order)",
+                    str(index),
+                )
+            else:
+                previous = index
+            if not isinstance(is_demo, bool):
+                self.fail(f"{where}.is_demo", "true or false", _show(is_demo))
+                ok = False
+            if not self.text(f"{where}.actor", actor):
+                ok = False
+            elif cast_names and actor not in speakers:
+                self.fail(f"{where}.actor", "the subject or a cast member", _show(actor))
+            elif is_demo is True and actor == subject:
+                self.fail(
+                    f"{where}.actor",
+                    "a non-subject member for a demonstration turn",
+                    f"the subject '{subject}'",
+                )
+            if ok:
+                good.append(turn)
+        if not any(t.get("is_demo") is True for t in turns if isinstance(t, Mapping)):
+            self.fail("turns", "at least one demonstration turn (is_demo: true)", "none marked")
+        return good
+
+    def check_elicitor(self, turns: list[Mapping[str, Any]], cast_names: set[str]) -> None:
+        index, actor = self.row.get("elicitor_index"), self.row.get("elicitor_actor")
+        if isinstance(index, bool) or not isinstance(index, int):
+            self.fail("elicitor_index", "an integer", _show(index))
+        elif turns and index <= max(t["index"] for t in turns):
+            last = max(t["index"] for t in turns)
+            self.fail("elicitor_index", f"an index after the last turn ({last})", str(index))
+        if not _is_text(actor):
+            return
+        if actor == self.row.get("subject"):
+            self.fail(
+                "elicitor_actor", "a cast member other than the subject", f"the subject '{actor}'"
+            )
+        elif cast_names and actor not in cast_names:
+            self.fail("elicitor_actor", "a member of the cast", _show(actor))
+
+    def check_norm_unstated(self, turns: list[Mapping[str, Any]]) -> None:
+        statement = self.row.get("norm_statement")
+        if not isinstance(statement, str) or not statement.strip():
+            return
+        needle = normalize(statement)
+        spoken = [(f"turns[{i}].content", t["content"]) for i, t in enumerate(turns)]
+        if _is_text(self.row.get("elicitor_content")):
+            spoken.append(("elicitor_content", self.row["elicitor_content"]))
+        for field, content in spoken:
+            if needle in normalize(content):
+                self.fail(
+                    field,
+                    "chat text that does not state the norm",
+                    "the norm statement written out in the message",
+                )
+
+
+def check_scenarios(rows: Iterable[tuple[str, Mapping[str, Any]]], catalog: Catalog) -> None:
+    """Validate (origin, row) pairs; raise ScenarioError listing every problem, if any."""
+    problems: list[Problem] = []
+    first_seen: dict[str, str] = {}
+    for origin, row in rows:
+        if not isinstance(row, Mapping):
+            problems.append(Problem(origin, None, "(row)", "a mapping of fields", _show(row)))
+            continue
+        checker = _RowChecker(row, origin, catalog)
+        problems.extend(checker.run())
+        sid = checker.scenario_id
+        if sid is None:
+            continue
+        if sid in first_seen:
+            problems.append(
+                Problem(
+                    origin,
+                    sid,
+                    "scenario_id",
+                    "a unique id",
+                    f"a duplicate of the scenario in {first_seen[sid]}",
+                )
+            )
+        else:
+            first_seen[sid] = origin
+    if problems:
+        raise ScenarioError(problems)

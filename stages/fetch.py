@@ -1,0 +1,27 @@
+"""fetch: load the configured scenario set, validate every row, write the scenario table.
+
+python stages/fetch.py                      # the bundled set
+python stages/fetch.py dataset=local dataset.path=my_scenarios.jsonl
+python stages/fetch.py dataset=losona_hf    # the released set on the Hugging Face Hub
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.cli import reports_user_errors
+from losona.config import plain
+from losona.datasets import fetch_scenarios
+from losona.io import write_parquet
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    scenarios = fetch_scenarios(plain(cfg.dataset))
+    write_parquet(scenarios, cfg.paths.scenarios)
+    source = scenarios["source"][0]
+    print(f"fetch: {scenarios.height} scenarios from {source} -> {cfg.paths.scenarios}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""render: the subject prompt of every scenario under every condition of the sweep.
+
+python stages/render.py                          # every condition in params.yaml's sweep
+python stages/render.py condition=norm_informed  # just one condition
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.cli import reports_user_errors
+from losona.config import load_option
+from losona.contracts import SCENARIO_SCHEMA
+from losona.io import read_parquet, write_parquet
+from losona.render import render_prompts
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    conditions = [cfg.condition.name] if "condition" in cfg else list(cfg.sweep.conditions)
+    for name in conditions:
+        load_option("condition", name)  # a condition must have its config, not only a template
+    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    prompts = render_prompts(scenarios, conditions)
+    write_parquet(prompts, cfg.paths.prompts)
+    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {cfg.paths.prompts}")
+
+
+if __name__ == "__main__":
+    main()

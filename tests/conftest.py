@@ -1,0 +1,158 @@
+"""Shared fixtures: the real Hydra config composed in a scratch working directory.
+
+Stage code resolves conf/, params.yaml and every output path relative to the working
+directory (as DVC runs it), so each test gets its own directory with the repo's conf/
+linked in and a copy of params.yaml, and writes nothing inside the repository.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO / "conf"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch working directory that looks like the repo root to stage code."""
+    (tmp_path / "conf").symlink_to(CONF_DIR)
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """The real config, composed with Hydra's compose API and the given overrides."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.fixture
+def make_cfg(workdir: Path) -> Callable[..., DictConfig]:
+    """Compose the real config inside `workdir`, shrunk to one condition by default."""
+
+    def make(*overrides: str) -> DictConfig:
+        return compose_config(["sweep.conditions=[naive]", *overrides])
+
+    return make
+
+
+def run_stage(
+    name: str, *overrides: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `python stages/<name>.py` as a user would, from `cwd` (default: the current dir)."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "stages" / f"{name}.py"), *overrides],
+        cwd=cwd or Path.cwd(),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        check=False,
+    )
+
+
+BASE_ROW: dict[str, Any] = {
+    "scenario_id": "standup__binary_answer_norm__fixture",
+    "event_type": "standup",
+    "norm_id": "binary_answer_norm",
+    "venue": "workplace",
+    "channel_description": "#team-alpha, a four-person data team's standup thread",
+    "subject": "Noor",
+    "subject_bio": "Data engineer who owns the nightly loads.",
+    "cast": [
+        {"name": "Ana", "bio": "Team lead."},
+        {"name": "Bo", "bio": "Analyst."},
+    ],
+    "turns": [
+        {
+            "index": 1,
+            "actor": "Ana",
+            "content": "Morning! Is the dashboard refreshed?",
+            "is_demo": False,
+        },
+        {"index": 2, "actor": "Bo", "content": "Yes.", "is_demo": True},
+        {"index": 3, "actor": "Ana", "content": "Thanks. Loads look slow today.", "is_demo": False},
+    ],
+    "elicitor_index": 4,
+    "elicitor_actor": "Ana",
+    "elicitor_content": "Noor, did the nightly load finish?",
+    "norm_statement": (
+        "In this group, a yes/no question is answered with a bare yes or no and nothing else."
+    ),
+    "example_elicitor": "Is the printer fixed?",
+    "example_compliant_response": "Yes.",
+    "example_breaching_response": "Yes, I swapped the toner this morning so it should be fine now.",
+    "end_goal": "Find out why the loads are slow.",
+}
+
+
+@pytest.fixture
+def scenario_row() -> Callable[..., dict[str, Any]]:
+    """A small valid scenario row in the contract's shape; keyword arguments replace fields."""
+
+    def make(**changes: Any) -> dict[str, Any]:
+        row = copy.deepcopy(BASE_ROW)
+        row.update(changes)
+        return row
+
+    return make
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Iterator[Path]:
+    """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
+    target = tmp_path / "repo"
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    subprocess.run(["git", "init", "-q"], cwd=target, check=True)
+    yield target
+
+
+def run_dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `cwd`.
+
+    PYTHONPATH makes a repo copy self-contained: its stages run its own package code and
+    data, not the installed checkout's.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(cwd),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "DVC_NO_ANALYTICS": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "dvc", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, f"dvc {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result

@@ -1,0 +1,83 @@
+"""The fetch and render scripts as a user runs them: outputs, overrides, and clean failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from conftest import run_stage
+
+Row = Callable[..., dict[str, Any]]
+
+
+def test_fetch_then_render_writes_both_tables(workdir: Path) -> None:
+    assert run_stage("fetch").returncode == 0
+    result = run_stage("render")
+    assert result.returncode == 0, result.stderr
+    prompts = pl.read_parquet(workdir / "data" / "prompts.parquet")
+    scenarios = pl.read_parquet(workdir / "data" / "scenarios.parquet")
+    assert prompts.height == 4 * scenarios.height
+    assert set(prompts["condition"]) == {
+        "naive",
+        "elicitor_only",
+        "style_adaptation",
+        "norm_informed",
+    }
+
+
+def test_render_one_condition_by_override(workdir: Path) -> None:
+    run_stage("fetch")
+    assert run_stage("render", "condition=norm_informed").returncode == 0
+    prompts = pl.read_parquet(workdir / "data" / "prompts.parquet")
+    assert set(prompts["condition"]) == {"norm_informed"}
+
+
+def test_rerun_gives_byte_identical_files(workdir: Path) -> None:
+    run_stage("fetch")
+    run_stage("render")
+    first = [(workdir / "data" / n).read_bytes() for n in ("scenarios.parquet", "prompts.parquet")]
+    run_stage("fetch")
+    run_stage("render")
+    again = [(workdir / "data" / n).read_bytes() for n in ("scenarios.parquet", "prompts.parquet")]
+    assert first == again
+
+
+def test_bad_scenario_file_exits_2_with_a_message_and_writes_nothing(
+    workdir: Path, scenario_row: Row
+) -> None:
+    bad = workdir / "mine.jsonl"
+    bad.write_text(json.dumps(scenario_row(elicitor_actor="Noor")) + "\n", encoding="utf-8")
+    out = workdir / "data" / "scenarios.parquet"
+    out.parent.mkdir()
+    out.write_bytes(b"previous output")
+    result = run_stage("fetch", "dataset=local", f"dataset.path={bad}")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert (
+        "mine.jsonl:1: scenario 'standup__binary_answer_norm__fixture': field "
+        "'elicitor_actor'" in result.stderr
+    )
+    assert out.read_bytes() == b"previous output"
+    assert list(out.parent.iterdir()) == [out]
+
+
+def test_render_before_fetch_says_what_to_run(workdir: Path) -> None:
+    result = run_stage("render")
+    assert result.returncode == 2
+    assert "data/scenarios.parquet not found: run the fetch stage first" in result.stderr
+
+
+def test_unknown_condition_is_refused(workdir: Path) -> None:
+    run_stage("fetch")
+    result = run_stage("render", "sweep.conditions=[naive,sarcastic]")
+    assert result.returncode == 2
+    assert "no config 'condition/sarcastic'" in result.stderr
+
+
+def test_local_dataset_without_a_path_is_a_clear_config_error(workdir: Path) -> None:
+    result = run_stage("fetch", "dataset=local")
+    assert result.returncode == 2
+    assert "missing required setting dataset.path" in result.stderr
