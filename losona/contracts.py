@@ -54,6 +54,22 @@ PROMPT_SCHEMA = pl.Schema(
     }
 )
 
+RESPONSE_SCHEMA = pl.Schema(
+    {
+        "scenario_id": pl.String(),
+        "condition": pl.String(),
+        "subject_model": pl.String(),  # the config name, e.g. claude_opus
+        "provider_model": pl.String(),  # the litellm model string it resolved to
+        "trial": pl.Int32(),  # 0 .. K-1; each trial is a distinct sample
+        "prompt_sha256": pl.String(),  # links the response to the exact prompt sent
+        "response": pl.String(),
+        "finish_reason": pl.String(),
+        "prompt_tokens": pl.Int64(),
+        "completion_tokens": pl.Int64(),
+        "cost_usd": pl.Float64(),
+    }
+)
+
 VERDICT_SCHEMA = pl.Schema(
     {
         "scenario_id": pl.String(),
