@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
 from losona.catalog import Catalog, load_catalog
 from losona.contracts import SCENARIO_SCHEMA, Scenario, scenarios_from_table
 from losona.datasets import fetch_scenarios
@@ -60,8 +58,11 @@ def format_chat(scenario: Scenario, width: int = 100) -> str:
             turn.content, width=width, initial_indent=head, subsequent_indent=" " * len(head)
         )
         lines.append(f"{body}    {mark}".rstrip())
-    lines += ["", f"Hidden norm ({scenario.norm_id}):", textwrap.indent(
-        textwrap.fill(scenario.norm_statement, width=width - 2), "  ")]
+    lines += [
+        "",
+        f"Hidden norm ({scenario.norm_id}):",
+        textwrap.indent(textwrap.fill(scenario.norm_statement, width=width - 2), "  "),
+    ]
     return "\n".join(lines)
 
 
@@ -99,14 +100,18 @@ def _load(table: Path | None) -> list[Scenario]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: show one scenario, list them, or print the coverage table."""
-    parser = argparse.ArgumentParser(prog="python -m losona.scenarios", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m losona.scenarios",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--table", type=Path, help="a scenario table (default: the bundled set)")
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="print one scenario as a reader sees the chat")
     show.add_argument("scenario_id")
-    show.add_argument("--no-demos", action="store_true",
-                      help="show the no-demonstration control instead")
+    show.add_argument(
+        "--no-demos", action="store_true", help="show the no-demonstration control instead"
+    )
     commands.add_parser("stats", help="print the coverage table")
     commands.add_parser("list", help="print every scenario id")
     args = parser.parse_args(argv)
@@ -119,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             by_id = {s.scenario_id: s for s in scenarios}
             if args.scenario_id not in by_id:
-                raise LosonaError(f"no scenario '{args.scenario_id}'; "
-                                  "`python -m losona.scenarios list` shows the ids")
+                raise LosonaError(
+                    f"no scenario '{args.scenario_id}'; "
+                    "`python -m losona.scenarios list` shows the ids"
+                )
             chosen = by_id[args.scenario_id]
             print(format_chat(without_demonstrations(chosen) if args.no_demos else chosen))
     except LosonaError as exc:
