@@ -1,0 +1,39 @@
+"""The one road to any model: every subject and judge call goes through this package.
+
+    from losona.models import ModelSpec, Request, complete
+    spec = ModelSpec.from_config(model_node)
+    completions = complete(spec, [Request(messages, trial=k)], cache_path=...)
+
+`spec` holds the plain values (no litellm import), `cache` the on-disk call cache, `calls`
+the async runner built on litellm, `smollm2` the embedded default model.
+"""
+
+import os
+
+# Before any module of this package imports litellm: its import must never fetch the
+# price map from the network (the package's own copy is used).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from losona.models.calls import (
+    CallFailed,
+    CallsFailed,
+    acomplete,
+    complete,
+    plan,
+    require_every_call,
+)
+from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
+
+__all__ = [
+    "CallFailed",
+    "CallPlan",
+    "CallsFailed",
+    "Completion",
+    "ModelSpec",
+    "Price",
+    "Request",
+    "acomplete",
+    "complete",
+    "plan",
+    "require_every_call",
+]

@@ -1,0 +1,147 @@
+"""The call cache: every completed model call, on disk, the moment it completes.
+
+One SQLite file (stdlib sqlite3) shared by every stage and every `dvc exp run --queue`
+worker. WAL mode lets several processes read while one writes; each completed call is
+committed on its own, so a crash or `kill -9` loses only calls still in flight. Commits
+are not fsynced (synchronous=NORMAL): a killed process loses nothing, a power cut may lose
+the last calls, which are then simply made again.
+
+A key maps to the first completed answer for it; later answers never replace it (a fresh
+call made with the cache bypassed is returned but not stored), so every file built from
+the cache can be rebuilt byte for byte. Failed calls are not stored: a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+from losona.errors import LosonaError
+from losona.models.spec import Completion
+
+SCHEMA_VERSION = 1
+# A second process writing the same cache waits this long for its turn.
+BUSY_TIMEOUT_S = 60.0
+# SQLite limits the number of parameters per statement.
+_CHUNK = 500
+
+
+class CallCache:
+    """An open call cache; use as a context manager."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LosonaError(
+                f"{self.path}: cannot create the call cache's folder ({exc.strerror}); "
+                "set paths.call_cache to a file in a folder you can write"
+            ) from None
+        with self._reporting():
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                self._db.execute(
+                    """CREATE TABLE IF NOT EXISTS calls (
+                        key TEXT PRIMARY KEY,
+                        model TEXT NOT NULL,
+                        text TEXT NOT NULL,
+                        finish_reason TEXT,
+                        prompt_tokens INTEGER NOT NULL,
+                        completion_tokens INTEGER NOT NULL,
+                        cost_usd REAL NOT NULL
+                    ) WITHOUT ROWID"""
+                )
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            elif version != SCHEMA_VERSION:
+                self._db.close()
+                raise LosonaError(
+                    f"{self.path}: a call cache of format {version}, but this version of "
+                    f"losona reads format {SCHEMA_VERSION}; point paths.call_cache at "
+                    "another file"
+                )
+
+    def __enter__(self) -> CallCache:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file; every stored call is already committed."""
+        self._db.close()
+
+    @contextmanager
+    def _reporting(self) -> Iterator[None]:
+        """Turn SQLite's errors (a damaged or foreign file) into a message with the way out."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise LosonaError(
+                f"{self.path}: the call cache cannot be used ({exc}). If the file is damaged "
+                f"or not a cache, move it aside (mv {self.path} {self.path}.broken) and rerun: "
+                "calls it held are then made again. Or set paths.call_cache to another file."
+            ) from None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
+        """The stored completions among these keys."""
+        found: dict[str, Completion] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._reporting():
+            for start in range(0, len(unique), _CHUNK):
+                chunk = unique[start : start + _CHUNK]
+                rows = self._db.execute(
+                    "SELECT key, text, finish_reason, prompt_tokens, completion_tokens, cost_usd "
+                    f"FROM calls WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+                for key, text, finish, prompt_tokens, completion_tokens, cost in rows:
+                    found[key] = Completion(
+                        text=text,
+                        finish_reason=finish,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                        cost_usd=cost,
+                        error=None,
+                        cached=True,
+                    )
+        return found
+
+    def put(self, key: str, model: str, completion: Completion) -> Completion:
+        """Store one completed call now (committed before this returns); return the kept one.
+
+        That is this completion, unless another process stored the same key first (two
+        queued experiments sending one call at once): then it is the earlier answer, the
+        one every later run will read, so that all of them build the same files from it.
+        """
+        assert completion.text is not None, "failed calls are not cached"
+        with self._reporting():
+            inserted = self._db.execute(
+                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    completion.text,
+                    completion.finish_reason,
+                    completion.prompt_tokens,
+                    completion.completion_tokens,
+                    completion.cost_usd,
+                ),
+            ).rowcount
+        if inserted:
+            return completion
+        kept = self.get_many([key])[key]
+        return dataclasses.replace(kept, cached=False, attempts=completion.attempts)
+
+    def __len__(self) -> int:
+        with self._reporting():
+            return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])

@@ -1,0 +1,643 @@
+"""Running calls: the call cache first, then bounded-concurrency calls with retries.
+
+This is the only module that imports litellm (and only when a call is about to be made:
+the import takes seconds). Every subject and judge call in the project comes through
+`complete`: one model, many requests, results in request order.
+
+- Cache: a request's key covers the resolved model string and endpoint(s), every
+  parameter sent, the full messages and the trial index (losona/models/cache.py).
+  Identical requests in one batch are sent once.
+- Concurrency: `spec.concurrency` workers take requests in order from one queue, so with
+  one worker calls run exactly in request order (the embedded model relies on this).
+- Retries: rate limits (honouring Retry-After), server errors, timeouts, dropped
+  connections, malformed bodies and empty replies are retried with exponential backoff
+  and jitter, up to `spec.max_attempts` sends; then the request is recorded as failed.
+  Other client errors fail the request at once; a refused key or an unknown model stops
+  the run, since every other call would fail the same way.
+- Cost: from the config's `price`, else litellm's price map, per call. `max_cost_usd`
+  stops dispatching before actual spend plus the estimates of calls in flight would pass
+  the cap (see `_Budget`).
+- Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log,
+  never into a returned value that ends up in a data file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import email.utils
+import functools
+import hashlib
+import json
+import logging
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tqdm import tqdm
+
+from losona.errors import LosonaError
+from losona.io import write_json
+from losona.models.cache import CallCache
+from losona.models.spec import CallPlan, Completion, ModelSpec, Request
+
+# Bumped when the key's recipe changes, so old entries are never misread.
+KEY_VERSION = 1
+# Completion length assumed for cost estimates when the config sets no max_tokens.
+EXPECTED_COMPLETION_TOKENS = 500
+# Never wait longer than this between attempts, whatever a Retry-After says.
+MAX_WAIT_S = 120.0
+# Statuses worth another attempt: timeouts, conflicts, rate limits, server trouble.
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+# Statuses that will fail every call of the run the same way: bad key, no such model.
+FATAL_STATUSES = frozenset({401, 402, 403, 404})
+# The key sent to an endpoint of your own when the config names no key variable.
+NO_KEY = "EMPTY"
+
+
+@functools.cache
+def _litellm() -> ModuleType:
+    """litellm, imported on first use and configured once."""
+    import litellm  # the package's __init__ has already pinned the local price map
+
+    from losona.models import smollm2
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    if "LITELLM_LOG" not in os.environ:
+        # Hydra's stage logging passes INFO records through, and litellm logs a line per
+        # call at INFO; set LITELLM_LOG=INFO (or DEBUG) to see them.
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    smollm2.register()
+    return litellm
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class CallFailed(LosonaError):
+    """A run stopped early: a refused key, an unknown model, or the cost cap."""
+
+
+class CallsFailed(LosonaError):
+    """Some calls still failed after their retries, so the stage writes nothing."""
+
+
+def require_every_call(
+    completions: Sequence[Completion], *, to: str, run_log: str | Path | None = None
+) -> None:
+    """Raise CallsFailed, saying how many calls `to` whom failed and why, if any did."""
+    failures = collections.Counter(c.error for c in completions if not c.ok)
+    if not failures:
+        return
+    reasons = "\n".join(f"  {n} x {reason}" for reason, n in failures.most_common(5))
+    raise CallsFailed(
+        f"{sum(failures.values())} of {len(completions)} calls to {to} failed after their "
+        f"retries; nothing was written. Why:\n{reasons}\nEvery completed call is in the call "
+        "cache, so a rerun sends only the failed ones."
+        + (f" Details: {run_log}" if run_log else "")
+    )
+
+
+@dataclass
+class _Prepared:
+    """Everything about a spec that does not change from call to call."""
+
+    spec: ModelSpec
+    params: dict[str, Any]  # what is sent, after drops
+    dropped: list[str]
+    price_source: str  # "config", "litellm" or "unknown"
+    key_prefix: str  # the canonical JSON of what the key covers besides messages and trial
+
+    def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
+        """The request's cache key and the parameters to send with it."""
+        messages = _canonical([dict(m) for m in request.messages])
+        params = self.params
+        if self.spec.seed_per_trial:
+            digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
+            params = {**params, "seed": int(digest[:8], 16) % 2**31}
+        material = f"{self.key_prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
+        return hashlib.sha256(material.encode()).hexdigest(), params
+
+    def estimate(self, request: Request) -> float:
+        """A cost estimate for one call (0 when the price is unknown)."""
+        if self.price_source == "unknown":
+            return 0.0
+        litellm = _litellm()
+        prompt_tokens = litellm.token_counter(
+            model=self.spec.model, messages=[dict(m) for m in request.messages]
+        )
+        completion_tokens = int(
+            self.params.get("max_tokens")
+            or self.params.get("max_completion_tokens")
+            or EXPECTED_COMPLETION_TOKENS
+        )
+        return self.cost(prompt_tokens, completion_tokens, response=None)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, response: Any) -> float:
+        """The cost of a call, from the config's price or litellm's price map."""
+        if self.spec.price is not None:
+            return self.spec.price.cost(prompt_tokens, completion_tokens)
+        if self.price_source == "unknown":
+            return 0.0
+        litellm = _litellm()
+        if response is not None:
+            cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+            if cost is not None:
+                return float(cost)
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=self.spec.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+        return float(prompt_cost + completion_cost)
+
+
+@functools.cache
+def _litellm_prices(model: str) -> bool:
+    """Whether litellm's price map knows the model (asked once per process).
+
+    Once, because a litellm Router registers the models it serves in that same map, with
+    no price: asked again after a Router ran, litellm would price an unknown model at $0.
+    """
+    try:
+        _litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+    except Exception:  # litellm raises a bare Exception for a model it cannot price
+        return False
+    return True
+
+
+def _prepare(spec: ModelSpec) -> _Prepared:
+    """Resolve the provider, check the parameters against it, and find the price."""
+    litellm = _litellm()
+    try:
+        model, provider, _, _ = litellm.get_llm_provider(spec.model)
+    except litellm.exceptions.BadRequestError:
+        raise LosonaError(
+            f"model '{spec.name}': litellm does not know the provider of {spec.model!r}; "
+            "write it as provider/model, e.g. openai/gpt-5.5 or hosted_vllm/my-model"
+        ) from None
+    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
+    dropped = sorted(k for k in spec.params if k in spec.drop_params)
+    supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    sent = [*params, *(["seed"] if spec.seed_per_trial else [])]
+    rejected = sorted(p for p in sent if supported is not None and p not in supported)
+    if rejected:
+        raise LosonaError(
+            f"model '{spec.name}': litellm reports that {provider} does not accept {rejected} "
+            f"for {spec.model}; remove them from params (or seed_per_trial), or list them "
+            f"under drop_params in conf/model/{spec.name}.yaml so the drop is recorded"
+        )
+    # Asked even when the config sets a price, so the answer is in before any Router runs.
+    litellm_prices = _litellm_prices(spec.model)
+    if spec.price is not None:
+        price_source = "config"
+    else:
+        price_source = "litellm" if litellm_prices else "unknown"
+    endpoints = sorted(spec.endpoints) if spec.endpoints else [spec.api_base]
+    prefix = _canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints})
+    return _Prepared(spec, params, dropped, price_source, prefix)
+
+
+def _sender(spec: ModelSpec, litellm: ModuleType) -> Callable[..., Awaitable[Any]]:
+    """The coroutine function that sends one call: direct, or spread over endpoints."""
+    # Retries are ours (with Retry-After and a recorded outcome): litellm's are off.
+    common = {"timeout": spec.timeout_s, "max_retries": 0}
+    key = spec.api_key()
+    if key is None and (spec.api_base or spec.endpoints):
+        # A server of your own that needs no key: OpenAI-style clients insist on one, so
+        # send vLLM's conventional placeholder.
+        key = NO_KEY
+    if spec.endpoints:
+        router = litellm.Router(
+            model_list=[
+                {
+                    "model_name": spec.name,
+                    "litellm_params": {"model": spec.model, "api_base": base, "api_key": key}
+                    | common,
+                }
+                for base in spec.endpoints
+            ],
+            num_retries=0,
+            disable_cooldowns=True,
+        )
+        return functools.partial(router.acompletion, model=spec.name)
+    return functools.partial(
+        litellm.acompletion,
+        model=spec.model,
+        api_base=spec.api_base,
+        api_key=key,
+        num_retries=0,
+        **common,
+    )
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if it did."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        return None
+    if (millis := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, (when - datetime.now(UTC)).total_seconds()) if when else None
+
+
+def _describe(exc: BaseException, secret: str | None) -> str:
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(exc).split())[:300]
+    if secret:
+        text = text.replace(secret, "***")
+    return f"{type(exc).__name__}{f' ({status})' if status else ''}: {text}"
+
+
+@dataclass
+class _Budget:
+    """The cost cap: actual spend plus estimates reserved for calls in flight.
+
+    A call is only sent if spend + reserved + its estimate stays within the cap. When the
+    config sets max_tokens the estimate is an upper bound and the cap cannot be passed;
+    otherwise the estimate assumes EXPECTED_COMPLETION_TOKENS and the last calls in flight
+    may pass it by what they wrote beyond that.
+    """
+
+    cap: float | None
+    spent: float = 0.0
+    reserved: float = 0.0
+
+    def reserve(self, estimate: float) -> bool:
+        if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
+            return False
+        self.reserved += estimate
+        return True
+
+    def settle(self, estimate: float, cost: float) -> None:
+        self.reserved -= estimate
+        self.spent += cost
+
+
+@dataclass
+class _Stats:
+    """What happened in this run, for the run log."""
+
+    attempts: int = 0
+    retried: collections.Counter[str] = field(default_factory=collections.Counter)
+    failures: collections.Counter[str] = field(default_factory=collections.Counter)
+    latencies: list[float] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _Run:
+    """One call of `complete`: the queue, the workers, the cache and the accounting."""
+
+    def __init__(
+        self,
+        prepared: _Prepared,
+        cache: CallCache,
+        budget: _Budget,
+        bar: tqdm[Any],
+        cached: int,
+        use_cache: bool,
+    ) -> None:
+        self.prepared = prepared
+        self.use_cache = use_cache
+        self.spec = prepared.spec
+        self.cache = cache
+        self.budget = budget
+        self.bar = bar
+        self.cached = cached
+        self.stats = _Stats()
+        self.stop: str | None = None
+        self.failed = 0
+        self.secret = self.spec.api_key()
+        self.send = _sender(self.spec, _litellm())
+
+    async def run(
+        self, pending: Sequence[tuple[str, Request, dict[str, Any]]]
+    ) -> dict[str, Completion]:
+        queue = collections.deque(pending)
+        results: dict[str, Completion] = {}
+        estimates = self.budget.cap is not None and self.prepared.price_source != "unknown"
+
+        async def worker() -> None:
+            while queue and self.stop is None:
+                key, request, params = queue[0]
+                estimate = self.prepared.estimate(request) if estimates else 0.0
+                if not self.budget.reserve(estimate):
+                    self.stop = (
+                        f"the cost cap of ${self.budget.cap:.4f} would be passed "
+                        f"(${self.budget.spent:.4f} spent in this run)"
+                    )
+                    return
+                queue.popleft()
+                completion = await self.call(request, params)
+                self.budget.settle(estimate, completion.cost_usd)
+                if completion.ok:
+                    kept = self.cache.put(key, self.spec.model, completion)
+                    # Reading from the cache, every run must see the answer it keeps; a
+                    # fresh call asked for with the cache bypassed is returned as it came.
+                    completion = kept if self.use_cache else completion
+                else:
+                    self.failed += 1
+                results[key] = completion
+                self.bar.set_postfix_str(
+                    f"cached {self.cached}, failed {self.failed}, ${self.budget.spent:.4f}",
+                    refresh=False,
+                )
+                self.bar.update(1)
+
+        workers = min(self.spec.concurrency, len(pending))
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return results
+
+    async def call(self, request: Request, params: dict[str, Any]) -> Completion:
+        """One request, sent until it succeeds, fails for good, or runs out of attempts."""
+        litellm = _litellm()
+        openai = litellm.exceptions.openai
+        messages = [dict(m) for m in request.messages]
+        started = time.perf_counter()
+        error = ""
+        for attempt in range(1, self.spec.max_attempts + 1):
+            self.stats.attempts += 1
+            try:
+                response = await self.send(messages=messages, **params)
+            except openai.APIError as exc:
+                error = _describe(exc, self.secret)
+                status = getattr(exc, "status_code", None)
+                if status in FATAL_STATUSES:
+                    self.stop = f"the provider refused the call: {error}"
+                    return self._failure(error, attempt)
+                transient = isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
+                if not transient:
+                    return self._failure(error, attempt)
+                wait = _retry_after(exc)
+            else:
+                choice = response.choices[0]
+                text = choice.message.content
+                usage = getattr(response, "usage", None)
+                prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                if text and text.strip():
+                    self.stats.latencies.append(time.perf_counter() - started)
+                    self.stats.prompt_tokens += prompt_tokens
+                    self.stats.completion_tokens += completion_tokens
+                    return Completion(
+                        text=text,
+                        finish_reason=choice.finish_reason,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                        cost_usd=self.prepared.cost(prompt_tokens, completion_tokens, response),
+                        error=None,
+                        cached=False,
+                        attempts=attempt,
+                    )
+                error = f"empty reply (finish_reason {choice.finish_reason})"
+                wait = None
+            if attempt < self.spec.max_attempts:
+                self.stats.retried[error.split(":")[0]] += 1
+                await asyncio.sleep(
+                    min(MAX_WAIT_S, wait if wait is not None else self._backoff(attempt))
+                )
+        return self._failure(f"{error} (after {self.spec.max_attempts} attempts)", attempt)
+
+    def _backoff(self, attempt: int) -> float:
+        # Exponential with "equal jitter": between half and all of the doubled delay.
+        delay = min(MAX_WAIT_S, self.spec.backoff_s * 2.0 ** (attempt - 1))
+        return delay / 2 + random.uniform(0, delay / 2)
+
+    def _failure(self, error: str, attempts: int) -> Completion:
+        self.stats.failures[error.split(":")[0]] += 1
+        return Completion(
+            text=None,
+            finish_reason=None,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost_usd=0.0,
+            error=error,
+            cached=False,
+            attempts=attempts,
+        )
+
+
+def _keys(prepared: _Prepared, requests: Sequence[Request]) -> list[tuple[str, dict[str, Any]]]:
+    return [prepared.key_and_params(r) for r in requests]
+
+
+def _warn_unpriced(prepared: _Prepared) -> None:
+    if prepared.price_source == "unknown":
+        print(
+            f"warning: litellm has no price for {prepared.spec.model} and the config of "
+            f"'{prepared.spec.name}' sets none: its cost is recorded as $0. Set price: "
+            "{input_usd_per_mtok: ..., output_usd_per_mtok: ...} (0 for your own server).",
+            file=sys.stderr,
+        )
+
+
+async def acomplete(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    *,
+    cache_path: str | Path,
+    use_cache: bool = True,
+    max_cost_usd: float | None = None,
+    progress: str | None = None,
+    run_log: str | Path | None = None,
+) -> list[Completion]:
+    """`complete` for callers already inside an event loop."""
+    spec.check_credentials()
+    prepared = _prepare(spec)
+    if max_cost_usd is not None and prepared.price_source == "unknown":
+        raise LosonaError(
+            f"model '{spec.name}': max_cost_usd is set but nobody knows what "
+            f"{spec.model} costs; set price in its config"
+        )
+    _warn_unpriced(prepared)
+    started_at, started = datetime.now(UTC), time.perf_counter()
+    keyed = _keys(prepared, requests)
+    with CallCache(cache_path) as cache:
+        found = cache.get_many([k for k, _ in keyed]) if use_cache else {}
+        pending: dict[str, tuple[str, Request, dict[str, Any]]] = {}
+        for request, (key, params) in zip(requests, keyed, strict=True):
+            if key not in found and key not in pending:
+                pending[key] = (key, request, params)
+        cached = sum(1 for key, _ in keyed if key in found)
+        bar = tqdm(
+            total=len(requests),
+            initial=len(requests) - len(pending),  # cache hits and repeats of a request
+            desc=progress,
+            unit="call",
+            disable=progress is None or not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        )
+        budget = _Budget(max_cost_usd)
+        run = _Run(prepared, cache, budget, bar, cached, use_cache)
+        with bar:
+            made = await run.run(list(pending.values()))
+        results = [found.get(key) or made.get(key) for key, _ in keyed]
+    if run_log is not None:
+        write_json(
+            _run_log(run, results, cached, len(pending), started_at, time.perf_counter() - started),
+            run_log,
+        )
+    if run.stop is not None:
+        not_sent = sum(1 for r in results if r is None)
+        raise CallFailed(
+            f"model '{spec.name}': stopped: {run.stop}. Every completed call is in the call "
+            f"cache, so a rerun resumes where this one stopped ({not_sent} of {len(requests)} "
+            "calls were not made)."
+        )
+    assert all(r is not None for r in results)
+    return [r for r in results if r is not None]
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """An event loop's default executor that runs each job at once, on the loop's thread.
+
+    litellm.acompletion hands its synchronous request setup to the loop's default executor.
+    On a worker thread that costs more than the setup itself: the thread and the event loop
+    then take turns on the GIL, and each turn can wait out the interpreter's switch interval
+    (5 ms), delaying every response the loop is handling. The loops `complete` runs serve
+    only model calls, so they run that setup inline.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the awaiting caller, as a thread would
+            future.set_exception(exc)
+        return future
+
+
+def complete(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    *,
+    cache_path: str | Path,
+    use_cache: bool = True,
+    max_cost_usd: float | None = None,
+    progress: str | None = None,
+    run_log: str | Path | None = None,
+) -> list[Completion]:
+    """Run every request: cache first, then bounded-concurrency calls with retries.
+
+    Results come in request order. use_cache=False bypasses the cache for reads (fresh
+    calls) but still records new keys. `progress` labels a progress bar (shown only on a
+    terminal); `run_log` is a JSON file that receives this run's facts (latency, attempts,
+    cache hits, spend, failures).
+    A refused key, an unknown model or the cost cap stops the run with a CallFailed.
+    """
+
+    async def run() -> list[Completion]:
+        asyncio.get_running_loop().set_default_executor(_InlineExecutor(max_workers=1))
+        return await acomplete(
+            spec,
+            requests,
+            cache_path=cache_path,
+            use_cache=use_cache,
+            max_cost_usd=max_cost_usd,
+            progress=progress,
+            run_log=run_log,
+        )
+
+    return asyncio.run(run())
+
+
+def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: str | Path) -> CallPlan:
+    """For dry runs: how many calls, how many the cache already holds, estimated cost."""
+    prepared = _prepare(spec)
+    keyed = _keys(prepared, requests)
+    with CallCache(cache_path) as cache:
+        found = cache.get_many([k for k, _ in keyed])
+    todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
+    todo = {key: request for key, request in todo.items() if key not in found}
+    tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
+    basis = (
+        f"{tokens} completion tokens per call (max_tokens)"
+        if tokens
+        else (f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call")
+    )
+    cost = (
+        None
+        if prepared.price_source == "unknown"
+        else sum(prepared.estimate(r) for r in todo.values())
+    )
+    return CallPlan(
+        model=spec.name,
+        requests=len(requests),
+        cached=sum(1 for key, _ in keyed if key in found),
+        estimated_cost_usd=cost,
+        estimate_basis=f"prompt tokens counted, {basis}, price from {prepared.price_source}",
+    )
+
+
+def _run_log(
+    run: _Run,
+    results: Sequence[Completion | None],
+    cached: int,
+    distinct_sent: int,
+    started_at: datetime,
+    wall_s: float,
+) -> dict[str, Any]:
+    spec, stats = run.spec, run.stats
+    latencies = sorted(stats.latencies)
+
+    def quantile(q: float) -> float | None:
+        return (
+            round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
+            if latencies
+            else None
+        )
+
+    return {
+        "model": spec.name,
+        "provider_model": spec.model,
+        "endpoints": list(spec.endpoints) or [spec.api_base],
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 3),
+        "requests": len(results),
+        "cache_hits": cached,
+        "cache_misses": len(results) - cached,
+        "distinct_calls_needed": distinct_sent,
+        "completed": sum(1 for r in results if r is not None and r.ok and not r.cached),
+        "failed": sum(1 for r in results if r is not None and not r.ok),
+        "not_sent": sum(1 for r in results if r is None),
+        "attempts": stats.attempts,
+        "retried_errors": dict(stats.retried),
+        "failures": dict(stats.failures),
+        "stopped": run.stop,
+        "cost_usd_this_run": round(run.budget.spent, 6),
+        "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
+        "price_from": run.prepared.price_source,
+        "prompt_tokens_this_run": stats.prompt_tokens,
+        "completion_tokens_this_run": stats.completion_tokens,
+        "latency_s": {
+            "mean": round(statistics.fmean(latencies), 4) if latencies else None,
+            "p50": quantile(0.5),
+            "p95": quantile(0.95),
+            "max": round(latencies[-1], 4) if latencies else None,
+        },
+        "params_sent": run.prepared.params,
+        "dropped_params": run.prepared.dropped,
+    }

@@ -1,0 +1,120 @@
+"""The sample stage's logic: K responses from one model to every prompt of one condition.
+
+Requests go out prompt by prompt, with a prompt's K trials back to back, so a local model
+reuses the prompt it has just read. Each trial is a distinct sample: the trial index is
+part of the call's cache key (and of its seed, for models that take one), so a rerun
+returns the same K samples from the cache without a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.contracts import RESPONSE_SCHEMA, table
+from losona.errors import LosonaError
+from losona.models import CallPlan, ModelSpec, Request, complete, plan, require_every_call
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The `sampling:` node of conf/config.yaml."""
+
+    trials: int
+    dry_run: bool
+    max_cost_usd: float | None
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any]) -> SamplingSettings:
+        """Check the node's values; a wrong one names the setting and what it must be."""
+        trials, dry_run, cap = node.get("trials"), node.get("dry_run"), node.get("max_cost_usd")
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+            raise LosonaError(f"sampling.trials: expected a positive integer, found {trials!r}")
+        if not isinstance(dry_run, bool):
+            raise LosonaError(f"sampling.dry_run: expected true or false, found {dry_run!r}")
+        if cap is not None and (
+            isinstance(cap, bool) or not isinstance(cap, int | float) or cap < 0
+        ):
+            raise LosonaError(
+                f"sampling.max_cost_usd: expected null or a non-negative number, found {cap!r}"
+            )
+        return cls(trials=trials, dry_run=dry_run, max_cost_usd=None if cap is None else float(cap))
+
+
+def condition_prompts(prompts: pl.DataFrame, condition: str) -> pl.DataFrame:
+    """The prompt rows of one condition, refusing a condition that was never rendered."""
+    rows = prompts.filter(pl.col("condition") == condition).sort("scenario_id")
+    if rows.is_empty():
+        rendered = sorted(set(prompts["condition"]))
+        raise LosonaError(
+            f"the prompt table has no prompts for condition '{condition}' (it has {rendered}); "
+            "render it first: add it to sweep.conditions and rerun render"
+        )
+    return rows
+
+
+def sample_requests(prompts: pl.DataFrame, trials: int) -> list[Request]:
+    """K requests per prompt, a prompt's trials back to back."""
+    return [
+        Request(messages=tuple(messages), trial=trial)
+        for messages in prompts["messages"].to_list()
+        for trial in range(trials)
+    ]
+
+
+def plan_sampling(
+    prompts: pl.DataFrame, spec: ModelSpec, condition: str, trials: int, *, cache_path: str | Path
+) -> CallPlan:
+    """What sampling this cell would do: calls, cached calls and estimated cost."""
+    rows = condition_prompts(prompts, condition)
+    return plan(spec, sample_requests(rows, trials), cache_path=cache_path)
+
+
+def sample_responses(
+    prompts: pl.DataFrame,
+    spec: ModelSpec,
+    condition: str,
+    trials: int,
+    *,
+    cache_path: str | Path,
+    max_cost_usd: float | None = None,
+    run_log: str | Path | None = None,
+    progress: str | None = None,
+) -> pl.DataFrame:
+    """The response table of one model under one condition: K rows per prompt, sorted."""
+    rows = condition_prompts(prompts, condition)
+    requests = sample_requests(rows, trials)
+    completions = complete(
+        spec,
+        requests,
+        cache_path=cache_path,
+        max_cost_usd=max_cost_usd,
+        progress=progress,
+        run_log=run_log,
+    )
+    require_every_call(completions, to=f"'{spec.name}'", run_log=run_log)
+    prompt_rows = [row for row in rows.iter_rows(named=True) for _ in range(trials)]
+    return table(
+        [
+            {
+                "scenario_id": row["scenario_id"],
+                "condition": condition,
+                "subject_model": spec.name,
+                "provider_model": spec.model,
+                "trial": request.trial,
+                "prompt_sha256": row["prompt_sha256"],
+                "response": completion.text,
+                "finish_reason": completion.finish_reason,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "cost_usd": completion.cost_usd,
+            }
+            for row, request, completion in zip(prompt_rows, requests, completions, strict=True)
+        ],
+        RESPONSE_SCHEMA,
+        sort_by=["scenario_id", "trial"],
+    )

@@ -1,0 +1,1 @@
+"""Test helpers shipped with the package so tests and benchmarks share them."""

@@ -1,0 +1,289 @@
+"""A local OpenAI-compatible chat-completions server for tests and benchmarks.
+
+It listens on 127.0.0.1 on an ephemeral port, in a background thread with its own event
+loop, for as long as its `with` block lasts. It answers `POST /v1/chat/completions` with a
+deterministic reply (or whatever a `reply` hook returns), after an injectable latency, and
+injects faults on a deterministic schedule: a fault plan sees each request body and how
+many times that exact body arrived before, so a run's faults do not depend on the order in
+which concurrent requests arrive. Every body received is logged, and so is every body that
+got a good answer, so tests can prove that no completed call is ever sent twice.
+
+    with OpenAIServer(latency=0.05, faults=fail_first(2, "rate_limit", every=3)) as server:
+        ...  # point a model config's api_base at server.url
+        assert server.request_count == ...
+
+`python -m losona.testing.openai_server --latency 0.2` serves the default replies until
+interrupted, in its own process (the throughput benchmark uses it that way so that the
+server does not compete with the client for the interpreter). With `--judge` it answers
+judge prompts with plausible scripted verdicts (losona/testing/scripted_judge.py), so a
+judge config pointing at `--port` runs the whole pipeline with an "LLM" judge, offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aiohttp import web
+
+FaultKind = Literal[
+    "rate_limit",  # 429 with a Retry-After header
+    "server_error",  # 500
+    "unavailable",  # 503
+    "drop",  # the connection is closed without an answer
+    "hang",  # no answer until long after any sensible client timeout
+    "malformed",  # 200 with a body that is not JSON
+    "empty",  # 200 with a well-formed completion whose content is empty
+    "bad_request",  # 400: the request itself is wrong (not worth retrying)
+    "unauthorized",  # 401: the key is refused (every call would fail the same way)
+]
+# The transient faults a client must survive by retrying.
+TRANSIENT_FAULTS: tuple[FaultKind, ...] = (
+    "rate_limit",
+    "server_error",
+    "unavailable",
+    "drop",
+    "hang",
+    "malformed",
+    "empty",
+)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do instead of answering one request."""
+
+    kind: FaultKind
+    retry_after: float = 1.0  # seconds, sent as Retry-After with a rate_limit
+
+
+Body = dict[str, Any]
+Reply = Callable[[Body], str]
+FaultPlan = Callable[[Body, int], Fault | None]  # (body, times seen before) -> fault or None
+
+
+def body_digest(body: Body) -> str:
+    """A stable hash of a request body: the identity of one call, retries included."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def default_reply(body: Body) -> str:
+    """A deterministic reply that differs between prompts and between seeds (trials)."""
+    digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode())
+    return f"Reply {digest.hexdigest()[:12]} for seed {body.get('seed')}."
+
+
+def fail_first(
+    times: int, kind: FaultKind, *, every: int = 1, retry_after: float = 1.0
+) -> FaultPlan:
+    """The first `times` attempts of one distinct request in `every` fail with `kind`."""
+
+    def plan(body: Body, seen: int) -> Fault | None:
+        chosen = int(body_digest(body)[:8], 16) % every == 0
+        return Fault(kind, retry_after) if chosen and seen < times else None
+
+    return plan
+
+
+def _words(text: Any) -> int:
+    return len(text.split()) if isinstance(text, str) else 0
+
+
+class OpenAIServer:
+    """An OpenAI-compatible chat server on 127.0.0.1 for the duration of a `with` block."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        reply: Reply = default_reply,
+        faults: FaultPlan | None = None,
+        hang_s: float = 30.0,
+        keep_bodies: bool = True,
+        port: int = 0,  # 0: any free port
+    ) -> None:
+        self.latency = latency
+        self.reply = reply
+        self.faults = faults
+        self.hang_s = hang_s
+        self.keep_bodies = keep_bodies
+        self.requests: list[Body] = []  # every body received, in arrival order
+        self.answered: list[Body] = []  # the bodies that got a good, non-empty answer
+        self.request_count = 0
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests ever being handled at once
+        self.faults_injected: Counter[str] = Counter()
+        self._seen: Counter[str] = Counter()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """The api_base to give a client, e.g. http://127.0.0.1:40123/v1."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def model_config(self, name: str = "local", **settings: Any) -> dict[str, Any]:
+        """A model config node (the shape of conf/model/*.yaml) served by this server.
+
+        Seeded per trial, so the default replies of a prompt's K trials differ; free; with
+        short retry delays and timeouts, so fault tests run in well under a second.
+        """
+        return {
+            "name": name,
+            "model": "openai/test-model",
+            "api_base": self.url,
+            "seed_per_trial": True,
+            "concurrency": 4,
+            "timeout_s": 2.0,
+            "backoff_s": 0.01,
+            "price": {"input_usd_per_mtok": 0, "output_usd_per_mtok": 0},
+        } | settings
+
+    def __enter__(self) -> OpenAIServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/chat/completions", self._handle)
+        # Hanging handlers are cancelled promptly when the server stops.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+        # Handlers still hanging on closed connections would outlive the loop otherwise.
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        body: Body = await request.json()
+        self.request_count += 1
+        if self.keep_bodies:
+            self.requests.append(body)
+        fault = None
+        if self.faults is not None:
+            key = body_digest(body)
+            fault = self.faults(body, self._seen[key])
+            self._seen[key] += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if fault is not None:
+            self.faults_injected[fault.kind] += 1
+            return await self._inject(request, body, fault)
+        text = self.reply(body)
+        if self.keep_bodies:
+            self.answered.append(body)
+        return web.json_response(self._completion(body, text))
+
+    async def _inject(self, request: web.Request, body: Body, fault: Fault) -> web.StreamResponse:
+        if fault.kind == "rate_limit":
+            return _error(429, "rate limited", {"Retry-After": f"{fault.retry_after:g}"})
+        if fault.kind == "server_error":
+            return _error(500, "internal error")
+        if fault.kind == "unavailable":
+            return _error(503, "overloaded")
+        if fault.kind == "drop":
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()  # never reaches the client: the connection is gone
+        if fault.kind == "hang":
+            await asyncio.sleep(self.hang_s)
+            return _error(504, "hung")
+        if fault.kind == "bad_request":
+            return _error(400, "invalid request")
+        if fault.kind == "unauthorized":
+            return _error(401, "invalid api key")
+        if fault.kind == "malformed":
+            return web.Response(text='{"choices": [', content_type="application/json")
+        return web.json_response(self._completion(body, ""))
+
+    def _completion(self, body: Body, text: str) -> Body:
+        prompt_tokens = sum(_words(m.get("content")) for m in body.get("messages", []))
+        return {
+            "id": f"chatcmpl-{self.request_count}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "test"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _words(text),
+                "total_tokens": prompt_tokens + _words(text),
+            },
+        }
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    payload = {"error": {"message": message, "type": "test_fault", "code": status}}
+    return web.json_response(payload, status=status, headers=headers)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve default (or scripted judge) replies until interrupted; print the URL first."""
+    parser = argparse.ArgumentParser(prog="python -m losona.testing.openai_server")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--judge", action="store_true", help="answer judge prompts with verdicts")
+    parser.add_argument(
+        "--disagree", type=float, default=0.1, help="with --judge: share of messages overturned"
+    )
+    parser.add_argument(
+        "--flip-rate", type=float, default=0.0, help="with --judge: share of calls overturned"
+    )
+    args = parser.parse_args(argv)
+    reply = default_reply
+    if args.judge:
+        from losona.testing.scripted_judge import ScriptedJudge
+
+        reply = ScriptedJudge(disagree=args.disagree, flip_rate=args.flip_rate)
+    with OpenAIServer(
+        latency=args.latency, reply=reply, keep_bodies=False, port=args.port
+    ) as server:
+        print(server.url, flush=True)
+        # Serve until stdin closes (Ctrl-D) or the process is interrupted (Ctrl-C).
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""sample: K responses from one model to every prompt of one condition.
+
+python stages/sample.py condition=naive                        # smollm2, the offline default
+python stages/sample.py model=claude_opus condition=style_adaptation
+python stages/sample.py model=claude_opus condition=naive sampling.dry_run=true
+"""
+
+import json
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import plain
+from losona.contracts import PROMPT_SCHEMA
+from losona.errors import LosonaError
+from losona.io import read_parquet, write_parquet
+from losona.models import ModelSpec
+from losona.sample import SamplingSettings, plan_sampling, sample_responses
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    option = HydraConfig.get().runtime.choices["model"]
+    origin = f"conf/model/{option}.yaml"
+    spec = ModelSpec.from_config(plain(cfg.model), origin=origin)
+    if spec.name != option:
+        raise LosonaError(f"{origin}: name is '{spec.name}'; it must be the file's name '{option}'")
+    if "condition" not in cfg:
+        raise LosonaError(
+            "sample needs one condition, e.g. python stages/sample.py condition=naive"
+        )
+    condition = cfg.condition.name
+    settings = SamplingSettings.from_config(plain(cfg.sampling))
+    if not settings.dry_run:
+        spec.check_credentials()  # before any work: a missing key fails at once
+    prompts = read_parquet(cfg.paths.prompts, PROMPT_SCHEMA, made_by="render")
+    if settings.dry_run:
+        found = plan_sampling(
+            prompts, spec, condition, settings.trials, cache_path=cfg.paths.call_cache
+        )
+        print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
+        return
+    out = Path(cfg.paths.responses_dir) / spec.name / f"{condition}.parquet"
+    log = out.with_suffix(".log.json")
+    responses = sample_responses(
+        prompts,
+        spec,
+        condition,
+        settings.trials,
+        cache_path=cfg.paths.call_cache,
+        max_cost_usd=settings.max_cost_usd,
+        # Beside the table, not in it: latency, cache hits and spend differ between runs.
+        run_log=log,
+        progress=f"sample {spec.name}/{condition}",
+    )
+    write_parquet(responses, out)
+    facts = json.loads(log.read_text(encoding="utf-8"))
+    print(
+        f"sample: {responses.height} responses ({spec.name}, {condition}, "
+        f"{settings.trials} trials; {facts['cache_hits']} from the call cache, "
+        f"{facts['completed']} new calls, ${facts['cost_usd_this_run']:.4f}) -> {out}"
+    )
+
+
+if __name__ == "__main__":
+    launch(main)

@@ -1,0 +1,129 @@
+"""The local OpenAI-compatible test server: replies, faults on schedule, logs."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from losona.testing.openai_server import (
+    Fault,
+    OpenAIServer,
+    default_reply,
+    fail_first,
+)
+
+
+def post(url: str, body: dict[str, Any], timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
+    """POST a chat completion; (status, headers, raw body)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        connection.request(
+            "POST",
+            f"{parts.path}/chat/completions",
+            body=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        return response.status, dict(response.headers), response.read()
+    finally:
+        connection.close()
+
+
+def body(text: str, seed: int | None = None) -> dict[str, Any]:
+    return {"model": "test", "messages": [{"role": "user", "content": text}], "seed": seed}
+
+
+def test_answers_deterministically_per_prompt_and_seed_with_usage() -> None:
+    with OpenAIServer() as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        replies = [json.loads(post(server.url, body("hello there", seed))[2]) for seed in (1, 2, 1)]
+    texts = [r["choices"][0]["message"]["content"] for r in replies]
+    assert texts[0] == texts[2] != texts[1]
+    assert texts[0] == default_reply(body("hello there", 1))
+    assert replies[0]["usage"] == {
+        "prompt_tokens": 2,
+        "completion_tokens": len(texts[0].split()),
+        "total_tokens": 2 + len(texts[0].split()),
+    }
+    assert server.request_count == 3
+    assert server.requests == [body("hello there", s) for s in (1, 2, 1)]
+    assert server.answered == server.requests
+
+
+def test_a_reply_hook_scripts_the_answers() -> None:
+    with OpenAIServer(reply=lambda b: b["messages"][-1]["content"].upper()) as server:
+        reply = json.loads(post(server.url, body("shout"))[2])
+    assert reply["choices"][0]["message"]["content"] == "SHOUT"
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("rate_limit", 429),
+        ("server_error", 500),
+        ("unavailable", 503),
+        ("bad_request", 400),
+        ("unauthorized", 401),
+    ],
+)
+def test_error_faults_answer_with_their_status(kind: Any, status: int) -> None:
+    with OpenAIServer(faults=lambda b, seen: Fault(kind, retry_after=7)) as server:
+        got, headers, _ = post(server.url, body("x"))
+    assert got == status
+    assert (headers.get("Retry-After") == "7") == (kind == "rate_limit")
+    assert server.answered == [] and server.faults_injected == {kind: 1}
+
+
+def test_malformed_and_empty_bodies() -> None:
+    with OpenAIServer(faults=fail_first(1, "malformed")) as server:
+        status, _, raw = post(server.url, body("x"))
+        assert status == 200
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(raw)
+    with OpenAIServer(faults=fail_first(1, "empty")) as server:
+        reply = json.loads(post(server.url, body("x"))[2])
+    assert reply["choices"][0]["message"]["content"] == ""
+    assert server.answered == []
+
+
+def test_a_drop_closes_the_connection_and_a_hang_outlasts_the_client() -> None:
+    dropped = pytest.raises((http.client.RemoteDisconnected, ConnectionError))
+    with OpenAIServer(faults=fail_first(1, "drop")) as server, dropped:
+        post(server.url, body("x"))
+    with OpenAIServer(faults=fail_first(1, "hang"), hang_s=30) as server:
+        started = time.monotonic()
+        with pytest.raises((TimeoutError, socket.timeout)):
+            post(server.url, body("x"), timeout=0.3)
+    # Leaving the block cancelled the hanging handler instead of waiting 30 s for it.
+    assert time.monotonic() - started < 5
+
+
+def test_faults_follow_the_schedule_per_distinct_request() -> None:
+    plan = fail_first(2, "server_error", every=2)
+    chosen = [i for i in range(20) if plan(body(f"p{i}"), 0) is not None]
+    assert 0 < len(chosen) < 20  # about one request in two is picked, deterministically
+    with OpenAIServer(faults=plan) as server:
+        statuses = [post(server.url, body(f"p{chosen[0]}"))[0] for _ in range(3)]
+        other = next(i for i in range(20) if i not in chosen)
+        assert post(server.url, body(f"p{other}"))[0] == 200
+    assert statuses == [500, 500, 200]  # the first two attempts fail, the third is answered
+    assert server.request_count == 4
+
+
+def test_counts_requests_in_flight() -> None:
+    import threading
+
+    with OpenAIServer(latency=0.3) as server:
+        threads = [threading.Thread(target=post, args=(server.url, body(f"{i}"))) for i in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert server.max_in_flight == 3 and server.in_flight == 0

@@ -1,0 +1,306 @@
+"""The sample stage: K responses per prompt, byte-identical reruns, failures, kills, DVC.
+
+Subjects are served by the local OpenAI-compatible test server; the stage script finds
+their configs through an extra Hydra search path, as a user's own config folder would be.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from conftest import REPO, run_dvc, run_stage
+
+from losona.contracts import RESPONSE_SCHEMA
+from losona.datasets import fetch_scenarios
+from losona.errors import LosonaError
+from losona.io import write_parquet
+from losona.models import ModelSpec
+from losona.render import render_prompts
+from losona.sample import SamplingSettings, sample_responses
+from losona.testing.openai_server import Fault, OpenAIServer
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as running:
+        yield running
+
+
+@pytest.fixture
+def prompts(workdir: Path) -> pl.DataFrame:
+    """Six bundled scenarios rendered under two conditions, where the stage reads them."""
+    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(6)
+    table = render_prompts(scenarios, ["naive", "norm_informed"])
+    write_parquet(table, workdir / "data" / "prompts.parquet")
+    return table
+
+
+def sample_stage(
+    workdir: Path, server: OpenAIServer, *overrides: str, name: str = "local", **settings: Any
+) -> subprocess.CompletedProcess[str]:
+    """Run `python stages/sample.py model=<name> condition=naive` against the server."""
+    configs = workdir / "my_conf"
+    (configs / "model").mkdir(parents=True, exist_ok=True)
+    node = server.model_config(name, **settings)
+    (configs / "model" / f"{name}.yaml").write_text(yaml.safe_dump(node))
+    return run_stage(
+        "sample",
+        f"hydra.searchpath=[file://{configs}]",
+        f"model={name}",
+        "condition=naive",
+        f"paths.call_cache={workdir / 'calls.sqlite'}",
+        *overrides,
+    )
+
+
+def responses_path(workdir: Path, name: str = "local") -> Path:
+    return workdir / "data" / "responses" / name / "naive.parquet"
+
+
+# --- the library function --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        ({"trials": 0, "dry_run": False, "max_cost_usd": None}, "sampling.trials: expected a pos"),
+        ({"trials": -3, "dry_run": False, "max_cost_usd": None}, "sampling.trials"),
+        ({"trials": "3", "dry_run": False, "max_cost_usd": None}, "sampling.trials"),
+        ({"trials": 3, "dry_run": "no", "max_cost_usd": None}, "sampling.dry_run"),
+        ({"trials": 3, "dry_run": False, "max_cost_usd": -1}, "sampling.max_cost_usd"),
+    ],
+)
+def test_bad_sampling_settings_are_refused(node: dict[str, Any], message: str) -> None:
+    with pytest.raises(LosonaError, match=message):
+        SamplingSettings.from_config(node)
+
+
+def test_k_responses_per_prompt_in_the_response_contract(
+    prompts: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> None:
+    spec = ModelSpec.from_config(server.model_config("local"))
+    table = sample_responses(prompts, spec, "naive", 3, cache_path=tmp_path / "c.sqlite")
+    assert table.schema == RESPONSE_SCHEMA and table.height == 6 * 3
+    assert table.equals(table.sort("scenario_id", "trial"))
+    naive = prompts.filter(pl.col("condition") == "naive")
+    assert table["scenario_id"].unique().sort().to_list() == naive["scenario_id"].to_list()
+    assert set(table["subject_model"]) == {"local"}
+    assert set(table["provider_model"]) == {"openai/test-model"}
+    assert set(table["trial"]) == {0, 1, 2}
+    hashes = dict(naive.select("scenario_id", "prompt_sha256").iter_rows())
+    assert all(hashes[s] == h for s, h in table.select("scenario_id", "prompt_sha256").iter_rows())
+    per_scenario = table.group_by("scenario_id").agg(pl.col("response").n_unique())
+    assert per_scenario["response"].to_list() == [3] * 6  # the K trials are distinct samples
+    assert table["finish_reason"].to_list() == ["stop"] * 18
+    assert (table["prompt_tokens"] > 100).all() and (table["completion_tokens"] > 0).all()
+
+
+def test_a_condition_that_was_not_rendered_is_refused(
+    prompts: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> None:
+    spec = ModelSpec.from_config(server.model_config())
+    with pytest.raises(LosonaError, match="no prompts for condition 'oracle'"):
+        sample_responses(prompts, spec, "oracle", 3, cache_path=tmp_path / "c.sqlite")
+    assert server.request_count == 0
+
+
+# --- the stage script ------------------------------------------------------------------
+
+
+def test_without_its_key_a_model_fails_at_once_naming_the_variable(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # No prompt table either: the key is checked before any work.
+    result = run_stage("sample", "model=claude_opus", "condition=style_adaptation")
+    assert result.returncode == 2, result.stderr
+    assert "environment variable ANTHROPIC_API_KEY, which is not set" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (workdir / "data").exists()
+
+
+@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
+def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
+    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+) -> None:
+    result = sample_stage(workdir, server)
+    assert result.returncode == 0, result.stderr
+    out = responses_path(workdir)
+    first = out.read_bytes()
+    assert pl.read_parquet(out).height == 18 and server.request_count == 18
+    assert "18 responses (local, naive, 3 trials; 0 from the call cache, 18 new" in result.stdout
+    log = out.with_suffix(".log.json")
+    assert '"cache_misses": 18' in log.read_text()
+    again = sample_stage(workdir, server)
+    assert again.returncode == 0, again.stderr
+    assert out.read_bytes() == first and server.request_count == 18
+    assert "18 from the call cache, 0 new calls" in again.stdout
+    assert '"cache_hits": 18' in log.read_text()  # the run log moves, the table does not
+    # The sweep's K comes from the config: more trials add calls, reusing the first three.
+    more = sample_stage(workdir, server, "sampling.trials=4")
+    assert more.returncode == 0 and server.request_count == 24
+
+
+@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
+def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
+    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+) -> None:
+    # Every call of the first naive prompt (its three trials) fails.
+    failing = prompts.filter(pl.col("condition") == "naive")["messages"][0][0]["content"]
+    server.faults = lambda body, seen: (
+        Fault("server_error") if body["messages"][0]["content"] == failing else None
+    )
+    result = sample_stage(workdir, server, max_attempts=2)
+    assert result.returncode == 2
+    assert (
+        "3 of 18 calls to 'local' failed after their retries; nothing was written" in result.stderr
+    )
+    assert "3 x InternalServerError (500)" in result.stderr and "Traceback" not in result.stderr
+    assert not responses_path(workdir).exists()
+    assert server.request_count == 15 + 3 * 2
+    server.faults = None
+    assert sample_stage(workdir, server).returncode == 0
+    assert server.request_count == 21 + 3  # only the three failed calls were sent again
+
+
+@pytest.mark.slow  # runs the stage script
+def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
+    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+) -> None:
+    price = {"input_usd_per_mtok": 2.0, "output_usd_per_mtok": 8.0}
+    result = sample_stage(workdir, server, "sampling.dry_run=true", price=price)
+    assert result.returncode == 0, result.stderr
+    assert "local: 18 calls, 0 already cached, 18 to make" in result.stdout
+    cost = re.search(r"estimated cost \$(\d+\.\d{4}) \(", result.stdout)
+    # Counted prompt tokens at $2/Mtok plus 500 expected completion tokens at $8/Mtok.
+    assert cost and 18 * 500 * 8e-6 < float(cost.group(1)) < 18 * (1500 * 2 + 500 * 8) * 1e-6
+    assert server.request_count == 0 and not responses_path(workdir).exists()
+
+
+def test_the_config_must_be_named_after_its_file(
+    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+) -> None:
+    configs = workdir / "my_conf" / "model"
+    configs.mkdir(parents=True)
+    (configs / "mine.yaml").write_text(yaml.safe_dump(server.model_config("other")))
+    result = run_stage(
+        "sample", f"hydra.searchpath=[file://{configs.parent}]", "model=mine", "condition=naive"
+    )
+    assert result.returncode == 2
+    assert (
+        "conf/model/mine.yaml: name is 'other'; it must be the file's name 'mine'" in result.stderr
+    )
+
+
+@pytest.mark.slow
+def test_a_run_killed_midway_resumes_without_resending_a_completed_call(
+    workdir: Path, prompts: pl.DataFrame, tmp_path: Path
+) -> None:
+    with OpenAIServer(latency=0.05) as clean_server:
+        assert sample_stage(workdir, clean_server, "sampling.trials=5").returncode == 0
+    clean = responses_path(workdir).read_bytes()
+    responses_path(workdir).unlink()
+    (workdir / "calls.sqlite").unlink()
+
+    with OpenAIServer(latency=0.05) as server:
+        configs = workdir / "my_conf"
+        (configs / "model" / "local.yaml").write_text(
+            yaml.safe_dump(server.model_config("local", concurrency=2))
+        )
+        stage = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "stages" / "sample.py"),
+                f"hydra.searchpath=[file://{configs}]",
+                "model=local",
+                "condition=naive",
+                "sampling.trials=5",
+                f"paths.call_cache={workdir / 'calls.sqlite'}",
+            ],
+            cwd=workdir,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while len(server.answered) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(stage.pid, signal.SIGKILL)
+        stage.wait()
+        killed_after = len(server.requests)
+        answered_before = {str(b) for b in server.answered}
+        with sqlite3.connect(workdir / "calls.sqlite") as db:
+            saved = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        # Killed midway: some calls stored (all but those in flight), no table written.
+        assert 0 < saved < 30 and not responses_path(workdir).exists()
+
+        resumed = run_stage(
+            "sample",
+            f"hydra.searchpath=[file://{configs}]",
+            "model=local",
+            "condition=naive",
+            "sampling.trials=5",
+            f"paths.call_cache={workdir / 'calls.sqlite'}",
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        second = server.requests[killed_after:]
+    # Every call the cache held was skipped; every other call was sent exactly once.
+    assert len(second) == 30 - saved
+    assert len({str(b) for b in second}) == len(second)
+    # At most the calls in flight at the kill (answered, not yet stored) went out twice.
+    assert len(answered_before & {str(b) for b in second}) <= 2
+    assert responses_path(workdir).read_bytes() == clean
+
+
+def stages_run(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+@pytest.mark.slow
+def test_changing_one_models_config_reruns_only_its_sample_stages(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    with OpenAIServer() as server:
+        for name in ("fake_a", "fake_b"):
+            node = server.model_config(name)
+            (repo_copy / "conf" / "model" / f"{name}.yaml").write_text(yaml.safe_dump(node))
+        params = repo_copy / "params.yaml"
+        params.write_text(
+            "dataset: bundled\nsweep:\n  models: [fake_a, fake_b]\n"
+            "  conditions: [naive, norm_informed]\n  judges: [lexicon]\n"
+        )
+        paths = repo_copy / "conf" / "paths" / "default.yaml"
+        paths.write_text(
+            re.sub(r"call_cache: .*", f"call_cache: {tmp_path / 'calls.sqlite'}", paths.read_text())
+        )
+        cells = {
+            f"sample@{m}-{c}" for m in ("fake_a", "fake_b") for c in ("naive", "norm_informed")
+        }
+        assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == {
+            "fetch",
+            "render",
+            *cells,
+        }
+        calls = server.request_count
+        table = repo_copy / "data" / "responses" / "fake_a" / "naive.parquet"
+        before = table.read_bytes()
+
+        config = repo_copy / "conf" / "model" / "fake_a.yaml"
+        config.write_text(config.read_text().replace("concurrency: 4", "concurrency: 3"))
+        rerun = stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout)
+        assert rerun == {"sample@fake_a-naive", "sample@fake_a-norm_informed"}
+        # Served from the call cache: no call, and the same bytes, so DVC stops there.
+        assert server.request_count == calls and table.read_bytes() == before
+        assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == set()
