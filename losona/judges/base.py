@@ -1,0 +1,151 @@
+"""What every judge takes and returns: one case to judge, one judgement of it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from losona.contracts import Scenario
+from losona.render import format_transcript
+
+# "ok": scored. "unparseable": the judge answered, but not with a usable verdict, even after
+# one repair. "failed": the judge call itself failed after the model layer's retries.
+# "no_response": there was no subject message to judge (a null response).
+Status = Literal["ok", "unparseable", "failed", "no_response"]
+
+# The control cases' stand-in names: the catalog's example elicitor has no speaker.
+CONTROL_ELICITOR_ACTOR = "Member A"
+CONTROL_SUBJECT = "Member B"
+# What the judge reads as the transcript when a case has no earlier messages.
+NO_EARLIER_MESSAGES = "(no earlier messages)"
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    """Everything a judge may see about one message: never the generation-only end goal."""
+
+    scenario_id: str
+    norm_id: str
+    norm_statement: str
+    example_elicitor: str
+    example_compliant_response: str
+    example_breaching_response: str
+    prior_transcript: str
+    elicitor_actor: str
+    elicitor_content: str
+    subject: str
+    response: str | None
+    # Everyone else in the chat: the judged message's author is not among them.
+    members: tuple[str, ...] = ()
+
+    @classmethod
+    def for_response(cls, scenario: Scenario, response: str | None) -> JudgeCase:
+        """A subject's reply to the scenario's final elicitor, in the scenario's own chat."""
+        return cls(
+            scenario_id=scenario.scenario_id,
+            norm_id=scenario.norm_id,
+            norm_statement=scenario.norm_statement,
+            example_elicitor=scenario.example_elicitor,
+            example_compliant_response=scenario.example_compliant_response,
+            example_breaching_response=scenario.example_breaching_response,
+            prior_transcript=format_transcript(scenario.turns) or NO_EARLIER_MESSAGES,
+            elicitor_actor=scenario.elicitor_actor,
+            elicitor_content=scenario.elicitor_content,
+            subject=scenario.subject,
+            response=response,
+            members=tuple(member.name for member in scenario.cast),
+        )
+
+    @classmethod
+    def control(cls, scenario: Scenario, response: str) -> JudgeCase:
+        """An example response judged as a reply to the example elicitor it was written for.
+
+        The catalog's examples answer the example elicitor, not the scenario's chat; judged
+        against the scenario's elicitor they would be off-topic and their expected label
+        would no longer be certain. So a control has no earlier messages and the example
+        elicitor as its final turn.
+        """
+        return cls(
+            scenario_id=scenario.scenario_id,
+            norm_id=scenario.norm_id,
+            norm_statement=scenario.norm_statement,
+            example_elicitor=scenario.example_elicitor,
+            example_compliant_response=scenario.example_compliant_response,
+            example_breaching_response=scenario.example_breaching_response,
+            prior_transcript=NO_EARLIER_MESSAGES,
+            elicitor_actor=CONTROL_ELICITOR_ACTOR,
+            elicitor_content=scenario.example_elicitor,
+            subject=CONTROL_SUBJECT,
+            response=response,
+            members=(CONTROL_ELICITOR_ACTOR,),
+        )
+
+
+def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
+    """Each demonstration turn as a reply to the message right before it (expected to comply).
+
+    The chat up to that message is the transcript and that message the final elicitor, so
+    a judge sees a demonstration the way it sees a subject's reply.
+    """
+    cases = []
+    for position, turn in enumerate(scenario.turns):
+        if not turn.is_demo or position == 0:
+            continue
+        before, elicitor = scenario.turns[: position - 1], scenario.turns[position - 1]
+        cases.append(
+            JudgeCase(
+                scenario_id=scenario.scenario_id,
+                norm_id=scenario.norm_id,
+                norm_statement=scenario.norm_statement,
+                example_elicitor=scenario.example_elicitor,
+                example_compliant_response=scenario.example_compliant_response,
+                example_breaching_response=scenario.example_breaching_response,
+                prior_transcript=format_transcript(before) or NO_EARLIER_MESSAGES,
+                elicitor_actor=elicitor.actor,
+                elicitor_content=elicitor.content,
+                subject=turn.actor,
+                response=turn.content,
+                members=tuple(
+                    name
+                    for name in (scenario.subject, *(m.name for m in scenario.cast))
+                    if name != turn.actor
+                ),
+            )
+        )
+    return cases
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A judge's verdict on one case: the five fields of Appendix C and how it was reached."""
+
+    complies: bool | None  # None whenever status is not "ok"
+    elicitor_uptake: str | None
+    norm_requirement: str | None
+    evidence: str | None
+    reasoning: str | None
+    status: Status
+
+    @classmethod
+    def unscored(cls, status: Status, reasoning: str, evidence: str | None = None) -> Judgement:
+        """A case the judge could not score, with why and whatever the judge did say."""
+        return cls(None, None, None, evidence, reasoning, status)
+
+
+class Judge(Protocol):
+    """Anything that turns cases into judgements, one per case, in order."""
+
+    @property
+    def model(self) -> str:
+        """What decided the verdicts, as written to `judge_model`."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version of the prompt or rules it used, as written to `judge_version`."""
+        ...
+
+    def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
+        """One judgement per case, in the same order."""
+        ...

@@ -1,0 +1,253 @@
+"""The paper's LLM judge: its prompt, robust reading of its reply, and one bounded repair.
+
+Prompt: the system message holds our additional judge instructions, the user message the
+paper's Appendix C prompt word for word (losona/templates.py). The judged message sits
+between two marker lines whose id is a hash of the message itself, so no message can
+close its own quotation early and pass text off as instructions.
+
+Reply: a JSON object alone, in a code fence, or with text around it, with the five fields
+of Appendix C; "true"/"false" written as strings are accepted. A reply that cannot be
+read gets one repair request (the conversation so far plus what was wrong); if that reply
+cannot be read either, the case is unscored ("unparseable") with both raw replies kept in
+`evidence`, never guessed. A call that fails after the model layer's retries is unscored
+("failed") with the error in `reasoning`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from losona.io import sha256_text
+from losona.judges.base import JudgeCase, Judgement
+from losona.models import Completion, ModelSpec, Request, complete
+from losona.templates import (
+    JUDGE_INSTRUCTIONS,
+    JUDGE_JSON_SHAPE,
+    JUDGE_REPAIR_TEMPLATE,
+    JUDGE_TEMPLATE,
+    JUDGE_TEMPLATE_VERSION,
+    JUDGED_MESSAGE_FENCE,
+)
+
+TEXT_FIELDS = ("elicitor_uptake", "norm_requirement", "evidence", "reasoning")
+FIELDS = (*TEXT_FIELDS, "complies")
+# Joins the two raw replies of an unparseable case in `evidence`.
+REPAIR_SEPARATOR = "\n--- reply to the repair request ---\n"
+
+Messages = list[dict[str, str]]
+
+
+class UnparseableReply(ValueError):
+    """A judge reply that holds no usable verdict; the message says what is wrong."""
+
+
+def fence_id(message: str) -> str:
+    """The marker id for one judged message: a prefix of its SHA-256, unforgeable from inside."""
+    return sha256_text(message)[:16]
+
+
+def fenced(message: str) -> str:
+    """The judged message between its begin and end marker lines."""
+    return JUDGED_MESSAGE_FENCE.format(fence_id=fence_id(message), message=message)
+
+
+def judge_prompt(case: JudgeCase) -> str:
+    """The paper's judge prompt (Appendix C) for one case."""
+    if case.response is None:
+        raise ValueError(f"scenario '{case.scenario_id}': no response to judge")
+    return JUDGE_TEMPLATE.format(
+        norm_statement=case.norm_statement,
+        example_elicitor=case.example_elicitor,
+        example_compliant_response=case.example_compliant_response,
+        example_breaching_response=case.example_breaching_response,
+        prior_transcript=case.prior_transcript,
+        elicitor_actor=case.elicitor_actor,
+        elicitor_content=case.elicitor_content,
+        subject=case.subject,
+        subject_response=fenced(case.response),
+        json_shape=JUDGE_JSON_SHAPE,
+    )
+
+
+def judge_messages(case: JudgeCase) -> Messages:
+    """The chat messages sent to the judge: our instructions, then the paper's prompt."""
+    return [
+        {"role": "system", "content": JUDGE_INSTRUCTIONS},
+        {"role": "user", "content": judge_prompt(case)},
+    ]
+
+
+def repair_messages(messages: Messages, reply: str, problem: str) -> Messages:
+    """The one follow-up after an unreadable reply: the conversation so far and what was wrong."""
+    request = JUDGE_REPAIR_TEMPLATE.format(problem=problem, json_shape=JUDGE_JSON_SHAPE)
+    return [
+        *messages,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": request},
+    ]
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object that starts somewhere in the text (nested ones included)."""
+    decoder = json.JSONDecoder()
+    found = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", start + 1)
+    return found
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise UnparseableReply(f"'complies' must be true or false, found {json.dumps(value)}")
+
+
+def _verdict(obj: Mapping[str, Any]) -> Judgement:
+    missing = [field for field in FIELDS if field not in obj]
+    if missing:
+        raise UnparseableReply(f"the JSON object lacks the field(s) {', '.join(missing)}")
+    complies = _boolean(obj["complies"])
+    texts: dict[str, str | None] = {}
+    for field in TEXT_FIELDS:
+        value = obj[field]
+        if value is not None and not isinstance(value, str):
+            raise UnparseableReply(f"'{field}' must be text, found {json.dumps(value)}")
+        texts[field] = value
+    return Judgement(complies=complies, status="ok", **texts)
+
+
+def parse_verdict(reply: str | None) -> Judgement:
+    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong."""
+    if reply is None or not reply.strip():
+        raise UnparseableReply("the reply was empty")
+    objects = _json_objects(reply)
+    if not objects:
+        raise UnparseableReply("the reply holds no JSON object")
+    verdicts: list[Judgement] = []
+    problems: list[str] = []
+    for obj in objects:
+        try:
+            verdicts.append(_verdict(obj))
+        except UnparseableReply as exc:
+            problems.append(str(exc))
+    if not verdicts:
+        raise UnparseableReply(problems[0])
+    if len({verdict.complies for verdict in verdicts}) > 1:
+        raise UnparseableReply("the reply holds several verdicts that disagree on 'complies'")
+    return verdicts[-1]
+
+
+def _key(messages: Messages) -> str:
+    return sha256_text(json.dumps(messages, sort_keys=True, ensure_ascii=False))
+
+
+class LLMJudge:
+    """A judge model called through the shared model layer (cache, retries, cost)."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        cache_path: str | Path,
+        use_cache: bool = True,
+        max_cost_usd: float | None = None,
+        run_log: Path | None = None,
+    ) -> None:
+        self.spec = spec
+        self.cache_path = cache_path
+        self.use_cache = use_cache
+        self.max_cost_usd = max_cost_usd
+        # Latency, cache hits and spend of each round of calls (`<run_log>.log.json`, then
+        # `<run_log>.repair.log.json`), kept out of the verdicts: they differ between runs.
+        self.run_logs = (
+            (Path(f"{run_log}.log.json"), Path(f"{run_log}.repair.log.json"))
+            if run_log
+            else (None, None)
+        )
+
+    @property
+    def model(self) -> str:
+        """The provider's model string, as written to `judge_model`."""
+        return self.spec.model
+
+    @property
+    def version(self) -> str:
+        """The judge template's version."""
+        return JUDGE_TEMPLATE_VERSION
+
+    def _complete(
+        self, conversations: Sequence[Messages], run_log: Path | None
+    ) -> list[Completion]:
+        # Identical conversations (e.g. two scenarios sharing a norm's control examples)
+        # are sent once.
+        unique = {_key(m): m for m in conversations}
+        requests = [Request(messages=m, trial=0) for m in unique.values()]
+        results = complete(
+            self.spec,
+            requests,
+            cache_path=self.cache_path,
+            use_cache=self.use_cache,
+            max_cost_usd=self.max_cost_usd,
+            progress="judge",
+            run_log=run_log,
+        )
+        by_key = dict(zip(unique, results, strict=True))
+        return [by_key[_key(m)] for m in conversations]
+
+    def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
+        """One judgement per case: parsed, repaired once, or unscored with the reason kept."""
+        judgements: list[Judgement | None] = [None] * len(cases)
+        asked = [i for i, case in enumerate(cases) if case.response is not None]
+        for i, case in enumerate(cases):
+            if case.response is None:
+                judgements[i] = Judgement.unscored("no_response", "no subject message to judge")
+        conversations = {i: judge_messages(cases[i]) for i in asked}
+        first_round = (
+            self._complete(list(conversations.values()), self.run_logs[0]) if asked else []
+        )
+        first = dict(zip(asked, first_round, strict=True))
+
+        to_repair: dict[int, Messages] = {}
+        for i, completion in first.items():
+            if not completion.ok:
+                judgements[i] = Judgement.unscored(
+                    "failed", f"judge call failed: {completion.error}"
+                )
+                continue
+            try:
+                judgements[i] = parse_verdict(completion.text)
+            except UnparseableReply as problem:
+                to_repair[i] = repair_messages(
+                    conversations[i], completion.text or "", str(problem)
+                )
+
+        repaired = self._complete(list(to_repair.values()), self.run_logs[1]) if to_repair else []
+        for i, completion in zip(to_repair, repaired, strict=True):
+            raw_first = first[i].text or ""
+            if not completion.ok:
+                judgements[i] = Judgement.unscored(
+                    "failed", f"judge repair call failed: {completion.error}", evidence=raw_first
+                )
+                continue
+            try:
+                judgements[i] = parse_verdict(completion.text)
+            except UnparseableReply as problem:
+                judgements[i] = Judgement.unscored(
+                    "unparseable",
+                    f"judge reply unparseable after one repair: {problem}",
+                    evidence=raw_first + REPAIR_SEPARATOR + (completion.text or ""),
+                )
+        assert all(j is not None for j in judgements)
+        return [j for j in judgements if j is not None]

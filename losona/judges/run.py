@@ -1,0 +1,228 @@
+"""Judging a table: a judge from its config, verdicts for a responses table, validity controls.
+
+Judging never resamples: it reads the subject's responses and writes verdicts. Each
+judge run also scores every scenario's example compliant and breaching responses (the
+validity controls), so a broken judge shows itself before anyone reads its numbers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, scenarios_from_table, table
+from losona.errors import LosonaError
+from losona.judges.base import Judge, JudgeCase, Judgement
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.llm import LLMJudge
+from losona.models import ModelSpec
+
+JUDGE_KINDS = ("lexicon", "llm")
+# What a conf/judge/*.yaml node may set.
+JUDGE_KEYS = frozenset({"name", "label", "kind", "model", "max_cost_usd"})
+
+
+def check_judge_name(config: Mapping[str, Any], option: str) -> None:
+    """A judge config's name must be its file's name: it names the judge's output files."""
+    if config.get("name") != option:
+        raise LosonaError(
+            f"conf/judge/{option}.yaml: name is {config.get('name')!r}; it must be the "
+            f"file's name '{option}'"
+        )
+
+
+def make_judge(
+    config: Mapping[str, Any],
+    *,
+    cache_path: str | Path,
+    use_cache: bool = True,
+    run_log: Path | None = None,
+) -> Judge:
+    """The judge a `conf/judge/*.yaml` node describes (as plain values)."""
+    name, kind = config.get("name"), config.get("kind")
+    unknown = sorted(set(config) - JUDGE_KEYS)
+    if unknown:
+        raise LosonaError(
+            f"judge '{name}': unknown setting(s) {unknown}; a judge config may set "
+            f"{sorted(JUDGE_KEYS)}"
+        )
+    if kind == "lexicon":
+        if "model" in config:
+            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'model' node")
+        return LexiconJudge()
+    if kind != "llm":
+        raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected one of {JUDGE_KINDS}")
+    if not isinstance(config.get("model"), Mapping):
+        raise LosonaError(
+            f"judge '{name}': kind llm needs a 'model' node shaped like conf/model/*.yaml"
+        )
+    cap = config.get("max_cost_usd")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap < 0):
+        raise LosonaError(
+            f"judge '{name}': max_cost_usd: expected null or a non-negative number, found {cap!r}"
+        )
+    spec = ModelSpec.from_config(dict(config["model"]), origin=f"judge '{name}': model")
+    spec.check_credentials()  # a missing key fails now, before any work
+    return LLMJudge(
+        spec,
+        cache_path=cache_path,
+        use_cache=use_cache,
+        max_cost_usd=None if cap is None else float(cap),
+        run_log=run_log,
+    )
+
+
+def verdict_fields(judge: Judge, name: str, judgements: list[Judgement]) -> list[dict[str, Any]]:
+    """The verdict columns (VERDICT_SCHEMA's judge part) of each judgement, in order."""
+    return [
+        {
+            "judge": name,
+            "judge_model": judge.model,
+            "judge_version": judge.version,
+            "complies": j.complies,
+            "elicitor_uptake": j.elicitor_uptake,
+            "norm_requirement": j.norm_requirement,
+            "evidence": j.evidence,
+            "reasoning": j.reasoning,
+            "judge_status": j.status,
+        }
+        for j in judgements
+    ]
+
+
+def judge_responses(
+    scenarios: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: Judge,
+    name: str,
+    *,
+    model: str,
+    condition: str,
+    origin: str,
+) -> pl.DataFrame:
+    """The verdict table for one responses table (one subject model x condition), sorted.
+
+    `origin` names the responses file in error messages; every row must belong to the
+    cell (`model`, `condition`) and to a scenario of the scenario table.
+    """
+    if responses.is_empty():
+        raise LosonaError(f"{origin}: holds no responses; rerun sample")
+    for column, expected in (("subject_model", model), ("condition", condition)):
+        found = sorted(responses[column].unique().to_list(), key=str)
+        if found != [expected]:
+            raise LosonaError(
+                f"{origin}: column '{column}' holds {found}, expected only '{expected}'; "
+                "rerun sample"
+            )
+    duplicated = responses.filter(pl.struct("scenario_id", "trial").is_duplicated())
+    if not duplicated.is_empty():
+        first = duplicated.row(0, named=True)
+        raise LosonaError(
+            f"{origin}: scenario '{first['scenario_id']}' has trial {first['trial']} more than "
+            "once; rerun sample"
+        )
+    by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+    rows = responses.sort("scenario_id", "trial").iter_rows(named=True)
+    cases, keys = [], []
+    for row in rows:
+        scenario = by_id.get(row["scenario_id"])
+        if scenario is None:
+            raise LosonaError(
+                f"{origin}: scenario '{row['scenario_id']}' is not in the scenario table; "
+                "rerun sample after fetch"
+            )
+        cases.append(JudgeCase.for_response(scenario, row["response"]))
+        keys.append(
+            {
+                "scenario_id": scenario.scenario_id,
+                "event_type": scenario.event_type,
+                "norm_id": scenario.norm_id,
+                "condition": condition,
+                "subject_model": model,
+                "trial": row["trial"],
+                "response": row["response"],
+            }
+        )
+    fields = verdict_fields(judge, name, judge.judge(cases))
+    verdicts = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
+    return table(verdicts, VERDICT_SCHEMA, sort_by=["scenario_id", "trial"])
+
+
+def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataFrame:
+    """Each scenario's example compliant and breaching response, judged: the control table."""
+    cases, keys = [], []
+    for scenario in scenarios_from_table(scenarios):
+        for example, expected, response in (
+            ("compliant", True, scenario.example_compliant_response),
+            ("breaching", False, scenario.example_breaching_response),
+        ):
+            cases.append(JudgeCase.control(scenario, response))
+            keys.append(
+                {
+                    "scenario_id": scenario.scenario_id,
+                    "event_type": scenario.event_type,
+                    "norm_id": scenario.norm_id,
+                    "example": example,
+                    "expected": expected,
+                    "response": response,
+                }
+            )
+    fields = verdict_fields(judge, name, judge.judge(cases))
+    rows = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
+    return table(rows, CONTROL_SCHEMA, sort_by=["scenario_id", "example"])
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def control_summary(controls: pl.DataFrame) -> dict[str, Any]:
+    """How many controls the judge got right, overall and per example kind (DVC metrics)."""
+    summary: dict[str, Any] = {"judge_model": controls["judge_model"][0]}
+    for label, part in (
+        ("all", controls),
+        ("compliant", controls.filter(pl.col("example") == "compliant")),
+        ("breaching", controls.filter(pl.col("example") == "breaching")),
+    ):
+        right = part.filter(pl.col("complies") == pl.col("expected")).height
+        unscored = part["complies"].null_count()
+        summary[label] = {
+            "items": part.height,
+            "right": right,
+            "wrong": part.height - right - unscored,
+            "unscored": unscored,
+            "accuracy": _percent(right, part.height),
+        }
+    return summary
+
+
+def status_counts(verdicts: pl.DataFrame) -> str:
+    """A one-line account of a verdict or control table: comply, breach, unscored by reason."""
+    complies = Counter(verdicts["complies"].to_list())
+    statuses = Counter(verdicts["judge_status"].to_list())
+    unscored = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()) if s != "ok")
+    line = f"{complies[True]} comply, {complies[False]} breach, {complies[None]} unscored"
+    return f"{line} ({unscored})" if unscored else line
+
+
+def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
+    """What a user should know about the unscored verdicts of a table, one line each."""
+    statuses = Counter(verdicts["judge_status"].to_list())
+    notes = []
+    if statuses["unparseable"]:
+        notes.append(
+            f"{statuses['unparseable']} judge replies were unparseable even after one repair: "
+            "complies is null, the raw replies are in `evidence`"
+        )
+    if statuses["failed"]:
+        notes.append(
+            f"{statuses['failed']} judge calls failed after retries (the error is in "
+            "`reasoning`): rerun to retry only those, the call cache keeps the rest"
+        )
+    if statuses["no_response"]:
+        notes.append(f"{statuses['no_response']} responses were null: nothing to judge")
+    return notes

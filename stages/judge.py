@@ -1,0 +1,66 @@
+"""judge: score one subject model's responses under one condition with one judge.
+
+python stages/judge.py condition=naive                                # the default judge and model
+python stages/judge.py judge=gemini_pro model=claude_opus condition=style_adaptation
+
+Reads data/responses/<model>/<condition>.parquet (never resamples) and writes
+data/verdicts/<judge>/<model>/<condition>.parquet.
+"""
+
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import plain
+from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
+from losona.errors import LosonaError
+from losona.io import display_path, read_parquet, write_parquet
+from losona.judges.run import (
+    check_judge_name,
+    judge_responses,
+    make_judge,
+    status_counts,
+    unscored_notes,
+)
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    if "condition" not in cfg:
+        raise LosonaError("judge needs one condition, e.g. condition=naive")
+    judge_name, model, condition = cfg.judge.name, cfg.model.name, cfg.condition.name
+    config = plain(cfg.judge)
+    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    judge = make_judge(
+        config,
+        cache_path=cfg.paths.call_cache,
+        run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / condition,
+    )
+    responses_path = Path(cfg.paths.responses_dir) / model / f"{condition}.parquet"
+    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+    verdicts = judge_responses(
+        scenarios,
+        responses,
+        judge,
+        judge_name,
+        model=model,
+        condition=condition,
+        origin=display_path(responses_path),
+    )
+    out = Path(cfg.paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
+    write_parquet(verdicts, out)
+    print(
+        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
+        f"verdicts, {status_counts(verdicts)} -> {out}"
+    )
+    for note in unscored_notes(verdicts):
+        print(f"note: {note}")
+
+
+if __name__ == "__main__":
+    launch(main)

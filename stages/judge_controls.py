@@ -1,0 +1,69 @@
+"""judge_controls: one judge scores every scenario's example compliant and breaching response.
+
+python stages/judge_controls.py                    # the default judge
+python stages/judge_controls.py judge=gemini_pro
+
+Writes data/judge_controls/<judge>.parquet (one verdict per example) and
+reports/judge_controls/<judge>.json (how many it got right, a DVC metric), so a broken
+judge shows itself at once.
+"""
+
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import plain
+from losona.contracts import SCENARIO_SCHEMA
+from losona.io import read_parquet, write_json, write_parquet
+from losona.judges.run import (
+    check_judge_name,
+    control_summary,
+    judge_controls,
+    make_judge,
+    status_counts,
+    unscored_notes,
+)
+
+# Below this share of controls right, the stage says the judge looks broken.
+TRUSTWORTHY_PERCENT = 90.0
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    name = cfg.judge.name
+    config = plain(cfg.judge)
+    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    judge = make_judge(
+        config,
+        cache_path=cfg.paths.call_cache,
+        run_log=Path(cfg.paths.judge_logs_dir) / name / "controls",
+    )
+    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    controls = judge_controls(scenarios, judge, name)
+    summary = control_summary(controls)
+    out = Path(cfg.paths.judge_controls_dir)
+    write_parquet(controls, out / f"{name}.parquet")
+    # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.
+    write_json({name: summary}, Path(cfg.paths.judge_controls_reports_dir) / f"{name}.json")
+    every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]
+    print(
+        f"judge_controls {name} ({judge.model}): {every['right']} of {every['items']} right "
+        f"({every['accuracy']}%): compliant examples {compliant['right']}/{compliant['items']}, "
+        f"breaching examples {breaching['right']}/{breaching['items']}; "
+        f"{status_counts(controls)} -> {out / f'{name}.parquet'}"
+    )
+    for note in unscored_notes(controls):
+        print(f"note: {note}")
+    if (every["accuracy"] or 0.0) < TRUSTWORTHY_PERCENT:
+        print(
+            f"warning: judge {name} got fewer than {TRUSTWORTHY_PERCENT:g}% of its controls "
+            f"right; check its config and {out / f'{name}.parquet'} before trusting its verdicts"
+        )
+
+
+if __name__ == "__main__":
+    launch(main)

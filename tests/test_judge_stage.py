@@ -1,0 +1,158 @@
+"""The judge and judge_controls scripts as a user runs them, on the offline lexicon judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import run_stage
+from test_judge import responses_table
+from test_judge_llm import scripted_judge
+
+from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.datasets import fetch_scenarios
+from losona.io import write_parquet
+from losona.testing.openai_server import OpenAIServer
+
+
+@pytest.fixture
+def fetched(workdir: Path) -> Path:
+    """A workdir holding the bundled scenario table, as fetch writes it."""
+    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"})
+    write_parquet(scenarios, workdir / "data" / "scenarios.parquet")
+    return workdir
+
+
+def write_responses(workdir: Path, model: str = "smollm2", condition: str = "naive") -> Path:
+    """Fake sampled responses for every bundled scenario: two trials each."""
+    ids = pl.read_parquet(workdir / "data" / "scenarios.parquet")["scenario_id"].to_list()
+    items = [
+        (sid, trial, "Yes." if trial else "So sorry, I think so!")
+        for sid in ids
+        for trial in (0, 1)
+    ]
+    path = workdir / "data" / "responses" / model / f"{condition}.parquet"
+    write_parquet(responses_table(items, model=model, condition=condition), path)
+    return path
+
+
+def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
+    write_responses(fetched)
+    result = run_stage("judge", "condition=naive")
+    assert result.returncode == 0, result.stderr
+    out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
+    verdicts = pl.read_parquet(out)
+    assert verdicts.schema == VERDICT_SCHEMA
+    assert verdicts.height == 2 * 44
+    assert set(verdicts["judge"]) == {"lexicon"}
+    complying = verdicts["complies"].sum()
+    assert f"judge lexicon (lexicon@1) on smollm2/naive: 88 verdicts, {complying} comply" in (
+        result.stdout
+    )
+
+
+def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
+    write_responses(fetched)
+    out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
+    run_stage("judge", "condition=naive")
+    first = out.read_bytes()
+    run_stage("judge", "condition=naive")
+    assert out.read_bytes() == first
+
+
+def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
+    result = run_stage("judge_controls")
+    assert result.returncode == 0, result.stderr
+    controls = pl.read_parquet(fetched / "data" / "judge_controls" / "lexicon.parquet")
+    metrics = json.loads((fetched / "reports" / "judge_controls" / "lexicon.json").read_text())
+    summary = metrics["lexicon"]
+    assert controls.schema == CONTROL_SCHEMA
+    assert controls.height == 88
+    right = int((controls["complies"] == controls["expected"]).sum())
+    assert summary["all"]["right"] == right
+    assert summary["all"]["items"] == 88
+    assert f"judge_controls lexicon (lexicon@1): {right} of 88 right" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ((), "error: judge needs one condition, e.g. condition=naive"),
+        (
+            ("condition=elicitor_only",),
+            "error: data/responses/smollm2/elicitor_only.parquet not found: run the sample stage",
+        ),
+    ],
+)
+def test_judge_fails_cleanly_and_writes_nothing(
+    fetched: Path, overrides: tuple[str, ...], message: str
+) -> None:
+    write_responses(fetched)
+    result = run_stage("judge", *overrides)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (fetched / "data" / "verdicts").exists()
+
+
+def test_responses_of_another_cell_are_refused(fetched: Path) -> None:
+    path = write_responses(fetched, model="smollm2", condition="naive")
+    elsewhere = fetched / "data" / "responses" / "smollm2" / "norm_informed.parquet"
+    elsewhere.write_bytes(path.read_bytes())
+    result = run_stage("judge", "condition=norm_informed")
+    assert result.returncode == 2
+    assert (
+        "error: data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
+        "['naive'], expected only 'norm_informed'" in result.stderr
+    )
+
+
+def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
+    """Overrides that point the shipped paper judge at the local test server."""
+    return [
+        "judge=gemini_pro",
+        "judge.model.model=openai/test-model",
+        f"+judge.model.api_base={server.url}",
+        "judge.model.api_key_env=null",
+        "+judge.model.price={input_usd_per_mtok: 0, output_usd_per_mtok: 0}",
+        f"paths.call_cache={cache}",
+    ]
+
+
+@pytest.mark.slow
+def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
+    write_responses(fetched)
+    with OpenAIServer(reply=scripted_judge) as server:
+        overrides = server_judge(server, fetched / "calls.sqlite")
+        judged = run_stage("judge", "condition=naive", *overrides)
+        controls = run_stage("judge_controls", *overrides)
+    assert judged.returncode == 0, judged.stderr
+    assert controls.returncode == 0, controls.stderr
+    verdicts = pl.read_parquet(
+        fetched / "data" / "verdicts" / "gemini_pro" / "smollm2" / "naive.parquet"
+    )
+    assert set(verdicts["judge_model"]) == {"openai/test-model"}
+    assert verdicts["judge_status"].unique().to_list() == ["ok"]
+    # The scripted judge passes exactly the bare answers ("Yes." in trial 1 of each scenario).
+    assert verdicts["complies"].to_list() == [trial == 1 for trial in verdicts["trial"]]
+    assert "judge gemini_pro (openai/test-model) on smollm2/naive: 88 verdicts" in judged.stdout
+    run_log = json.loads(
+        (fetched / "data" / "judge_logs" / "gemini_pro" / "smollm2" / "naive.log.json").read_text()
+    )
+    assert run_log["requests"] == 88
+    metrics = json.loads((fetched / "reports" / "judge_controls" / "gemini_pro.json").read_text())
+    summary = metrics["gemini_pro"]
+    assert summary["all"]["items"] == 88
+    assert f"{summary['all']['right']} of 88 right" in controls.stdout
+
+
+def test_an_llm_judge_without_its_key_fails_at_once(
+    fetched: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    result = run_stage("judge", "judge=gemini_pro", "condition=naive")
+    assert result.returncode == 2
+    assert "needs its API key in the environment variable GEMINI_API_KEY" in result.stderr
+    assert not (fetched / "data" / "verdicts").exists()
