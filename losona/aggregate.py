@@ -1,0 +1,639 @@
+"""aggregate: verdicts into the paper's report tables, with intervals and paired tests.
+
+The metrics themselves are in losona/metrics.py and the checks on the verdicts in
+losona/verdicts.py; this module computes every statistic of a run from one scenario
+bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import polars as pl
+
+from losona.config import CONF_DIR, load_option
+from losona.contracts import (
+    DELTA_SCHEMA,
+    FLIP_SCHEMA,
+    MEAN_SCHEMA,
+    OUTCOME_SCHEMA,
+    RESULT_SCHEMA,
+    breakdown_schema,
+    table,
+)
+from losona.errors import LosonaError
+from losona.io import display_path, read_csv, read_json_object, read_text, write_json, write_text
+from losona.metrics import (
+    BASELINE_CONDITION,
+    UNSCORED_POLICY,
+    UNSCORED_POLICY_ID,
+    VOTE_RULE,
+    bootstrap_means,
+    majority_threshold,
+    mcnemar_exact,
+    pct,
+    scenario_outcomes,
+)
+from losona.verdicts import CELL, Cell, cell_of, check_verdicts
+
+T = TypeVar("T", bound=Hashable)
+
+# The files aggregate writes under paths.reports_dir (dvc.yaml lists the same names).
+CSV_FILES: dict[str, pl.Schema] = {
+    "results.csv": RESULT_SCHEMA,
+    "means.csv": MEAN_SCHEMA,
+    "deltas.csv": DELTA_SCHEMA,
+    "flips.csv": FLIP_SCHEMA,
+    "by_norm.csv": breakdown_schema("norm_id"),
+    "by_event.csv": breakdown_schema("event_type"),
+    "outcomes.csv": OUTCOME_SCHEMA,
+}
+TABLE1 = "table1.md"
+METRICS = "metrics.json"
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """The scenario bootstrap's settings (conf/config.yaml, `aggregate:`)."""
+
+    resamples: int
+    seed: int
+    confidence: float
+
+    @classmethod
+    def from_config(cls, settings: Mapping[str, Any]) -> Bootstrap:
+        """From the `aggregate:` config node, refusing unknown or missing keys."""
+        expected = {f.name for f in fields(cls)}
+        if set(settings) != expected:
+            raise LosonaError(
+                f"aggregate: expected the settings {sorted(expected)}, found {sorted(settings)}"
+            )
+        return cls(**settings)
+
+    def __post_init__(self) -> None:
+        for name in ("resamples", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise LosonaError(f"aggregate.{name} must be an integer, got {value!r}")
+        if not isinstance(self.confidence, int | float) or isinstance(self.confidence, bool):
+            raise LosonaError(f"aggregate.confidence must be a number, got {self.confidence!r}")
+        if self.resamples < 1:
+            raise LosonaError(
+                f"aggregate.resamples must be a positive integer, got {self.resamples}"
+            )
+        if not 0 < self.confidence < 1:
+            raise LosonaError(
+                f"aggregate.confidence must be between 0 and 1 (e.g. 0.95), got {self.confidence}"
+            )
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How reports order and name things: the sweep's order, then display labels."""
+
+    judges: Sequence[str] = ()
+    models: Sequence[str] = ()
+    conditions: Sequence[str] = (BASELINE_CONDITION,)
+    model_labels: Mapping[str, str] = field(default_factory=dict)
+    condition_labels: Mapping[str, str] = field(default_factory=dict)
+
+    def cell_key(self, cell: Cell) -> tuple[Any, ...]:
+        """Sort key: the sweep's order first; names it does not list follow alphabetically."""
+        judge, model, condition = cell
+        return (
+            _rank(self.judges, judge),
+            _rank(self.models, model),
+            _rank(self.conditions, condition),
+        )
+
+    def model_label(self, name: str) -> str:
+        """A model's display name, e.g. "Gemini 3.1 Pro"."""
+        return self.model_labels.get(name, name)
+
+    def condition_label(self, name: str) -> str:
+        """A condition's display name, e.g. "Norm-informed"."""
+        return self.condition_labels.get(name, name)
+
+
+def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> Presentation:
+    """The sweep's order (params.yaml) and the labels of conf/model/ and conf/condition/."""
+    return Presentation(
+        judges=sweep["judges"],
+        models=sweep["models"],
+        conditions=sweep["conditions"],
+        model_labels=config_labels("model", verdicts["subject_model"].unique().sort()),
+        condition_labels=config_labels("condition", verdicts["condition"].unique().sort()),
+    )
+
+
+def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
+    """Judges, models and conditions in the verdicts that the sweep does not list, by kind."""
+    unlisted = []
+    for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
+        names = [n for n in verdicts[column].unique().sort() if n not in sweep[key]]
+        if names:
+            unlisted.append(f"{column} {', '.join(names)} (not in sweep.{key})")
+    return unlisted
+
+
+def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
+    return (order.index(name), "") if name in order else (len(order), name)
+
+
+@dataclass(frozen=True)
+class Reports:
+    """Everything aggregate writes: the CSV tables by file name, Table 1 and the DVC metrics."""
+
+    tables: dict[str, pl.DataFrame]
+    table1: str
+    metrics: dict[str, Any]
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+    @property
+    def confidence(self) -> str:
+        """The intervals' confidence level as written in reports, e.g. "95%"."""
+        return f"{self.metrics['settings']['confidence']:g}%"
+
+
+def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
+    """Display labels from `conf/<group>/<name>.yaml`'s `label`; names without one keep the name."""
+    labels = {}
+    for name in names:
+        has_file = (CONF_DIR / group / f"{name}.yaml").is_file()
+        label = load_option(group, name).get("label") if has_file else None
+        labels[name] = str(label) if label else name
+    return labels
+
+
+# -- the numbers ---------------------------------------------------------------------------
+
+
+def aggregate(
+    verdicts: pl.DataFrame,
+    scenarios: pl.DataFrame,
+    *,
+    bootstrap: Bootstrap,
+    presentation: Presentation | None = None,
+) -> Reports:
+    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables."""
+    show = presentation or Presentation()
+    check_verdicts(verdicts, scenarios)
+    outcomes = scenario_outcomes(verdicts)
+    n_scenarios = scenarios["scenario_id"].n_unique()
+    keys: list[Cell] = list(outcomes.select(CELL).unique(maintain_order=True).iter_rows())
+    cells = sorted(keys, key=show.cell_key)
+    # Outcomes are sorted by cell, then scenario, and every cell covers every scenario, so
+    # each column reshapes to one row per cell and one column per scenario.
+    by_cell = {
+        column: dict(zip(keys, values.reshape(len(keys), n_scenarios), strict=True))
+        for column, values in (
+            ("passed", outcomes["passed"].cast(pl.Float64).fill_null(np.nan).to_numpy()),
+            ("complying", outcomes["complying"].to_numpy()),
+            ("scored", outcomes["scored"].to_numpy()),
+        )
+    }
+    outcome_of = by_cell["passed"]
+
+    pairs = [
+        (cell, (cell[0], cell[1], BASELINE_CONDITION))
+        for cell in cells
+        if cell[2] != BASELINE_CONDITION and (cell[0], cell[1], BASELINE_CONDITION) in outcome_of
+    ]
+    estimates = _estimate(cells, pairs, outcome_of, bootstrap)
+
+    counts = _cell_counts(outcomes)
+    judge_models = _judge_models(verdicts)
+    results = _results(cells, counts, estimates, judge_models, show)
+    deltas, flips = _paired(pairs, by_cell, scenarios, estimates, show)
+    means = _means(cells, counts, estimates, show)
+    tables = {
+        "results.csv": results,
+        "means.csv": means,
+        "deltas.csv": deltas,
+        "flips.csv": flips,
+        "by_norm.csv": _breakdown(outcomes, "norm_id", show),
+        "by_event.csv": _breakdown(outcomes, "event_type", show),
+        "outcomes.csv": outcomes.select(OUTCOME_SCHEMA.names()).cast(OUTCOME_SCHEMA),
+    }
+    unscored = _unscored_by_status(verdicts)
+    metrics = _metrics(results, deltas, means, unscored, bootstrap)
+    return Reports(tables, _table1(results, means, unscored, bootstrap, n_scenarios), metrics)
+
+
+def _estimate(
+    cells: list[Cell],
+    pairs: list[tuple[Cell, Cell]],
+    outcome_of: dict[Cell, np.ndarray],
+    bootstrap: Bootstrap,
+) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    """Every accuracy, paired effect and mean over models, from one scenario bootstrap."""
+    stats = _Statistics()
+    for cell in cells:
+        stats.add(("acc", cell), outcome_of[cell])
+    for cell, base in pairs:
+        stats.add(("delta", cell), outcome_of[cell] - outcome_of[base])
+    for judge, condition in _unique((c[0], c[2]) for c in cells):
+        stats.mean(
+            ("acc", judge, condition), [("acc", c) for c in cells if c[::2] == (judge, condition)]
+        )
+        members = [("delta", cell) for cell, _ in pairs if cell[::2] == (judge, condition)]
+        if members:
+            stats.mean(("delta", judge, condition), members)
+    return stats.estimate(bootstrap)
+
+
+class _Statistics:
+    """Means over scenarios to bootstrap together, and means of those over models."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.position: dict[tuple[Any, ...], int] = {}
+        self.combined: list[tuple[tuple[Any, ...], list[int]]] = []
+
+    def add(self, key: tuple[Any, ...], values: np.ndarray) -> None:
+        self.position[key] = len(self.rows)
+        self.rows.append(values)
+
+    def mean(self, key: tuple[Any, ...], members: list[tuple[Any, ...]]) -> None:
+        self.combined.append((key, [self.position[m] for m in members]))
+
+    def estimate(self, settings: Bootstrap) -> dict[tuple[Any, ...], tuple[float, ...]]:
+        n_rows = len(self.rows)
+        combine = np.zeros((n_rows + len(self.combined), n_rows))
+        combine[:n_rows] = np.eye(n_rows)
+        for offset, (_, members) in enumerate(self.combined):
+            combine[n_rows + offset, members] = 1 / len(members)
+        keys = [*self.position, *(key for key, _ in self.combined)]
+        values = np.vstack(self.rows)
+        if values.shape[1] < 2:
+            # One scenario cannot be resampled: report the estimate with no interval.
+            point = combine @ np.nanmean(values, axis=1)
+            return {k: (e, np.nan, np.nan) for k, e in zip(keys, point, strict=True)}
+        result = bootstrap_means(
+            values,
+            combine,
+            n_resamples=settings.resamples,
+            seed=settings.seed,
+            confidence=settings.confidence,
+        )
+        triples = zip(result.estimate, result.low, result.high, strict=True)
+        return dict(zip(keys, triples, strict=True))
+
+
+def _unique(items: Iterable[T]) -> list[T]:
+    return list(dict.fromkeys(items))
+
+
+def _cell_counts(outcomes: pl.DataFrame) -> dict[Cell, dict[str, Any]]:
+    summary = outcomes.group_by(CELL).agg(
+        k=pl.col("trials").max(),
+        scenarios=pl.col("passed").is_not_null().sum(),
+        undetermined=pl.col("passed").is_null().sum(),
+        passed=pl.col("passed").sum(),
+        trials=pl.col("trials").sum(),
+        scored=pl.col("scored").sum(),
+        complying=pl.col("complying").sum(),
+        consistent=pl.col("consistent").sum(),
+        consistency_scenarios=pl.col("consistent").is_not_null().sum(),
+    )
+    return {cell_of(row): row for row in summary.iter_rows(named=True)}
+
+
+def _judge_models(verdicts: pl.DataFrame) -> dict[str, str]:
+    named = verdicts.group_by("judge").agg(pl.col("judge_model").drop_nulls().unique().sort())
+    return {judge: ", ".join(models) for judge, models in named.iter_rows()}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _results(
+    cells: list[Cell],
+    counts: dict[Cell, dict[str, Any]],
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    judge_models: dict[str, str],
+    show: Presentation,
+) -> pl.DataFrame:
+    rows = []
+    for cell in cells:
+        c = counts[cell]
+        _, low, high = estimates[("acc", cell)]
+        rows.append(
+            {
+                "judge": cell[0],
+                "judge_model": judge_models[cell[0]],
+                "subject_model": cell[1],
+                "model_label": show.model_label(cell[1]),
+                "condition": cell[2],
+                "condition_label": show.condition_label(cell[2]),
+                "k": c["k"],
+                "scenarios": c["scenarios"],
+                "undetermined": c["undetermined"],
+                "passed": c["passed"],
+                "acc_at_k": pct(_share(c["passed"], c["scenarios"])),
+                "acc_low": pct(low),
+                "acc_high": pct(high),
+                "compliance": pct(_share(c["complying"], c["scored"])),
+                "consistency": pct(_share(c["consistent"], c["consistency_scenarios"])),
+                "consistency_scenarios": c["consistency_scenarios"],
+                "trials": c["trials"],
+                "unscored_trials": c["trials"] - c["scored"],
+            }
+        )
+    return table(rows, RESULT_SCHEMA, sort_by=[])
+
+
+def _paired(
+    pairs: list[tuple[Cell, Cell]],
+    by_cell: dict[str, dict[Cell, np.ndarray]],
+    scenarios: pl.DataFrame,
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    show: Presentation,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    table_order = scenarios.unique("scenario_id").sort("scenario_id")
+    ids, events, norms = (
+        table_order[c].to_numpy() for c in ("scenario_id", "event_type", "norm_id")
+    )
+    complying, scored = by_cell["complying"], by_cell["scored"]
+    deltas, flips = [], []
+    for cell, base in pairs:
+        naive, prompted = by_cell["passed"][base], by_cell["passed"][cell]
+        paired = ~np.isnan(naive) & ~np.isnan(prompted)
+        recovered = paired & (naive == 0) & (prompted == 1)
+        regressed = paired & (naive == 1) & (prompted == 0)
+        n_paired = int(paired.sum())
+        _, low, high = estimates[("delta", cell)]
+        deltas.append(
+            {
+                "judge": cell[0],
+                "subject_model": cell[1],
+                "model_label": show.model_label(cell[1]),
+                "condition": cell[2],
+                "condition_label": show.condition_label(cell[2]),
+                "scenarios": n_paired,
+                "naive_acc": pct(_share(int(naive[paired].sum()), n_paired)),
+                "condition_acc": pct(_share(int(prompted[paired].sum()), n_paired)),
+                "delta": pct(_share(int(recovered.sum()) - int(regressed.sum()), n_paired)),
+                "delta_low": pct(low),
+                "delta_high": pct(high),
+                "mcnemar_p": mcnemar_exact(int(recovered.sum()), int(regressed.sum())),
+                "recovered": int(recovered.sum()),
+                "naive_failures": int((paired & (naive == 0)).sum()),
+                "regressed": int(regressed.sum()),
+                "naive_successes": int((paired & (naive == 1)).sum()),
+            }
+        )
+        for flip, mask in (("recovered", recovered), ("regressed", regressed)):
+            for i in np.flatnonzero(mask):
+                flips.append(
+                    {
+                        "judge": cell[0],
+                        "subject_model": cell[1],
+                        "condition": cell[2],
+                        "flip": flip,
+                        "scenario_id": ids[i],
+                        "event_type": events[i],
+                        "norm_id": norms[i],
+                        "naive_complying": int(complying[base][i]),
+                        "naive_scored": int(scored[base][i]),
+                        "condition_complying": int(complying[cell][i]),
+                        "condition_scored": int(scored[cell][i]),
+                    }
+                )
+    return table(deltas, DELTA_SCHEMA, sort_by=[]), table(flips, FLIP_SCHEMA, sort_by=[])
+
+
+def _means(
+    cells: list[Cell],
+    counts: dict[Cell, dict[str, Any]],
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    show: Presentation,
+) -> pl.DataFrame:
+    rows = []
+    for judge, condition in _unique((cell[0], cell[2]) for cell in cells):
+        members = [counts[c] for c in cells if (c[0], c[2]) == (judge, condition)]
+        acc, acc_low, acc_high = estimates[("acc", judge, condition)]
+        delta = estimates.get(("delta", judge, condition), (None, None, None))
+        rows.append(
+            {
+                "judge": judge,
+                "condition": condition,
+                "condition_label": show.condition_label(condition),
+                "models": len(members),
+                "acc_at_k": pct(acc),
+                "acc_low": pct(acc_low),
+                "acc_high": pct(acc_high),
+                "compliance": pct(_mean_share(members, "complying", "scored")),
+                "consistency": pct(_mean_share(members, "consistent", "consistency_scenarios")),
+                "delta": pct(delta[0]),
+                "delta_low": pct(delta[1]),
+                "delta_high": pct(delta[2]),
+            }
+        )
+    return table(rows, MEAN_SCHEMA, sort_by=[])
+
+
+def _mean_share(members: list[dict[str, Any]], part: str, whole: str) -> float | None:
+    """The mean over models of each model's share (models with no data left out)."""
+    shares = [m[part] / m[whole] for m in members if m[whole]]
+    return sum(shares) / len(shares) if shares else None
+
+
+def _breakdown(outcomes: pl.DataFrame, by: str, show: Presentation) -> pl.DataFrame:
+    summary = outcomes.group_by(*CELL, by).agg(
+        scenarios=pl.col("passed").is_not_null().sum(),
+        undetermined=pl.col("passed").is_null().sum(),
+        passed=pl.col("passed").sum(),
+        scored=pl.col("scored").sum(),
+        complying=pl.col("complying").sum(),
+    )
+    rows = [
+        {
+            **{key: row[key] for key in (*CELL, by, "scenarios", "undetermined", "passed")},
+            "acc_at_k": pct(_share(row["passed"], row["scenarios"])),
+            "compliance": pct(_share(row["complying"], row["scored"])),
+        }
+        for row in summary.iter_rows(named=True)
+    ]
+    rows.sort(key=lambda r: (show.cell_key(cell_of(r)), r[by]))
+    return table(rows, breakdown_schema(by), sort_by=[])
+
+
+def _unscored_by_status(verdicts: pl.DataFrame) -> dict[str, dict[str, int]]:
+    unscored = verdicts.filter(pl.col("complies").is_null())
+    counted = unscored.group_by("judge", "judge_status").len().sort("judge", "judge_status")
+    by_judge: dict[str, dict[str, int]] = {j: {} for j in verdicts["judge"].unique().sort()}
+    for judge, status, n in counted.iter_rows():
+        by_judge[judge][status or "unknown"] = n
+    return by_judge
+
+
+# -- metrics.json and Table 1 --------------------------------------------------------------
+
+
+def _metrics(
+    results: pl.DataFrame,
+    deltas: pl.DataFrame,
+    means: pl.DataFrame,
+    unscored: dict[str, dict[str, int]],
+    bootstrap: Bootstrap,
+) -> dict[str, Any]:
+    headline = ("acc_at_k", "acc_low", "acc_high", "compliance", "consistency")
+    paired = ("delta", "delta_low", "delta_high", "recovered", "regressed")
+    effect = {
+        (r["judge"], r["subject_model"], r["condition"]): r for r in deltas.iter_rows(named=True)
+    }
+    metrics: dict[str, Any] = {
+        "settings": {
+            "bootstrap_resamples": bootstrap.resamples,
+            "seed": bootstrap.seed,
+            "confidence": pct(bootstrap.confidence),
+            "unscored_policy": UNSCORED_POLICY_ID,
+        }
+    }
+    for judge, rows in results.group_by("judge", maintain_order=True):
+        models: dict[str, Any] = {}
+        for row in rows.iter_rows(named=True):
+            entry = {key: row[key] for key in headline}
+            delta = effect.get((row["judge"], row["subject_model"], row["condition"]))
+            entry |= {key: delta[key] for key in paired} if delta else {}
+            models.setdefault(row["subject_model"], {})[row["condition"]] = entry
+        mean = {
+            row["condition"]: {
+                key: row[key]
+                for key in (*headline, "delta", "delta_low", "delta_high")
+                if row[key] is not None
+            }
+            for row in means.filter(pl.col("judge") == judge[0]).iter_rows(named=True)
+        }
+        metrics[str(judge[0])] = {
+            "models": models,
+            "mean_over_models": mean,
+            "counts": {
+                "trials": int(rows["trials"].sum()),
+                "unscored_trials": int(rows["unscored_trials"].sum()),
+                "undetermined_scenarios": int(rows["undetermined"].sum()),
+                "unscored_by_status": unscored[str(judge[0])],
+            },
+        }
+    return metrics
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def _ci(row: Mapping[str, Any]) -> str:
+    interval = (
+        "" if row["acc_low"] is None else f" [{_fmt(row['acc_low'])}, {_fmt(row['acc_high'])}]"
+    )
+    return f"{_fmt(row['acc_at_k'])}{interval}"
+
+
+def _vote_rule(ks: list[int]) -> str:
+    if len(ks) > 1:
+        return f"{VOTE_RULE} (K = {', '.join(map(str, ks))})"
+    return (
+        f"a scenario passes when at least {majority_threshold(ks[0])} of its {ks[0]} trials comply"
+    )
+
+
+def _mean_table(means: pl.DataFrame, k: str, confidence: str) -> list[str]:
+    lines = [
+        "",
+        "Mean over models:",
+        "",
+        f"| Prompt | Models | Acc@{k} ({confidence} CI) "
+        f"| Paired effect vs naive ({confidence} CI) |",
+        "|---|---|---|---|",
+    ]
+    for row in means.iter_rows(named=True):
+        effect = (
+            "(baseline)"
+            if row["delta"] is None
+            else f"{row['delta']:+.1f} [{_fmt(row['delta_low'])}, {_fmt(row['delta_high'])}]"
+        )
+        lines.append(f"| {row['condition_label']} | {row['models']} | {_ci(row)} | {effect} |")
+    return lines
+
+
+def _table1(
+    results: pl.DataFrame,
+    means: pl.DataFrame,
+    unscored: dict[str, dict[str, int]],
+    bootstrap: Bootstrap,
+    n_scenarios: int,
+) -> str:
+    """Table 1 in the paper's layout, one table per judge, with what it rests on below."""
+    confidence = f"{pct(bootstrap.confidence):g}%"
+    parts = ["# LoSoNA results (the paper's Table 1)\n"]
+    for (judge,), rows in results.group_by("judge", maintain_order=True):
+        ks = sorted(set(rows["k"].to_list()))
+        k = str(ks[0]) if len(ks) == 1 else "K"
+        parts += [
+            f"## Judge: {judge} ({rows['judge_model'][0]})\n",
+            f"| Model | Prompt | Acc@{k} ({confidence} CI) | Compliance | Consistency |",
+            "|---|---|---|---|---|",
+        ]
+        for row in rows.iter_rows(named=True):
+            parts.append(
+                f"| {row['model_label']} | {row['condition_label']} | {_ci(row)} "
+                f"| {_fmt(row['compliance'])} | {_fmt(row['consistency'])} |"
+            )
+        if rows["subject_model"].n_unique() > 1:  # one model is its own mean
+            parts += _mean_table(means.filter(pl.col("judge") == judge), k, confidence)
+        trials, missing = int(rows["trials"].sum()), int(rows["unscored_trials"].sum())
+        statuses = ", ".join(f"{n} {s}" for s, n in unscored[judge].items()) or "none"
+        undetermined = [
+            f"{r['model_label']} / {r['condition_label']}: {r['undetermined']}"
+            for r in rows.iter_rows(named=True)
+            if r["undetermined"]
+        ]
+        parts += [
+            "",
+            f"Acc@{k}: accuracy-at-K over {n_scenarios} scenarios; {_vote_rule(ks)}. "
+            f"Intervals: {confidence} percentile intervals "
+            f"from {bootstrap.resamples:,} scenario-bootstrap resamples, seed {bootstrap.seed}. "
+            "Compliance: mean of the trial labels. Consistency: share of scenarios whose "
+            "trial labels all agree. All figures in percent.",
+            "",
+            f"Unscored trials: {missing} of {trials} ({statuses}). "
+            f"Undetermined scenarios: {'; '.join(undetermined) or 'none'}. "
+            f"Policy: {UNSCORED_POLICY}.",
+            "",
+        ]
+    return "\n".join(parts)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def write_reports(reports: Reports, reports_dir: str | Path) -> None:
+    """Write every report file under `reports_dir`, each atomically."""
+    root = Path(reports_dir)
+    for name, df in reports.tables.items():
+        write_text(df.write_csv(), root / name)
+    write_text(reports.table1, root / TABLE1)
+    write_json(reports.metrics, root / METRICS)
+
+
+def read_reports(reports_dir: str | Path) -> Reports:
+    """Read back what `write_reports` wrote, refusing a missing file or a changed shape."""
+    root = Path(reports_dir)
+    for name in (*CSV_FILES, TABLE1, METRICS):
+        if not (root / name).is_file():
+            raise LosonaError(
+                f"{display_path(root / name)} not found: run the aggregate stage first "
+                "(python stages/aggregate.py, or dvc repro)"
+            )
+    remedy = "rerun aggregate"
+    tables = {name: read_csv(root / name, schema, remedy) for name, schema in CSV_FILES.items()}
+    metrics = read_json_object(root / METRICS, ["settings"], remedy)
+    return Reports(tables, read_text(root / TABLE1, remedy), metrics)

@@ -1,0 +1,54 @@
+"""aggregate: the paper's metrics from every verdict file, as report tables and DVC metrics.
+
+python stages/aggregate.py
+python stages/aggregate.py aggregate.seed=1              # another bootstrap seed
+python stages/aggregate.py paths.verdicts_dir=runs/v paths.reports_dir=runs/reports
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.aggregate import (
+    Bootstrap,
+    aggregate,
+    outside_sweep,
+    presentation_for,
+    write_reports,
+)
+from losona.cli import launch, reports_user_errors
+from losona.config import plain
+from losona.contracts import SCENARIO_SCHEMA
+from losona.io import read_parquet
+from losona.verdicts import load_verdicts
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    bootstrap = Bootstrap.from_config(plain(cfg.aggregate))
+    verdicts = load_verdicts(cfg.paths.verdicts_dir)
+    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    sweep = plain(cfg.sweep)
+    for name in outside_sweep(verdicts, sweep):
+        # Verdict files outlive a sweep that drops them: report them, and say so.
+        print(
+            f"note: {cfg.paths.verdicts_dir} has verdicts for {name}; reported too", file=sys.stderr
+        )
+    reports = aggregate(
+        verdicts,
+        scenarios,
+        bootstrap=bootstrap,
+        presentation=presentation_for(verdicts, sweep),
+    )
+    write_reports(reports, cfg.paths.reports_dir)
+    results = reports["results.csv"]
+    print(
+        f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
+        f"{results['unscored_trials'].sum()} unscored trials -> {cfg.paths.reports_dir}/"
+    )
+
+
+if __name__ == "__main__":
+    launch(main)

@@ -1,0 +1,228 @@
+"""plot's figures: drawn from the report tables, judge named, identical on rerun, seen by DVC."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.image
+import polars as pl
+import pytest
+from conftest import run_dvc, run_stage, verdict_table
+
+from losona.aggregate import Bootstrap, Reports, aggregate
+from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
+from losona.io import write_parquet
+from losona.plots import Figure, draw_figures, write_figures
+
+BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
+IDS = [f"event_{i % 2}__norm_{i % 3}" for i in range(6)]
+COUNTS = {
+    "naive": [0, 1, 2, 3, 0, 3],
+    "elicitor_only": [3, 3, 2, 0, 1, 3],
+    "norm_informed": [3, 3, 3, 3, 0, 1],
+}
+
+
+def scenario_frame() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "scenario_id": IDS,
+            "event_type": [sid.split("__")[0] for sid in IDS],
+            "norm_id": [sid.split("__")[1] for sid in IDS],
+        }
+    )
+
+
+def run(
+    judges: Sequence[str] = ("lexicon",), conditions: Sequence[str] = tuple(COUNTS)
+) -> pl.DataFrame:
+    labels = {
+        (judge, model, condition): [[t < c for t in range(3)] for c in COUNTS[condition]]
+        for judge in judges
+        for model in ("model_a", "model_b")
+        for condition in conditions
+    }
+    return verdict_table(labels, scenario_frame())
+
+
+def reports_of(verdicts: pl.DataFrame) -> Reports:
+    return aggregate(verdicts, scenario_frame(), bootstrap=BOOTSTRAP)
+
+
+@pytest.fixture(scope="module")
+def drawn() -> tuple[Reports, list[Figure]]:
+    reports = reports_of(run())
+    return reports, draw_figures(reports)
+
+
+def svg_text(svg: str) -> str:
+    return " ".join(t for t in ET.fromstring(svg).itertext() if t.strip())
+
+
+def test_four_figures_as_png_svg_and_csv_naming_the_judge(
+    drawn: tuple[Reports, list[Figure]],
+) -> None:
+    figures = drawn[1]
+    assert [f.name for f in figures] == [
+        "fig2_accuracy",
+        "fig3_paired_effect",
+        "fig4_flips",
+        "heatmap",
+    ]
+    for figure in figures:
+        image = matplotlib.image.imread(io.BytesIO(figure.png), format="png")
+        assert image.shape[0] > 200 and image.shape[1] > 400, figure.name
+        assert "judge: lexicon (lexicon-model)" in svg_text(figure.svg), figure.name
+        assert not figure.data.is_empty(), figure.name
+
+
+def test_figure_data_holds_the_numbers_drawn(drawn: tuple[Reports, list[Figure]]) -> None:
+    reports = drawn[0]
+    figures = {f.name: f for f in drawn[1]}
+    accuracy = figures["fig2_accuracy"].data
+    assert accuracy["acc_at_k"].to_list() == reports["results.csv"]["acc_at_k"].to_list()
+    assert accuracy["label"][0] == "model_a · naive"  # no labels configured: the names
+    flips = figures["fig4_flips"].data.filter(pl.col("subject_model") == "model_a")
+    # naive passes s02, s03, s05; norm_informed passes s00..s03: 2 recovered, 1 regressed.
+    informed = flips.filter(pl.col("condition") == "norm_informed")
+    assert informed.select("flip", "scenarios", "out_of", "signed").rows() == [
+        ("recovered", 2, 3, 2),
+        ("regressed", 1, 3, -1),
+    ]
+    assert "2/3" in svg_text(figures["fig4_flips"].svg)
+
+
+def test_figures_are_byte_identical_on_rerun(drawn: tuple[Reports, list[Figure]]) -> None:
+    reports, first = drawn
+    for a, b in zip(first, draw_figures(reports), strict=True):
+        assert (a.png, a.svg) == (b.png, b.svg), a.name
+        assert a.data.equals(b.data)
+
+
+def test_every_judge_gets_its_own_panel() -> None:
+    figures = draw_figures(reports_of(run(judges=("lexicon", "gemini_pro"))))
+    for figure in figures:
+        text = svg_text(figure.svg)
+        assert "judge: lexicon" in text and "judge: gemini_pro" in text, figure.name
+    assert figures[0].data["label"][0] == "gemini_pro · model_a · naive"
+
+
+def test_a_run_without_naive_still_draws_and_says_why_effects_are_missing() -> None:
+    figures = {f.name: f for f in draw_figures(reports_of(run(conditions=["norm_informed"])))}
+    assert "No paired effects" in svg_text(figures["fig3_paired_effect"].svg)
+    assert figures["fig3_paired_effect"].data.is_empty()
+
+
+def test_figures_are_written_beside_their_data(
+    drawn: tuple[Reports, list[Figure]], tmp_path: Path
+) -> None:
+    figures = drawn[1]
+    write_figures(figures, tmp_path / "figures")
+    names = sorted(p.name for p in (tmp_path / "figures").iterdir())
+    assert names == sorted(f"{f.name}.{ext}" for f in figures for ext in ("png", "svg", "csv"))
+    assert pl.read_csv(tmp_path / "figures" / "fig2_accuracy.csv").height == 6
+
+
+# -- DVC ---------------------------------------------------------------------------------------
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.mark.slow
+def test_dvc_shows_and_diffs_the_metrics_and_plots(
+    repo_copy: Path, scenario_row: Callable[..., dict[str, Any]]
+) -> None:
+    """aggregate, audit and plot under DVC, with verdicts in place of the judge stages' outputs."""
+    rows = [
+        scenario_row(scenario_id=sid, event_type=event, norm_id=norm, source="test")
+        for sid, event, norm in scenario_frame().iter_rows()
+    ]
+    write_parquet(
+        table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"]),
+        repo_copy / "data" / "scenarios.parquet",
+    )
+    verdicts = run()
+
+    def put(verdicts: pl.DataFrame) -> None:
+        shutil.rmtree(repo_copy / "data" / "verdicts", ignore_errors=True)
+        for (judge, model, condition), part in verdicts.group_by(
+            "judge", "subject_model", "condition"
+        ):
+            write_parquet(
+                part,
+                repo_copy / "data" / "verdicts" / str(judge) / str(model) / f"{condition}.parquet",
+            )
+
+    put(verdicts)
+    # The synthetic norms have no lexicon rules, so the validity controls (which the audit
+    # stage collects) are put in place too: every example judged right.
+    controls = [
+        {
+            "scenario_id": sid,
+            "event_type": event,
+            "norm_id": norm,
+            "example": example,
+            "expected": example == "compliant",
+            "response": "an example reply",
+            "judge": "lexicon",
+            "judge_model": "lexicon@test",
+            "judge_version": "test",
+            "complies": example == "compliant",
+            "judge_status": "ok",
+        }
+        for sid, event, norm in scenario_frame().iter_rows()
+        for example in ("compliant", "breaching")
+    ]
+    write_parquet(
+        table(controls, CONTROL_SCHEMA, sort_by=["scenario_id", "example"]),
+        repo_copy / "data" / "judge_controls" / "lexicon.parquet",
+    )
+    git("config", "user.email", "test@example.com", cwd=repo_copy)
+    git("config", "user.name", "test", cwd=repo_copy)
+    for stage in ("aggregate", "audit", "plot"):
+        run_dvc("repro", "--single-item", stage, cwd=repo_copy)
+    assert (repo_copy / "reports" / "index.html").is_file()
+    shown = json.loads(run_dvc("metrics", "show", "--json", cwd=repo_copy).stdout)
+    metrics = shown[""]["data"]["reports/metrics.json"]["data"]
+    assert metrics["lexicon"]["models"]["model_a"]["naive"]["acc_at_k"] == 50.0
+
+    plots = json.loads(run_dvc("plots", "show", "--json", cwd=repo_copy).stdout)
+    assert {"reports/figures/fig2_accuracy.csv", "reports/figures/heatmap.png"} <= set(
+        plots["data"]
+    )
+    drawn = plots["data"]["reports/figures/fig2_accuracy.csv"][0]["content"]["data"]["values"]
+    assert {row["label"] for row in drawn} >= {"model_a · Naive", "model_b · Norm-informed"}
+    git("add", "-A", cwd=repo_copy)
+    git("commit", "-qm", "first run", cwd=repo_copy)
+
+    put(verdicts.with_columns(complies=pl.lit(True)))
+    for stage in ("aggregate", "audit", "plot"):
+        run_dvc("repro", "--single-item", stage, cwd=repo_copy)
+    diff = json.loads(run_dvc("metrics", "diff", "--json", cwd=repo_copy).stdout)
+    changed = diff["reports/metrics.json"]["lexicon.models.model_a.naive.acc_at_k"]
+    assert (changed["old"], changed["new"]) == (50.0, 100.0)
+    plot_diff = json.loads(run_dvc("plots", "diff", "--json", cwd=repo_copy).stdout)
+    accuracy = plot_diff["data"]["reports/figures/fig2_accuracy.csv"][0]
+    assert set(accuracy["revisions"]) == {"HEAD", "workspace"}
+
+
+@pytest.mark.slow
+def test_the_stage_without_aggregate_outputs_says_what_to_run(workdir: Path) -> None:
+    done = run_stage(
+        "plot",
+        f"paths.reports_dir={workdir / 'reports'}",
+        f"paths.figures_dir={workdir / 'reports' / 'figures'}",
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and "run the aggregate stage first" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (workdir / "reports").exists()

@@ -1,0 +1,197 @@
+"""reports/index.html: self-contained, escaped, from the table down to every response."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from conftest import BASE_ROW, verdict_table
+
+from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
+from losona.contracts import SCENARIO_SCHEMA, table
+from losona.plots import Figure, draw_figures
+from losona.report import Section, build_report
+
+BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
+INJECTED = "<script>alert('pwned')</script> & <b>bold</b>"
+COUNTS = {"naive": [3, 0, 2, 0], "norm_informed": [0, 3, 3, 1]}  # s00 regresses, s01 recovers
+
+
+@pytest.fixture(scope="module")
+def inputs() -> tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]:
+    rows = [
+        BASE_ROW
+        | {
+            "scenario_id": f"standup__binary_answer_norm__{i}",
+            "elicitor_content": f"Noor, did load {i} finish?",
+            "source": "test",
+        }
+        for i in range(4)
+    ]
+    scenarios = table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    labels = {
+        ("lexicon", "smollm2", condition): [[t < c for t in range(3)] for c in counts]
+        for condition, counts in COUNTS.items()
+    }
+    verdicts = verdict_table(labels, scenarios).with_columns(
+        response=pl.when(pl.col("trial") == 1).then(pl.lit(INJECTED)).otherwise(pl.col("response"))
+    )
+    reports = aggregate(
+        verdicts,
+        scenarios,
+        bootstrap=BOOTSTRAP,
+        presentation=Presentation(
+            model_labels={"smollm2": "SmolLM2 135M"},
+            condition_labels={"naive": "Naive", "norm_informed": "Norm-informed"},
+        ),
+    )
+    return reports, draw_figures(reports), verdicts, scenarios
+
+
+@pytest.fixture(scope="module")
+def page(inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]) -> str:
+    return build_report(*inputs)
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the page's text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def all(self, tag: str) -> list[dict[str, str | None]]:
+        return [attrs for name, attrs in self.tags if name == tag]
+
+
+def test_the_page_is_self_contained(page: str) -> None:
+    elements = Elements(page)
+    assert not elements.all("script") and not elements.all("link") and not elements.all("iframe")
+    for attrs in elements.all("img"):
+        assert (attrs["src"] or "").startswith("data:image/svg+xml;base64,")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+
+
+def test_results_table_figures_and_the_judge_are_on_the_page(page: str) -> None:
+    text = " ".join(Elements(page).text)
+    assert "Judge: lexicon (lexicon-model)" in text
+    assert "SmolLM2 135M" in text and "Norm-informed" in text
+    assert "Acc@3 (95% CI)" in text
+    images = Elements(page).all("img")
+    assert len(images) == 4
+    svg = base64.b64decode((images[0]["src"] or "").split(",", 1)[1]).decode()
+    assert "judge: lexicon" in svg
+
+
+def test_every_chat_turn_and_response_is_shown_and_escaped(
+    page: str, inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]
+) -> None:
+    _, _, verdicts, scenarios = inputs
+    assert INJECTED not in page and "<script>" not in page
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in page
+    text = " ".join(Elements(page).text)
+    for response in verdicts["response"].unique():
+        assert response in text
+    for scenario in scenarios.iter_rows(named=True):
+        assert f'id="s-{scenario["scenario_id"]}"' in page
+        assert scenario["elicitor_content"] in text
+        for turn in scenario["turns"]:
+            assert turn["content"] in text
+    assert "standup__binary_answer_norm__0" in text and scenarios["norm_statement"][0] in text
+
+
+def test_the_casebook_shows_each_regression_beside_its_naive_responses(page: str) -> None:
+    casebook = page[page.index('id="casebook"') : page.index('id="breakdowns"')]
+    assert casebook.count('<details class="case">') == 1
+    assert "standup__binary_answer_norm__0" in casebook
+    assert "Naive (3/3 comply)" in casebook and "Norm-informed (0/3 comply)" in casebook
+    assert casebook.count("smollm2 answers standup__binary_answer_norm__0") == 4  # 2 x 2 trials
+
+
+def test_recovered_and_regressed_counts_link_to_their_scenarios(page: str) -> None:
+    effects = page[page.index('id="effects"') : page.index('id="casebook"')]
+    assert '<a href="#s-standup__binary_answer_norm__1">' in effects
+    assert "<summary>1/2</summary>" in effects  # recovered 1 of 2 naive failures
+
+
+def test_an_extra_section_is_listed_and_placed_before_the_casebook(
+    inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame],
+) -> None:
+    audit = Section("audit", "Judge audit", "<p>kappa 0.8</p>")
+    page = build_report(*inputs, extra=[audit])
+    assert '<li><a href="#audit">Judge audit</a></li>' in page
+    assert page.index('id="effects"') < page.index('id="audit"') < page.index('id="casebook"')
+
+
+def test_the_page_is_identical_on_rerun(
+    page: str, inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]
+) -> None:
+    assert build_report(*inputs) == page
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    chromium() is None,
+    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
+)
+def test_chromium_renders_the_table_the_figures_and_a_scenarios_responses(
+    page: str, tmp_path: Path
+) -> None:
+    # A copy of the page with a probe that records, after load, what Chromium rendered:
+    # the probe is test-only, the report itself carries no script.
+    probe = (
+        "<script>addEventListener('load', () => {"
+        "const imgs = [...document.images];"
+        "document.body.dataset.decoded = imgs.filter(i => i.complete && i.naturalWidth > 0).length;"
+        "document.body.dataset.rows = document.querySelectorAll('#results tbody tr').length;"
+        "document.body.dataset.chat = "
+        "document.querySelectorAll('details.scenario ol.chat li').length;"
+        "});</script>"
+    )
+    path = tmp_path / "index.html"
+    path.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
+    done = subprocess.run(
+        [
+            chromium() or "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None
+    attributes: dict[str, Any] = dict(re.findall(r'data-(\w+)="(\d+)"', body.group(1)))
+    # One model: two Table 1 rows and no mean rows; four scenarios of four chat lines.
+    assert attributes == {"decoded": "4", "rows": "2", "chat": str(4 * 4)}
+    assert "Acc@3 (95% CI)" in dom
+    assert "smollm2 answers standup__binary_answer_norm__2 under norm_informed (0)" in dom
+    assert "&lt;script&gt;alert('pwned')&lt;/script&gt;" in dom
