@@ -1,0 +1,106 @@
+"""audit: how far the run's judges can be trusted, against each other and against people.
+
+python stages/audit.py                             # or dvc repro audit
+python stages/audit.py audit.export=true           # write a labelling sheet, then stop
+python stages/audit.py audit.determinism.repeats=3 # re-judge a subset 3 times, cache bypassed
+python stages/audit.py audit.determinism.repeats=3 judge=local_openai judge.model.api_base=...
+
+Reads every verdict file, aggregate's results, each judge's validity controls and, once
+people have labelled the sheet, their labels; writes reports/audit/ (CSV tables and
+metrics.json, the DVC metrics). With audit.export=true it writes the labelling sheet
+(paths.label_sheet, paths.label_sheet_html) and its key (paths.label_key) instead.
+"""
+
+from pathlib import Path
+
+import hydra
+import polars as pl
+from omegaconf import DictConfig
+
+from losona.aggregate import Bootstrap, presentation_for, read_reports
+from losona.audit import AuditSettings, audit, judge_names, summary_lines, write_audit
+from losona.cli import launch, reports_user_errors
+from losona.config import load_option, plain
+from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
+from losona.io import read_parquet
+from losona.judges.base import Judge
+from losona.judges.run import make_judge
+from losona.labels import labelling_sheet, load_labels, load_responses, write_sheet
+from losona.verdicts import load_verdicts
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    settings = AuditSettings.from_config(plain(cfg.audit))
+    paths = cfg.paths
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    if settings.export:
+        export(cfg, settings, scenarios)
+        return
+
+    verdicts = load_verdicts(paths.verdicts_dir)
+    presentation = presentation_for(verdicts, plain(cfg.sweep))
+    judges = judge_names(verdicts, presentation)
+    controls = {
+        judge: read_parquet(
+            Path(paths.judge_controls_dir) / f"{judge}.parquet",
+            CONTROL_SCHEMA,
+            made_by="judge_controls",
+        )
+        for judge in judges
+    }
+    kinds = {judge: str(load_option("judge", judge).get("kind")) for judge in judges}
+
+    def rejudge(name: str) -> Judge:
+        # The judge chosen with judge= keeps its command-line overrides (judge.model...).
+        config = cfg.judge if cfg.judge.name == name else load_option("judge", name)
+        return make_judge(
+            plain(config),
+            cache_path=paths.call_cache,
+            use_cache=False,
+            run_log=Path(paths.judge_logs_dir) / name / "determinism",
+        )
+
+    result = audit(
+        verdicts,
+        scenarios,
+        read_reports(paths.reports_dir),
+        controls,
+        load_labels(paths.label_key, paths.labels),
+        presentation=presentation,
+        bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
+        determinism_settings=settings.determinism,
+        kinds=kinds,
+        rejudge=rejudge,
+    )
+    write_audit(result, paths.audit_dir)
+    for line in summary_lines(result):
+        print(f"audit: {line}")
+    print(f"audit -> {paths.audit_dir}/")
+
+
+def export(cfg: DictConfig, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
+    """Write the labelling sheet and its key."""
+    sweep = plain(cfg.sweep)
+    responses = load_responses(cfg.paths.responses_dir, sweep["models"], sweep["conditions"])
+    sheet = labelling_sheet(
+        responses, scenarios, items=settings.sheet.items, seed=settings.sheet.seed
+    )
+    write_sheet(
+        sheet,
+        csv_path=cfg.paths.label_sheet,
+        html_path=cfg.paths.label_sheet_html,
+        key_path=cfg.paths.label_key,
+    )
+    print(
+        f"audit: a labelling sheet of {sheet.items.height} responses (seed "
+        f"{settings.sheet.seed}) -> {cfg.paths.label_sheet_html} and {cfg.paths.label_sheet}; "
+        f"its key -> {cfg.paths.label_key} (do not show it to labellers). Save the labels "
+        f"as {cfg.paths.labels} (columns item_id and complies: true or false) and rerun "
+        "the audit (python stages/audit.py, or dvc repro)."
+    )
+
+
+if __name__ == "__main__":
+    launch(main)
