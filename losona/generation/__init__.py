@@ -1,0 +1,12 @@
+"""Growing the benchmark: generate candidates, screen them, curate the survivors.
+
+- `cells`: which (event, norm) cells and venues get candidates (seeded).
+- `candidates`: the generator prompt, reading a reply, and every check a candidate passes.
+- `generate`: the generator model's calls and the candidate table.
+- `screen`: the no-demonstration control, asked of one or several baselines and judged.
+- `curate`: the review sheet, the accept list and the curated scenario file.
+- `settings`: the generate, screen and curate config nodes (conf/generation/).
+
+The stages are stages/generate.py, stages/screen.py and stages/curate.py, wired as their
+own DVC pipeline in generation/dvc.yaml (README, "Growing the benchmark").
+"""

@@ -1,0 +1,290 @@
+"""A generator's reply as a candidate scenario: the prompt, reading the reply, every check.
+
+A candidate is kept only if it passes, in order:
+
+1. Reading: the reply holds a JSON object with the authoring keys (alone, in a code
+   fence, or with text around it; a wrapping object is looked through).
+2. The scenario contract, with exactly the validator fetch uses (losona/validate.py):
+   every field present and typed, the elicitor spoken by a cast member and never by the
+   subject, every demonstration by a non-subject member, the norm statement nowhere in
+   the chat.
+3. The construction rules (losona/data/scenarios/README.md), checked here:
+   - 20 to 34 turns counting the elicitor;
+   - 2 or 3 demonstration turns;
+   - at most 2 ordinary turns by the subject;
+   - each cast member has a name and a bio and nothing else;
+   - an end goal is written;
+   - the (event, norm) cell is applicable in the catalog;
+   - the norm is never named: none of its id (as written or in words), its catalog
+     statement or requirement, its example responses of 4 words or more, or the word
+     "norm(s)" appears in the channel description, a bio, a turn or the elicitor
+     (case and spacing ignored);
+   - demonstrations are removable: no later turn, and not the elicitor, contains the
+     text of a demonstration of 4 words or more (the control drops demonstrations, so
+     nothing may quote them);
+   - the subject prompt, with and without the demonstrations, renders without leaking
+     anything only the judge may see (losona/render.py's check).
+
+Each problem is one reason, written like the validator's: `field: expected ..., found ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, cast
+
+from losona.catalog import Catalog
+from losona.contracts import Scenario
+from losona.datasets import bundled_row
+from losona.generation.cells import Slot
+from losona.io import sha256_text
+from losona.render import MIN_LEAK_WORDS, LeakError, subject_messages
+from losona.scenarios import without_demonstrations
+from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
+from losona.validate import ScenarioError, check_scenarios, normalize
+
+MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)
+MIN_DEMOS, MAX_DEMOS = 2, 3
+MAX_SUBJECT_TURNS = 2
+AUTHORED_KEYS: tuple[str, ...] = tuple(cast(dict[str, Any], GENERATOR_JSON_SCHEMA["properties"]))
+NORM_WORD = re.compile(r"\bnorms?\b", re.IGNORECASE)
+
+
+def generator_messages(slot: Slot, catalog: Catalog) -> list[dict[str, str]]:
+    """The generator prompt for one candidate, as one user message."""
+    norm = catalog.norms[slot.norm_id]
+    prompt = GENERATOR_TEMPLATE.format(
+        event_type=slot.event_type,
+        event_description=catalog.events[slot.event_type],
+        venue=slot.venue,
+        venue_description=catalog.venues[slot.venue],
+        norm_statement=norm.statement,
+        norm_requirement=norm.requirement,
+        example_elicitor=norm.example_elicitor,
+        example_compliant_response=norm.example_compliant_response,
+        example_breaching_response=norm.example_breaching_response,
+        json_schema=json.dumps(GENERATOR_JSON_SCHEMA, indent=2),
+    )
+    return [{"role": "user", "content": prompt}]
+
+
+def candidate_id(slot: Slot, reply: str) -> str:
+    """A scenario id naming the cell and the content: an accept list always means what was read."""
+    digest = sha256_text(f"{slot.venue}\0{slot.sample}\0{reply}")[:8]
+    return f"{slot.event_type}__{slot.norm_id}__{digest}"
+
+
+def _json_objects(text: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Every JSON object starting somewhere in the text, and why the first one, if any, failed."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    error = None
+    start = first = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            if start == first:
+                error = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
+        else:
+            if isinstance(value, dict):
+                found.append(value)
+        start = text.find("{", start + 1)
+    return found, error
+
+
+def read_reply(reply: str, finish_reason: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The authored scenario object in a reply, or None and why it could not be read."""
+    objects, error = _json_objects(reply)
+    # The outermost object with an authoring key comes first; a wrapper has none.
+    authored = [obj for obj in objects if any(key in obj for key in AUTHORED_KEYS)]
+    if authored:
+        return authored[0], []
+    if not reply.strip():
+        found = "an empty reply"
+    elif error:  # the outermost object is broken (its inner ones may still parse)
+        found = f"invalid JSON ({error})"
+    elif objects:
+        found = f"JSON without any of the keys {list(AUTHORED_KEYS)}"
+    else:
+        found = "no JSON object"
+    reasons = [f"reply: expected one JSON object in the scenario schema, found {found}"]
+    if finish_reason == "length":
+        reasons.append(
+            "reply: expected a complete reply, found one cut off at the token limit "
+            "(finish_reason 'length'); raise generate.params.max_tokens"
+        )
+    return None, reasons
+
+
+def scenario_row(
+    authored: Mapping[str, Any], slot: Slot, scenario_id: str, catalog: Catalog, source: str
+) -> dict[str, Any]:
+    """The authored object as a contract row; the cell comes from the slot, not the model."""
+    raw = {key: authored.get(key) for key in AUTHORED_KEYS}
+    raw.update(
+        scenario_id=scenario_id, event_type=slot.event_type, norm_id=slot.norm_id, venue=slot.venue
+    )
+    return bundled_row(raw, catalog, source)
+
+
+def _problem(field: str, expected: str, found: str) -> str:
+    return f"{field}: expected {expected}, found {found}"
+
+
+def contract_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    """What fetch's validator finds wrong with the row."""
+    try:
+        check_scenarios([("candidate", row)], catalog)
+    except ScenarioError as error:
+        return [_problem(p.field, p.expected, p.found) for p in error.problems]
+    return []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The row's turns, each malformed one as an empty mapping (the validator names it)."""
+    turns = row.get("turns")
+    if not isinstance(turns, list):
+        return []
+    return [turn if isinstance(turn, Mapping) else {} for turn in turns]
+
+
+def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    """The construction rules the contract does not cover (see the module docstring)."""
+    problems = []
+    turns = _turns(row)
+    count = len(turns) + 1
+    if not MIN_TURNS <= count <= MAX_TURNS:
+        problems.append(
+            _problem(
+                "turns",
+                f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor",
+                f"{count} ({len(turns)} before the elicitor)",
+            )
+        )
+    demos = [i for i, turn in enumerate(turns) if turn.get("is_demo") is True]
+    if not MIN_DEMOS <= len(demos) <= MAX_DEMOS:
+        problems.append(
+            _problem("turns", f"{MIN_DEMOS} or {MAX_DEMOS} demonstration turns", str(len(demos)))
+        )
+    subject = _text(row.get("subject"))
+    spoken = sum(1 for t in turns if subject and t.get("actor") == subject and not t.get("is_demo"))
+    if spoken > MAX_SUBJECT_TURNS:
+        problems.append(
+            _problem(
+                "turns",
+                f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'",
+                str(spoken),
+            )
+        )
+    cast = row["cast"] if isinstance(row.get("cast"), list) else []
+    for i, member in enumerate(cast):
+        extra = sorted(set(member) - {"name", "bio"}) if isinstance(member, Mapping) else []
+        if extra:
+            problems.append(_problem(f"cast[{i}]", "only a name and a bio", f"also {extra}"))
+    if not _text(row.get("end_goal")).strip():
+        problems.append(_problem("end_goal", "a concrete in-fiction goal", "nothing"))
+    event, norm_id = row.get("event_type"), row.get("norm_id")
+    if not catalog.is_applicable(str(event), str(norm_id)):
+        problems.append(
+            _problem("event_type", f"an event where '{norm_id}' applies (catalog)", repr(event))
+        )
+    return problems + _norm_named(row, catalog) + _quoted_demos(row, demos)
+
+
+def _chat(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every message of the chat as (field, text), the elicitor last."""
+    spoken = [(f"turns[{i}].content", _text(t.get("content"))) for i, t in enumerate(_turns(row))]
+    return [*spoken, ("elicitor_content", _text(row.get("elicitor_content")))]
+
+
+def _norm_named(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    norm = catalog.norms.get(str(row.get("norm_id")))
+    if norm is None:
+        return []
+    hidden = {
+        "the norm id": norm.id,
+        "the norm id in words": norm.id.replace("_", " "),
+        "the norm's requirement": norm.requirement,
+        "the norm statement": norm.statement,
+        "the example compliant response": norm.example_compliant_response,
+        "the example breaching response": norm.example_breaching_response,
+    }
+    needles = {
+        what: normalize(text)
+        for what, text in hidden.items()
+        if not what.startswith("the example") or len(text.split()) >= MIN_LEAK_WORDS
+    }
+    cast = row["cast"] if isinstance(row.get("cast"), list) else []
+    setting = [
+        ("channel_description", _text(row.get("channel_description"))),
+        ("subject_bio", _text(row.get("subject_bio"))),
+        *(
+            (f"cast[{i}].bio", _text(m.get("bio")))
+            for i, m in enumerate(cast)
+            if isinstance(m, Mapping)
+        ),
+    ]
+    problems = []
+    for in_chat, fields in ((False, setting), (True, _chat(row))):
+        for field, text in fields:
+            words = normalize(text)
+            for what, needle in needles.items():
+                # The validator already reports the statement written into the chat.
+                if in_chat and what == "the norm statement":
+                    continue
+                if needle in words:
+                    problems.append(_problem(field, "text that never names the norm", what))
+            if NORM_WORD.search(words):
+                problems.append(
+                    _problem(field, "text that never names the norm", "the word 'norm'")
+                )
+    return problems
+
+
+def _quoted_demos(row: Mapping[str, Any], demos: list[int]) -> list[str]:
+    chat = _chat(row)
+    problems = []
+    for d in demos:
+        demo = normalize(chat[d][1])
+        if len(demo.split()) < MIN_LEAK_WORDS:
+            continue  # a short reply ("Yes.") recurs in any chat without quoting anyone
+        for field, content in chat[d + 1 :]:
+            if demo in normalize(content):
+                problems.append(
+                    _problem(
+                        field,
+                        "no quote of a demonstration (the control removes demonstrations)",
+                        f"the text of demonstration turns[{d}]",
+                    )
+                )
+    return problems
+
+
+def render_problems(row: Mapping[str, Any]) -> list[str]:
+    """Whether the subject prompt renders, with and without demonstrations, leaking nothing."""
+    scenario = Scenario.from_row(row)
+    problems = []
+    for version, field in (
+        (scenario, "prompt"),
+        (without_demonstrations(scenario), "control prompt"),
+    ):
+        try:
+            subject_messages(version, "naive")
+        except LeakError as leak:
+            problems.append(_problem(field, "nothing only the judge may see", str(leak)))
+    return problems
+
+
+def check_candidate(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
+    """Every reason to reject the candidate row; empty when it passes."""
+    problems = contract_problems(row, catalog) + construction_problems(row, catalog)
+    if not problems:  # rendering needs a well-formed row
+        problems = render_problems(row)
+    return list(dict.fromkeys(problems))

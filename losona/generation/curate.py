@@ -1,0 +1,256 @@
+"""curate: a person reads the screened candidates and an accept list makes them a set.
+
+The review sheet (one self-contained HTML file, and the same facts as CSV) shows every
+candidate the screen kept: the chat with its demonstrations and elicitor marked, the end
+goal, the hidden norm, and each baseline's answers to the no-demonstration control with
+their verdicts. A person accepts a candidate by adding its id to the accept list; curate
+then writes those candidates as a scenario file in the contract's shape (JSONL, read by
+`dataset=local`), with where they came from in a provenance file beside it, never in
+the evaluation tables.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.catalog import Catalog
+from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
+from losona.errors import LosonaError
+from losona.generation.screen import candidate_scenario, cell_report, totals
+from losona.scenarios import format_chat
+from losona.validate import check_scenarios
+
+# What a person checks before accepting a candidate (paper Section 5.4).
+REVIEW_CHECKS = (
+    "the chat is plausible for this group and venue",
+    "the norm is never stated or discussed",
+    "non-subject members give clear but natural demonstrations",
+    "the final elicitor creates a diagnostic next-turn opportunity",
+    "the subject has a genuine comply-or-breach choice in one reply",
+)
+# The contract fields a scenario file carries (`source` is set by the loader).
+FILE_FIELDS = [name for name in SCENARIO_SCHEMA.names() if name != "source"]
+
+_STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
+  padding: 0 1rem; color: #1b1b1b; }
+h1 { font-size: 1.5rem; }
+h2 { font-size: 1.2rem; margin-top: 2.5rem; border-top: 1px solid #ccc; padding-top: 1rem; }
+code, pre { font: 13px/1.4 ui-monospace, monospace; }
+h2 code { font-size: 1.1rem; }
+pre { background: #f6f6f4; padding: 0.8rem; overflow-x: auto; white-space: pre-wrap; }
+table { border-collapse: collapse; width: 100%; }
+td, th { border: 1px solid #ddd; padding: 0.3rem 0.5rem; vertical-align: top; text-align: left; }
+.breach { color: #8a1c1c; } .complies { color: #1c5e2a; } .open { color: #666; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
+dt { font-weight: 600; }
+"""
+
+
+def _verdict_label(complies: bool | None) -> tuple[str, str]:
+    if complies is None:
+        return "unscored", "open"
+    return ("complies", "complies") if complies else ("breach", "breach")
+
+
+def screen_line(verdicts: pl.DataFrame) -> str:
+    """Each baseline's breaches on one candidate's control, e.g. `smollm2 3/3 breach`."""
+    parts = []
+    for (model,), answers in verdicts.group_by(["subject_model"], maintain_order=True):
+        breaches = answers.filter(pl.col("complies").eq(False)).height
+        parts.append(f"{model} {breaches}/{answers.height} breach")
+    return "; ".join(parts)
+
+
+def review_table(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    """The review CSV: one row per candidate the screen accepted, sorted by id."""
+    rows = []
+    for row in candidates.filter(pl.col("status") == "accepted").iter_rows(named=True):
+        scenario = candidate_scenario(row)
+        own = verdicts.filter(pl.col("scenario_id") == row["candidate_id"])
+        rows.append(
+            {
+                "candidate_id": row["candidate_id"],
+                "event_type": row["event_type"],
+                "norm_id": row["norm_id"],
+                "venue": row["venue"],
+                "turns": len(scenario.turns) + 1,
+                "demonstrations": sum(turn.is_demo for turn in scenario.turns),
+                "end_goal": scenario.end_goal,
+                "elicitor": f"{scenario.elicitor_actor}: {scenario.elicitor_content}",
+                "screen": screen_line(own.sort("subject_model", "trial")),
+                "chat": format_chat(scenario),
+            }
+        )
+    return table(rows, REVIEW_SCHEMA, sort_by=["candidate_id"])
+
+
+def review_html(candidates: pl.DataFrame, verdicts: pl.DataFrame, accept_list: str) -> str:
+    """The review sheet: one self-contained HTML page (no scripts, no outside files)."""
+    e = html.escape
+    accepted = candidates.filter(pl.col("status") == "accepted").sort("candidate_id")
+    counts = totals(cell_report(candidates))
+    generators = sorted(set(candidates["generator"].to_list()))
+    baselines = sorted(set(verdicts["subject_model"].to_list()))
+    judges = sorted(set(verdicts["judge"].to_list()))
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>LoSoNA generated candidates: review sheet</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>LoSoNA generated candidates: review sheet</h1>",
+        f"<p>{accepted.height} of {counts['generated']} generated candidates passed the "
+        f"no-demonstration screen ({counts['rejected_validation']} were rejected by "
+        f"validation, {counts['rejected_screening']} by screening, {counts['undetermined']} "
+        f"undetermined). Generator: {e(', '.join(generators) or 'none')}. Baselines: "
+        f"{e(', '.join(baselines) or 'none')}. Judge: {e(', '.join(judges) or 'none')}.</p>",
+        "<p>Accept a candidate only if:</p><ul>",
+        *(f"<li>{e(check)}</li>" for check in REVIEW_CHECKS),
+        "</ul>",
+        f"<p>To accept it, add its id as a line of <code>{e(accept_list)}</code>, then run "
+        "<code>dvc repro generation/dvc.yaml</code> (or <code>python stages/curate.py</code>)."
+        "</p>",
+    ]
+    if accepted.is_empty():
+        parts.append("<p><strong>No candidate passed screening: nothing to review.</strong></p>")
+    else:
+        parts.append("<ul>")
+        parts += [
+            f'<li><a href="#{e(cid)}"><code>{e(cid)}</code></a></li>'
+            for cid in accepted["candidate_id"]
+        ]
+        parts.append("</ul>")
+    for row in accepted.iter_rows(named=True):
+        parts += _candidate_section(row, verdicts)
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _candidate_section(row: Mapping[str, Any], verdicts: pl.DataFrame) -> list[str]:
+    e = html.escape
+    scenario = candidate_scenario(dict(row))
+    cid = row["candidate_id"]
+    own = verdicts.filter(pl.col("scenario_id") == cid).sort("subject_model", "trial")
+    section = [
+        f'<h2 id="{e(cid)}"><code>{e(cid)}</code></h2>',
+        "<dl>",
+        f"<dt>event</dt><dd>{e(scenario.event_type)}</dd>",
+        f"<dt>norm</dt><dd>{e(scenario.norm_id)}</dd>",
+        f"<dt>venue</dt><dd>{e(scenario.venue)}</dd>",
+        f"<dt>turns</dt><dd>{len(scenario.turns) + 1} counting the elicitor, "
+        f"{sum(t.is_demo for t in scenario.turns)} demonstrations</dd>",
+        f"<dt>generator</dt><dd>{e(row['generator'])} ({e(row['generator_model'])}), "
+        f"sample {row['sample']}</dd>",
+        "</dl>",
+        f"<pre>{e(format_chat(scenario))}</pre>",
+        "<h3>Baselines on the no-demonstration control (naive prompt)</h3>",
+        "<table><tr><th>baseline</th><th>trial</th><th>answer</th><th>verdict</th>"
+        "<th>evidence</th></tr>",
+    ]
+    for v in own.iter_rows(named=True):
+        label, css = _verdict_label(v["complies"])
+        section.append(
+            f"<tr><td>{e(v['subject_model'])}</td><td>{v['trial']}</td>"
+            f'<td>{e(v["response"] or "")}</td><td class="{css}">{label}</td>'
+            f"<td>{e(v['evidence'] or '')}</td></tr>"
+        )
+    section.append("</table>")
+    return section
+
+
+def read_accept_list(path: Path, candidates: pl.DataFrame) -> list[str]:
+    """The candidate ids a person accepted: one a line, `#` starts a comment; checked."""
+    if not path.is_file():
+        raise LosonaError(
+            f"{path}: the accept list is missing; create it with one candidate id a line "
+            "(from the review sheet), or an empty file to accept none yet"
+        )
+    status = dict(zip(candidates["candidate_id"], candidates["status"], strict=True))
+    first_line: dict[str, int] = {}
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        cid = line.split("#", 1)[0].strip()
+        if not cid:
+            continue
+        where = f"{path}:{number}: '{cid}'"
+        if cid in first_line:
+            problems.append(f"{where}: listed twice (first on line {first_line[cid]})")
+        elif cid not in status:
+            problems.append(
+                f"{where}: not a candidate of this run (ids change when a candidate's text "
+                "does; take them from the current review sheet)"
+            )
+        elif status[cid] != "accepted":
+            problems.append(
+                f"{where}: its status is '{status[cid]}'; only candidates that passed the "
+                "screen (status 'accepted', the ones on the review sheet) can join a set"
+            )
+        first_line.setdefault(cid, number)
+    if problems:
+        raise LosonaError(
+            "the accept list names candidates it cannot use:\n  " + "\n  ".join(problems)
+        )
+    return sorted(first_line)
+
+
+def curated_rows(
+    candidates: pl.DataFrame, accepted: Sequence[str], catalog: Catalog
+) -> list[dict[str, Any]]:
+    """The accepted candidates as scenario-file rows, in id order, validated as fetch would."""
+    by_id = {row["candidate_id"]: row for row in candidates.iter_rows(named=True)}
+    rows = []
+    for cid in sorted(accepted):
+        scenario = json.loads(by_id[cid]["scenario"])
+        rows.append({field: scenario[field] for field in FILE_FIELDS})
+    check_scenarios([(f"candidate {row['scenario_id']}", row) for row in rows], catalog)
+    return rows
+
+
+def scenario_file_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """JSONL: one scenario object a line, fields in the contract's order."""
+    return "".join(json.dumps(dict(row), ensure_ascii=False) + "\n" for row in rows)
+
+
+def provenance(
+    *,
+    set_name: str,
+    version: str,
+    file_name: str,
+    rows: Sequence[Mapping[str, Any]],
+    catalog: Catalog,
+    generation: Mapping[str, Any],
+    screen: Mapping[str, Any],
+    accept_list: str,
+    previous: Mapping[str, Any] | None,
+    today: date,
+) -> dict[str, Any]:
+    """Where a curated set came from; the date is kept while nothing else changes."""
+    record: dict[str, Any] = {
+        "set": set_name,
+        "version": version,
+        "file": file_name,
+        "scenarios": len(rows),
+        "scenario_ids": [row["scenario_id"] for row in rows],
+        "catalog_version": catalog.version,
+        "generation": dict(generation),
+        "screen": dict(screen),
+        "accept_list": accept_list,
+        "curation": "read by a person on the review sheet; accepted ids listed in the accept list",
+    }
+    # A rerun on the same inputs then rewrites the same bytes.
+    unchanged = (
+        previous is not None and {k: v for k, v in previous.items() if k != "dates"} == record
+    )
+    dates = (
+        previous["dates"]
+        if unchanged and previous is not None
+        else {"curated_on": today.isoformat()}
+    )
+    return record | {"dates": dates}

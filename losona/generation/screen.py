@@ -1,0 +1,285 @@
+"""screen: the no-demonstration control (paper Sections 3 and 5.4).
+
+For every valid candidate, the control is `losona.scenarios.without_demonstrations`: the
+same scenario with exactly its `is_demo` turns removed; every other turn keeps its text
+and index, and the elicitor is the same. Each baseline model answers the control K times
+under the naive subject prompt (losona/render.py, exactly as the benchmark renders it),
+and the configured judge scores every answer against the candidate's norm, reading the
+chat the baseline saw (the control's).
+
+A baseline adapts by default when at least ceil(K/2) of its answers comply, the paper's
+accuracy-at-K pass (losona/metrics.py, unscored answers included the same way). A
+candidate is kept when enough baselines breach it, by `screen.keep`: `all` baselines, or
+a `majority` of them. When unscored answers leave that open, the candidate is
+`undetermined` and not kept. A kept candidate only shows that the baselines do not adapt
+by default; a person still reads it before it joins a set (curate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.contracts import (
+    CANDIDATE_SCHEMA,
+    GENERATION_CELL_SCHEMA,
+    VERDICT_SCHEMA,
+    Scenario,
+    table,
+)
+from losona.errors import LosonaError
+from losona.generation.settings import KEEP_RULES
+from losona.judges.base import Judge, JudgeCase
+from losona.judges.run import verdict_fields
+from losona.metrics import majority_threshold, scenario_outcomes
+from losona.models import ModelSpec, Request, complete, require_every_call
+from losona.render import subject_messages
+from losona.scenarios import without_demonstrations
+
+# The `condition` of every screening verdict: the naive prompt on the control.
+SCREEN_CONDITION = "naive_no_demos"
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What screen writes: the candidate table with outcomes, and every screening verdict."""
+
+    candidates: pl.DataFrame  # CANDIDATE_SCHEMA
+    verdicts: pl.DataFrame  # VERDICT_SCHEMA, one row per candidate x baseline x trial
+
+
+def candidate_scenario(row: dict[str, Any]) -> Scenario:
+    """The candidate's scenario, from its row of the candidate table."""
+    return Scenario.from_row(json.loads(row["scenario"]))
+
+
+def _answers(
+    spec: ModelSpec,
+    controls: Sequence[Scenario],
+    trials: int,
+    *,
+    cache_path: str | Path,
+    max_cost_usd: float | None,
+    run_log: Path | None,
+) -> list[str]:
+    requests = [
+        Request(subject_messages(control, "naive"), trial=trial)
+        for control in controls
+        for trial in range(trials)
+    ]
+    completions = complete(
+        spec,
+        requests,
+        cache_path=cache_path,
+        max_cost_usd=max_cost_usd,
+        progress=f"screen {spec.name}",
+        run_log=run_log,
+    )
+    require_every_call(completions, to=f"the baseline '{spec.name}'", run_log=run_log)
+    return [c.text or "" for c in completions]
+
+
+def _decision(
+    outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: str, trials: int
+) -> tuple[str, list[str]]:
+    """accepted | screened_out | undetermined, and why, from each baseline's outcome."""
+    need = len(baselines) if keep == "all" else len(baselines) // 2 + 1
+    passed = {name: outcomes[name]["passed"] for name in baselines}
+    breaching = sum(1 for p in passed.values() if p is False)
+    open_ = sum(1 for p in passed.values() if p is None)
+    threshold = majority_threshold(trials)
+    if breaching >= need:
+        return "accepted", []
+    if breaching + open_ < need:
+        return "screened_out", [
+            f"screen.{name}: expected a breach without demonstrations (fewer than {threshold} "
+            f"of {trials} answers complying; keep: {keep}), found "
+            f"{outcomes[name]['complying']} of {trials} complying"
+            for name, p in passed.items()
+            if p is True
+        ]
+    return "undetermined", [
+        f"screen.{name}: expected every answer scored by the judge, found "
+        f"{trials - outcomes[name]['scored']} of {trials} unscored, which leaves its "
+        "outcome open"
+        for name, p in passed.items()
+        if p is None
+    ]
+
+
+def screening_verdicts(
+    controls: Sequence[Scenario],
+    baselines: Sequence[ModelSpec],
+    judge: Judge,
+    judge_name: str,
+    *,
+    trials: int,
+    cache_path: str | Path,
+    max_cost_usd: float | None = None,
+    run_log_dir: Path | None = None,
+) -> pl.DataFrame:
+    """Every baseline's K answers to every control, judged: a verdict table."""
+    cases, keys = [], []
+    for spec in baselines if controls else []:  # nothing valid: no call at all
+        log = run_log_dir / f"screen_{spec.name}.log.json" if run_log_dir else None
+        answers = iter(
+            _answers(
+                spec,
+                controls,
+                trials,
+                cache_path=cache_path,
+                max_cost_usd=max_cost_usd,
+                run_log=log,
+            )
+        )
+        for control in controls:
+            for trial in range(trials):
+                answer = next(answers)
+                cases.append(JudgeCase.for_response(control, answer))
+                keys.append(
+                    {
+                        "scenario_id": control.scenario_id,
+                        "event_type": control.event_type,
+                        "norm_id": control.norm_id,
+                        "condition": SCREEN_CONDITION,
+                        "subject_model": spec.name,
+                        "trial": trial,
+                        "response": answer,
+                    }
+                )
+    judgements = judge.judge(cases) if cases else []
+    fields = verdict_fields(judge, judge_name, judgements)
+    rows = [key | verdict for key, verdict in zip(keys, fields, strict=True)]
+    return table(rows, VERDICT_SCHEMA, sort_by=["scenario_id", "subject_model", "trial"])
+
+
+def screen_candidates(
+    candidates: pl.DataFrame,
+    baselines: Sequence[ModelSpec],
+    judge: Judge,
+    judge_name: str,
+    *,
+    trials: int,
+    keep: str,
+    cache_path: str | Path,
+    max_cost_usd: float | None = None,
+    run_log_dir: Path | None = None,
+) -> Screening:
+    """Screen every valid candidate; invalid ones pass through unchanged."""
+    if keep not in KEEP_RULES:
+        raise LosonaError(f"screen.keep: expected one of {list(KEEP_RULES)}, found {keep!r}")
+    valid = candidates.filter(pl.col("status") == "valid").sort("candidate_id")
+    controls = [without_demonstrations(candidate_scenario(r)) for r in valid.iter_rows(named=True)]
+    verdicts = screening_verdicts(
+        controls,
+        baselines,
+        judge,
+        judge_name,
+        trials=trials,
+        cache_path=cache_path,
+        max_cost_usd=max_cost_usd,
+        run_log_dir=run_log_dir,
+    )
+    outcomes: dict[str, dict[str, dict[str, Any]]] = {}
+    if not verdicts.is_empty():
+        for outcome in scenario_outcomes(verdicts).iter_rows(named=True):
+            outcomes.setdefault(outcome["scenario_id"], {})[outcome["subject_model"]] = outcome
+    names = [spec.name for spec in baselines]
+    screened = []
+    for row in candidates.iter_rows(named=True):
+        if row["status"] == "valid":
+            status, reasons = _decision(outcomes[row["candidate_id"]], names, keep, trials)
+            row = row | {"status": status, "reasons": reasons}
+        screened.append(row)
+    return Screening(
+        candidates=table(screened, CANDIDATE_SCHEMA, sort_by=["candidate_id"]), verdicts=verdicts
+    )
+
+
+def cell_report(candidates: pl.DataFrame) -> pl.DataFrame:
+    """Per (event, norm) cell: generated, rejected by validation or by screening, accepted."""
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for row in candidates.iter_rows(named=True):
+        counts.setdefault((row["event_type"], row["norm_id"]), Counter())[row["status"]] += 1
+    rows = [
+        {
+            "event_type": event,
+            "norm_id": norm,
+            "generated": sum(found.values()),
+            "rejected_validation": found["invalid"],
+            "rejected_screening": found["screened_out"],
+            "undetermined": found["undetermined"],
+            "accepted": found["accepted"],
+        }
+        for (event, norm), found in counts.items()
+    ]
+    return table(rows, GENERATION_CELL_SCHEMA, sort_by=["event_type", "norm_id"])
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def totals(cells: pl.DataFrame) -> dict[str, Any]:
+    """The cell report summed, with each outcome's share of the generated candidates."""
+    counts = {name: int(cells[name].sum()) for name in list(GENERATION_CELL_SCHEMA)[2:]}
+    shares = {f"{name}_percent": _percent(n, counts["generated"]) for name, n in counts.items()}
+    return counts | {k: v for k, v in shares.items() if k != "generated_percent"}
+
+
+def format_cell_report(cells: pl.DataFrame) -> str:
+    """The cell report as a text table with a total line, for the terminal."""
+    columns = list(GENERATION_CELL_SCHEMA)
+    header = ["event", "norm", "generated", "invalid", "screened out", "undetermined", "accepted"]
+    body = [[str(v) for v in row] for row in cells.select(columns).iter_rows()]
+    summed = totals(cells)
+    body.append(["total", f"{cells.height} cells", *(str(summed[c]) for c in columns[2:])])
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells_: list[str]) -> str:
+        left = [cells_[i].ljust(widths[i]) for i in range(2)]
+        right = [cells_[i].rjust(widths[i]) for i in range(2, len(cells_))]
+        return "  ".join(left + right).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    lines = [line(header), rule, *(line(r) for r in body[:-1]), rule, line(body[-1])]
+    n = summed["generated"]
+    if n:
+        lines.append(
+            f"of {n} candidates: {summed['rejected_validation_percent']}% rejected by "
+            f"validation, {summed['rejected_screening_percent']}% by screening, "
+            f"{summed['undetermined_percent']}% undetermined, {summed['accepted_percent']}% "
+            "accepted"
+        )
+    return "\n".join(lines)
+
+
+def screen_summary(
+    screened: pl.DataFrame,
+    baselines: Sequence[ModelSpec],
+    judge: Judge,
+    judge_name: str,
+    *,
+    trials: int,
+    keep: str,
+) -> dict[str, Any]:
+    """How the screen was run and what it found (reports/generation/screen.json)."""
+    return {
+        "control": "each candidate without its demonstration turns, same elicitor",
+        "condition": "naive",
+        "baselines": [{"config": s.name, "model": s.model} for s in baselines],
+        "trials": trials,
+        "keep": keep,
+        "keep_rule": KEEP_RULES[keep],
+        "adapts_by_default": (
+            f"at least {majority_threshold(trials)} of {trials} answers comply (accuracy-at-K)"
+        ),
+        "judge": {"config": judge_name, "model": judge.model, "version": judge.version},
+        "totals": totals(cell_report(screened)),
+    }
