@@ -79,14 +79,371 @@ VERDICT_SCHEMA = pl.Schema(
         "subject_model": pl.String(),
         "trial": pl.Int32(),
         "response": pl.String(),
+        "judge": pl.String(),  # the config name, e.g. gemini_pro
+        "judge_model": pl.String(),  # the provider model string, or lexicon@<rules version>
+        "judge_version": pl.String(),  # the judge template's or the lexicon rules' version
+        "complies": pl.Boolean(),  # null when unscored (judge_status is not "ok")
+        "elicitor_uptake": pl.String(),
+        "norm_requirement": pl.String(),
+        "evidence": pl.String(),
+        "reasoning": pl.String(),
+        "judge_status": pl.String(),  # ok | unparseable | failed | no_response
+    }
+)
+
+# The judge's validity controls: each scenario's example compliant and breaching responses
+# judged as replies to the example elicitor (losona/judges/), one row per scenario x example.
+CONTROL_SCHEMA = pl.Schema(
+    {
+        "scenario_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "example": pl.String(),  # compliant | breaching
+        "expected": pl.Boolean(),  # the label the example should get
+        "response": pl.String(),
         "judge": pl.String(),
         "judge_model": pl.String(),
+        "judge_version": pl.String(),
         "complies": pl.Boolean(),
         "elicitor_uptake": pl.String(),
         "norm_requirement": pl.String(),
         "evidence": pl.String(),
         "reasoning": pl.String(),
         "judge_status": pl.String(),
+    }
+)
+
+# Report tables: aggregate writes them as CSV under paths.reports_dir, plot reads them.
+# Percentages are 0-100 with one decimal; `scenarios` always counts the scenarios behind a
+# figure, after leaving out the ones unscored trials leave undetermined (losona/metrics.py).
+OUTCOME_SCHEMA = pl.Schema(  # outcomes.csv: one row per judge x model x condition x scenario
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "scenario_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "trials": pl.Int32(),
+        "scored": pl.Int32(),
+        "complying": pl.Int32(),
+        "passed": pl.Boolean(),  # null: undetermined
+        "consistent": pl.Boolean(),  # null: undetermined
+    }
+)
+
+RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per model x condition
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "k": pl.Int32(),
+        "scenarios": pl.Int32(),
+        "undetermined": pl.Int32(),
+        "passed": pl.Int32(),
+        "acc_at_k": pl.Float64(),
+        "acc_low": pl.Float64(),
+        "acc_high": pl.Float64(),
+        "compliance": pl.Float64(),
+        "consistency": pl.Float64(),
+        "consistency_scenarios": pl.Int32(),
+        "trials": pl.Int32(),
+        "unscored_trials": pl.Int32(),
+    }
+)
+
+MEAN_SCHEMA = pl.Schema(  # means.csv: the mean over models per condition (paper Section 6)
+    {
+        "judge": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "models": pl.Int32(),
+        "acc_at_k": pl.Float64(),
+        "acc_low": pl.Float64(),
+        "acc_high": pl.Float64(),
+        "compliance": pl.Float64(),
+        "consistency": pl.Float64(),
+        "delta": pl.Float64(),  # null for the baseline itself
+        "delta_low": pl.Float64(),
+        "delta_high": pl.Float64(),
+    }
+)
+
+DELTA_SCHEMA = pl.Schema(  # deltas.csv: each condition against naive over the same scenarios
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "scenarios": pl.Int32(),
+        "naive_acc": pl.Float64(),
+        "condition_acc": pl.Float64(),
+        "delta": pl.Float64(),
+        "delta_low": pl.Float64(),
+        "delta_high": pl.Float64(),
+        "mcnemar_p": pl.Float64(),
+        "recovered": pl.Int32(),
+        "naive_failures": pl.Int32(),
+        "regressed": pl.Int32(),
+        "naive_successes": pl.Int32(),
+    }
+)
+
+FLIP_SCHEMA = pl.Schema(  # flips.csv: every recovered failure and introduced regression
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "flip": pl.String(),  # recovered | regressed
+        "scenario_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "naive_complying": pl.Int32(),
+        "naive_scored": pl.Int32(),
+        "condition_complying": pl.Int32(),
+        "condition_scored": pl.Int32(),
+    }
+)
+
+
+def breakdown_schema(by: str) -> pl.Schema:
+    """by_norm.csv (by="norm_id") and by_event.csv (by="event_type"): diagnostic only."""
+    return pl.Schema(
+        {
+            "judge": pl.String(),
+            "subject_model": pl.String(),
+            "condition": pl.String(),
+            by: pl.String(),
+            "scenarios": pl.Int32(),
+            "undetermined": pl.Int32(),
+            "passed": pl.Int32(),
+            "acc_at_k": pl.Float64(),
+            "compliance": pl.Float64(),
+        }
+    )
+
+
+# The judge audit (losona/audit.py): tables under paths.audit_dir, written by audit, read by
+# plot. A pair of judges is (judge_a, judge_b) in the sweep's order. In a confusion count,
+# "a_yes_b_no" is a response judge A marks compliant and judge B breaching: an apparent
+# false positive of A taking B as the reference (and an apparent false negative of B).
+JUDGE_PAIR_SCHEMA = pl.Schema(  # judge_pairs.csv: one row per pair of judges
+    {
+        "judge_a": pl.String(),
+        "judge_b": pl.String(),
+        "rows": pl.Int32(),  # responses either judge has a verdict for
+        "only_a": pl.Int32(),  # responses only A's verdict files hold
+        "only_b": pl.Int32(),
+        "unscored_a": pl.Int32(),  # responses both hold that A left unscored
+        "unscored_b": pl.Int32(),
+        "both_scored": pl.Int32(),  # the responses every figure below is computed on
+        "agree": pl.Int32(),
+        "agreement": pl.Float64(),
+        "kappa": pl.Float64(),  # Cohen's kappa, -1 to 1; null when chance agreement is total
+        "a_compliance": pl.Float64(),
+        "b_compliance": pl.Float64(),
+        "a_yes_b_yes": pl.Int32(),
+        "a_yes_b_no": pl.Int32(),
+        "a_no_b_yes": pl.Int32(),
+        "a_no_b_no": pl.Int32(),
+    }
+)
+
+PAIR_BREAKDOWN_SCHEMA = pl.Schema(  # judge_pair_breakdown.csv: by model, condition and norm
+    {
+        "judge_a": pl.String(),
+        "judge_b": pl.String(),
+        "by": pl.String(),  # subject_model | condition | norm_id
+        "group": pl.String(),
+        "both_scored": pl.Int32(),
+        "agree": pl.Int32(),
+        "agreement": pl.Float64(),
+        "kappa": pl.Float64(),
+        "a_compliance": pl.Float64(),
+        "b_compliance": pl.Float64(),
+    }
+)
+
+STABILITY_SCHEMA = pl.Schema(  # headline_stability.csv: do the headline comparisons survive?
+    {
+        "judge_a": pl.String(),
+        "judge_b": pl.String(),
+        "subject_model": pl.String(),
+        "check": pl.String(),  # best condition | effect vs naive
+        "condition": pl.String(),  # the condition of an effect; null for the best condition
+        "a": pl.String(),  # what judge A's numbers say, e.g. "norm_informed" or "+12.5"
+        "b": pl.String(),
+        "same": pl.Boolean(),
+    }
+)
+
+HUMAN_AGREEMENT_SCHEMA = pl.Schema(  # human_agreement.csv: each judge against people's labels
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "items": pl.Int32(),  # labelled items
+        "not_judged": pl.Int32(),  # items the judge has no verdict for
+        "unscored": pl.Int32(),  # items the judge left unscored
+        "scored": pl.Int32(),  # the items every figure below is computed on
+        "agree": pl.Int32(),
+        "agreement": pl.Float64(),
+        "agreement_low": pl.Float64(),
+        "agreement_high": pl.Float64(),
+        "kappa": pl.Float64(),
+        "human_compliance": pl.Float64(),
+        "judge_compliance": pl.Float64(),
+        "false_positives": pl.Int32(),  # the judge says complies, people say breach
+        "false_negatives": pl.Int32(),  # the judge says breach, people say complies
+    }
+)
+
+HUMAN_ITEM_SCHEMA = pl.Schema(  # human_items.csv: every labelled item against every judge
+    {
+        "item_id": pl.String(),
+        "scenario_id": pl.String(),
+        "norm_id": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "trial": pl.Int32(),
+        "human": pl.Boolean(),
+        "judge": pl.String(),
+        "judge_complies": pl.Boolean(),  # null: not judged or unscored
+        "agree": pl.Boolean(),
+    }
+)
+
+DETERMINISM_SCHEMA = pl.Schema(  # determinism.csv: each judge re-judging a subset, cache off
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "method": pl.String(),  # re-judged | rules (deterministic by construction) | not run
+        "items": pl.Int32(),
+        "repeats": pl.Int32(),
+        "flipped_items": pl.Int32(),  # items whose scored verdicts were not all the same
+        "flip_rate": pl.Float64(),
+        "changed_judgements": pl.Int32(),  # scored repeats that differ from a scored original
+        "unscored_judgements": pl.Int32(),  # repeats the judge left unscored
+    }
+)
+
+DETERMINISM_FLIP_SCHEMA = pl.Schema(  # determinism_flips.csv: every item that flipped
+    {
+        "judge": pl.String(),
+        "scenario_id": pl.String(),
+        "norm_id": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "trial": pl.Int32(),
+        "original": pl.String(),  # complies | breach | unscored: <status>
+        "repeats": pl.String(),  # each repeat's verdict, in order, joined by ", "
+    }
+)
+
+CONTROL_SUMMARY_SCHEMA = pl.Schema(  # controls.csv: every judge's validity controls
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "example": pl.String(),  # all | compliant | breaching
+        "items": pl.Int32(),
+        "right": pl.Int32(),
+        "wrong": pl.Int32(),
+        "unscored": pl.Int32(),
+        "accuracy": pl.Float64(),
+    }
+)
+
+CONTROL_MISS_SCHEMA = pl.Schema(  # control_misses.csv: every control a judge got wrong
+    {
+        "judge": pl.String(),
+        "scenario_id": pl.String(),
+        "norm_id": pl.String(),
+        "example": pl.String(),
+        "response": pl.String(),
+        "verdict": pl.String(),  # complies | breach | unscored: <status>
+        "reasoning": pl.String(),
+    }
+)
+
+# The audit's labelling workflow (losona/labels.py): the blinded sheet people label, and
+# the key from its item ids to the responses (never shown to labellers).
+SHEET_SCHEMA = pl.Schema(
+    {
+        "item": pl.Int32(),  # 1..n, the order to label in
+        "item_id": pl.String(),  # a hash: reveals neither model nor condition
+        "norm_statement": pl.String(),
+        "transcript": pl.String(),  # the chat before the elicitor, `Name: text` per line
+        "elicitor": pl.String(),  # `Name: text`
+        "subject": pl.String(),  # who wrote the judged message
+        "response": pl.String(),
+        "complies": pl.String(),  # left empty for the labeller: true or false
+        "note": pl.String(),  # left empty: anything the labeller wants to say
+    }
+)
+
+SHEET_KEY_SCHEMA = pl.Schema(
+    {
+        "item_id": pl.String(),
+        "scenario_id": pl.String(),
+        "norm_id": pl.String(),
+        "condition": pl.String(),
+        "subject_model": pl.String(),
+        "trial": pl.Int32(),
+        "response_sha256": pl.String(),  # the exact text labelled
+    }
+)
+
+
+# Growing the benchmark (losona/generation/, generation/dvc.yaml): the generator's candidate
+# scenarios. generate writes every candidate, valid or not; screen rewrites the table with
+# each valid candidate's screening outcome. A rejected candidate is never dropped.
+CANDIDATE_SCHEMA = pl.Schema(
+    {
+        "candidate_id": pl.String(),  # <event>__<norm>__<hash of venue, sample and reply>
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "venue": pl.String(),
+        "sample": pl.Int32(),  # 0 .. candidates_per_cell-1: the generator's trial index
+        "generator": pl.String(),  # the config name, e.g. smollm2
+        "generator_model": pl.String(),  # the litellm model string
+        "template_version": pl.String(),  # the generator prompt's version
+        "reply": pl.String(),  # the generator's reply, verbatim
+        "finish_reason": pl.String(),
+        "cost_usd": pl.Float64(),
+        "scenario": pl.String(),  # the candidate as a scenario-contract row (JSON); null if unread
+        # generate: valid | invalid; screen: accepted | screened_out | undetermined | invalid
+        "status": pl.String(),
+        "reasons": pl.List(pl.String()),  # why it was rejected, one problem each; empty if not
+    }
+)
+
+GENERATION_CELL_SCHEMA = pl.Schema(  # reports/generation/cells.csv: one row per (event, norm)
+    {
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "generated": pl.Int32(),
+        "rejected_validation": pl.Int32(),
+        "rejected_screening": pl.Int32(),
+        "undetermined": pl.Int32(),  # the screen's judge left the outcome open
+        "accepted": pl.Int32(),
+    }
+)
+
+REVIEW_SCHEMA = pl.Schema(  # reports/generation/review.csv: one row per accepted candidate
+    {
+        "candidate_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "venue": pl.String(),
+        "turns": pl.Int32(),  # counting the elicitor
+        "demonstrations": pl.Int32(),
+        "end_goal": pl.String(),
+        "elicitor": pl.String(),
+        "screen": pl.String(),  # each baseline's breaches on the no-demonstration control
+        "chat": pl.String(),  # the scenario as losona.scenarios.format_chat prints it
     }
 )
 

@@ -194,6 +194,10 @@ def _read_jsonl(path: Path) -> Iterable[tuple[str, Any]]:
                     f"invalid JSON ({exc.msg} at column {exc.colno})",
                 )
             )
+        except RecursionError:
+            problems.append(
+                Problem(origin, None, "(line)", "one JSON object", "JSON nested too deeply")
+            )
     if problems:
         raise ScenarioError(problems)
     if not records:
@@ -237,7 +241,10 @@ def load_huggingface(dataset: Mapping[str, Any], catalog: Catalog) -> Rows:
         source = f"hf:{repo_id}@{root.name}"
     records: list[tuple[str, dict[str, Any]]] = []
     for path in files:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
+        try:
+            frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise LosonaError(f"{path}: cannot be read as {path.suffix[1:]} data ({exc})") from None
         records += [(f"{path}:row {i + 1}", r) for i, r in enumerate(frame.to_dicts())]
     mapping = _Mapping(dataset, catalog, config_name=str(dataset.get("name")))
     return [(origin, mapping.apply(record, source)) for origin, record in records]
@@ -299,10 +306,20 @@ class _Mapping:
             field: self._get(record, column, field, origin)
             for field, column in self.columns.items()
         }
-        row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"] or []]
-        row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"] or []]
-        if self.elicitor_is_last_turn and row["turns"]:
-            last = row["turns"].pop()
+        # Anything but a list is passed through unchanged, for the validator to name.
+        if isinstance(row["cast"], list):
+            row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"]]
+        if isinstance(row["turns"], list):
+            row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"]]
+        turns = row["turns"]
+        if self.elicitor_is_last_turn and isinstance(turns, list) and turns:
+            if not isinstance(turns[-1], Mapping):
+                raise LosonaError(
+                    f"{origin}: the last turn is the elicitor (elicitor_is_last_turn in "
+                    f"{self.where}), so it must be a mapping with index, actor and content, "
+                    f"found {turns[-1]!r:.60}"
+                )
+            last = turns.pop()
             row.update(
                 elicitor_index=last["index"],
                 elicitor_actor=last["actor"],

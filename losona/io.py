@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +29,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    # mkstemp creates the file private (0600); give it the mode a plain open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o666 & ~umask)
     try:
         yield tmp
         os.replace(tmp, target)
@@ -133,3 +137,47 @@ def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFr
             f"{path}: expected the columns {dict(schema)}, found {dict(df.schema)}; rerun {made_by}"
         )
     return df
+
+
+def read_text(path: str | Path, remedy: str) -> str:
+    """A UTF-8 text file a stage wrote; anything else is a LosonaError naming the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise LosonaError(
+            f"{display_path(path)}: not UTF-8 text ({exc.reason} at byte {exc.start}); {remedy}"
+        ) from None
+
+
+def read_csv(path: str | Path, schema: pl.Schema, remedy: str) -> pl.DataFrame:
+    """A CSV table a stage wrote with `schema`, refusing another shape or a cut-short file."""
+    where = display_path(path)
+    text = read_text(path, remedy)
+    header = text.partition("\n")[0].split(",")
+    if header != schema.names():
+        raise LosonaError(
+            f"{where}: expected the columns {schema.names()}, found {header}; {remedy}"
+        )
+    # Polars reads a row cut short as one with empty fields; every line it writes ends in \n.
+    if not text.endswith("\n"):
+        raise LosonaError(f"{where}: the file ends mid-line, so it was cut short; {remedy}")
+    try:
+        return pl.read_csv(path, schema=schema)
+    except pl.exceptions.PolarsError as exc:
+        raise LosonaError(f"{where}: unreadable ({exc}); {remedy}") from None
+
+
+def read_json_object(path: str | Path, keys: Iterable[str], remedy: str) -> dict[str, Any]:
+    """A JSON object a stage wrote (e.g. DVC metrics) with these keys, refusing anything else."""
+    try:
+        data = json.loads(read_text(path, remedy))
+    except json.JSONDecodeError as exc:
+        raise LosonaError(f"{display_path(path)}: not JSON ({exc}); {remedy}") from None
+    if not isinstance(data, dict):
+        raise LosonaError(
+            f"{display_path(path)}: expected a JSON object, found {type(data).__name__}; {remedy}"
+        )
+    missing = sorted(set(keys) - set(data))
+    if missing:
+        raise LosonaError(f"{display_path(path)}: expected the keys {missing}; {remedy}")
+    return data

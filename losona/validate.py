@@ -11,13 +11,15 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from losona.catalog import Catalog
 from losona.errors import LosonaError
 
 # A chat message longer than this is a broken file, not a message.
 MAX_MESSAGE_CHARS = 20_000
+# Turn and elicitor indices are stored as Int32 (losona/contracts.py).
+MAX_INDEX = 2**31 - 1
 SCENARIO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 TEXT_FIELDS = (
@@ -82,6 +84,19 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+def _is_index(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INDEX
+
+
+def _unencodable(text: str) -> int | None:
+    """Where a string stops being valid Unicode (a lone surrogate, e.g. from JSON's \\ud800)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 class _RowChecker:
     """Collects the problems of one row."""
 
@@ -106,6 +121,10 @@ class _RowChecker:
         if len(value) > MAX_MESSAGE_CHARS:
             self.fail(field, f"at most {MAX_MESSAGE_CHARS} characters", f"{len(value)} characters")
             return False
+        bad = _unencodable(value)
+        if bad is not None:
+            self.fail(field, "valid Unicode text", f"a lone surrogate at character {bad}")
+            return False
         return True
 
     def run(self) -> list[Problem]:
@@ -121,7 +140,9 @@ class _RowChecker:
         if _is_text(row.get("norm_id")) and row["norm_id"] not in self.catalog.norms:
             self.fail("norm_id", "a norm id from the catalog", _show(row["norm_id"]))
         end_goal = row.get("end_goal")
-        if end_goal is not None and not isinstance(end_goal, str):
+        if end_goal is not None and (
+            not isinstance(end_goal, str) or _unencodable(end_goal) is not None
+        ):
             self.fail("end_goal", "text or null", _show(end_goal))
         cast_names = self.check_cast(row.get("cast"))
         turns = self.check_turns(row.get("turns"), cast_names)
@@ -168,8 +189,8 @@ class _RowChecker:
                 continue
             index, actor, is_demo = turn.get("index"), turn.get("actor"), turn.get("is_demo")
             ok = self.text(f"{where}.content", turn.get("content"))
-            if isinstance(index, bool) or not isinstance(index, int):
-                self.fail(f"{where}.index", "an integer", _show(index))
+            if not _is_index(index):
+                self.fail(f"{where}.index", f"an integer from 0 to {MAX_INDEX}", _show(index))
                 ok = False
             elif previous is not None and index <= previous:
                 self.fail(
@@ -200,8 +221,8 @@ class _RowChecker:
 
     def check_elicitor(self, turns: list[Mapping[str, Any]], cast_names: set[str]) -> None:
         index, actor = self.row.get("elicitor_index"), self.row.get("elicitor_actor")
-        if isinstance(index, bool) or not isinstance(index, int):
-            self.fail("elicitor_index", "an integer", _show(index))
+        if not _is_index(index):
+            self.fail("elicitor_index", f"an integer from 0 to {MAX_INDEX}", _show(index))
         elif turns and index <= max(t["index"] for t in turns):
             last = max(t["index"] for t in turns)
             self.fail("elicitor_index", f"an index after the last turn ({last})", str(index))

@@ -8,7 +8,7 @@ python stages/fetch.py dataset=losona_hf    # the released set on the Hugging Fa
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import reports_user_errors
+from losona.cli import launch, reports_user_errors
 from losona.config import plain
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
@@ -24,4 +24,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    launch(main)

@@ -7,7 +7,7 @@ python stages/render.py condition=norm_informed  # just one condition
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import reports_user_errors
+from losona.cli import launch, reports_user_errors
 from losona.config import load_option
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_parquet
@@ -27,4 +27,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    launch(main)

@@ -12,15 +12,17 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+from losona.contracts import VERDICT_SCHEMA, table
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
@@ -156,3 +158,40 @@ def run_dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
     assert result.returncode == 0, f"dvc {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def verdict_table(
+    labels: Mapping[tuple[str, str, str], Sequence[Sequence[bool | None]]],
+    scenarios: pl.DataFrame,
+) -> pl.DataFrame:
+    """Verdicts in the contract's shape: per (judge, model, condition), each scenario's labels.
+
+    `scenarios` needs scenario_id, event_type and norm_id; a None label is an unparseable
+    judge reply.
+    """
+    rows = []
+    for (judge, model, condition), per_scenario in labels.items():
+        ids = scenarios.select("scenario_id", "event_type", "norm_id").iter_rows()
+        for (scenario_id, event, norm), trial_labels in zip(ids, per_scenario, strict=True):
+            for trial, label in enumerate(trial_labels):
+                rows.append(
+                    {
+                        "scenario_id": scenario_id,
+                        "event_type": event,
+                        "norm_id": norm,
+                        "condition": condition,
+                        "subject_model": model,
+                        "trial": trial,
+                        "response": f"{model} answers {scenario_id} under {condition} ({trial})",
+                        "judge": judge,
+                        "judge_model": f"{judge}-model",
+                        "judge_version": "test-1",
+                        "complies": label,
+                        "elicitor_uptake": "",
+                        "norm_requirement": "",
+                        "evidence": "",
+                        "reasoning": f"{judge} reasons about trial {trial}",
+                        "judge_status": "ok" if label is not None else "unparseable",
+                    }
+                )
+    return table(rows, VERDICT_SCHEMA, sort_by=[])

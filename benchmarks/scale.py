@@ -1,0 +1,233 @@
+"""The pipeline at scale: N synthetic scenarios x 4 conditions x 3 trials, subject and judge.
+
+    python benchmarks/scale.py                         # N = 1,000 then 10,000 (about half an hour)
+    python benchmarks/scale.py --scenarios 200 1000    # a smoke check in a few minutes
+
+For each N, in a fresh temporary folder with an empty call cache, it runs the stage
+scripts as `dvc repro` would, one process per stage: render; sample for each condition
+(a subject model served by the local test server, in its own process); judge for each
+condition (an LLM judge served by the same server, whose `--judge` hook answers the
+paper's judge prompt with valid verdict JSON); aggregate (10,000 bootstrap resamples).
+At N = 10,000 that is 120,000 subject calls and 120,000 judge calls.
+
+It prints, per stage: wall time, calls made, calls per second, and the peak resident
+memory of its process (the stage's own, from the kernel's accounting of that child);
+then how each stage's time per scenario compares with the smallest N. Targets: every
+stage under 2 GB, and no stage slower than linear in the number of calls (time per
+scenario flat as N grows, within noise). The machine's cores are shared by the stage
+and the server, so calls per second is a floor, not a ceiling.
+
+Synthetic scenarios are the bundled set's, repeated with distinct ids and channel
+descriptions, so every prompt, and so every call, is distinct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from losona.datasets import fetch_scenarios
+from losona.io import write_parquet
+
+REPO = Path(__file__).resolve().parents[1]
+CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
+TRIALS = 3
+SUBJECT, JUDGE = "scale_subject", "scale_judge"
+LATENCY_S = 0.01  # the server's answer time: low, as a well-provisioned endpoint's
+CONCURRENCY = 64
+MEMORY_TARGET_MB = 2048
+
+
+def synthetic_scenarios(n: int) -> pl.DataFrame:
+    """N valid scenarios: the bundled set repeated, each copy with its own id and channel."""
+    bundled = fetch_scenarios({"name": "bundled", "kind": "bundled"})
+    copies = pl.concat([bundled] * -(-n // bundled.height)).head(n)
+    index = pl.int_range(n, eager=True).cast(pl.String).str.zfill(5)
+    return copies.with_columns(
+        scenario_id=pl.col("scenario_id") + "__synthetic_" + index,
+        channel_description=pl.col("channel_description") + " (thread " + index + ")",
+    ).sort("scenario_id")
+
+
+def model_node(name: str, url: str) -> dict[str, object]:
+    """A model config served by the test server: free, seeded per trial for the subject."""
+    return {
+        "name": name,
+        "model": "hosted_vllm/scale-test",  # as a vLLM endpoint would be configured
+        "api_base": url,
+        "params": {"temperature": 0} if name == JUDGE else {"temperature": 0.9},
+        "seed_per_trial": name == SUBJECT,
+        "concurrency": CONCURRENCY,
+        "timeout_s": 30,
+        "price": {"input_usd_per_mtok": 0, "output_usd_per_mtok": 0},
+    }
+
+
+def workspace(root: Path, n: int, url: str) -> None:
+    """A folder that looks like the repo root to the stage scripts, with N scenarios."""
+    shutil.copytree(REPO / "conf", root / "conf")
+    (root / "conf" / "model" / f"{SUBJECT}.yaml").write_text(
+        yaml.safe_dump(model_node(SUBJECT, url))
+    )
+    judge = {"name": JUDGE, "kind": "llm", "max_cost_usd": None, "model": model_node(JUDGE, url)}
+    (root / "conf" / "judge" / f"{JUDGE}.yaml").write_text(yaml.safe_dump(judge))
+    sweep = {"models": [SUBJECT], "conditions": CONDITIONS, "judges": [JUDGE]}
+    (root / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": sweep}))
+    write_parquet(synthetic_scenarios(n), root / "data" / "scenarios.parquet")
+
+
+@contextmanager
+def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """The test server in its own process, answering judge prompts with verdicts."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "losona.testing.openai_server",
+            "--judge",
+            "--latency",
+            str(LATENCY_S),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip(), child
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+@dataclass
+class Stage:
+    """One stage's figures, summed over its processes (peak memory: the largest)."""
+
+    name: str
+    wall_s: float = 0.0
+    calls: int = 0
+    peak_mb: float = 0.0
+
+
+def run_stage(
+    root: Path, stage: Stage, script: str, *overrides: str, run_log: Path | None = None
+) -> None:
+    """Run `python stages/<script>.py` in `root`: add its wall time, peak RSS and calls."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
+    log = root / "stage.log"
+    started = time.perf_counter()
+    with log.open("w", encoding="utf-8") as out:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "stages" / f"{script}.py"),
+                f"hydra.searchpath=[file://{root / 'conf'}]",
+                f"paths.call_cache={root / 'calls.sqlite'}",
+                *overrides,
+            ],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        # Reaped with wait4 for this child's own peak RSS (RUSAGE_CHILDREN would give the
+        # largest of every child so far).
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall_s, peak_mb = time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB on Linux
+    if child.returncode != 0:
+        raise SystemExit(
+            f"{script} {' '.join(overrides)} failed (exit status {child.returncode}); the end "
+            f"of its output:\n{log.read_text()[-3000:]}"
+        )
+    calls = calls_made(run_log) if run_log else 0
+    stage.wall_s, stage.calls = stage.wall_s + wall_s, stage.calls + calls
+    stage.peak_mb = max(stage.peak_mb, peak_mb)
+    # A line per process as it ends, so a long run shows its progress.
+    rate = f", {calls:,} calls ({calls / wall_s:.0f}/s)" if calls else ""
+    print(f"  {script} {' '.join(overrides)}: {wall_s:.1f} s{rate}, peak {peak_mb:.0f} MB")
+
+
+def calls_made(log: Path) -> int:
+    """Calls a stage sent, from its run log (cache hits excluded)."""
+    return int(json.loads(log.read_text(encoding="utf-8"))["completed"])
+
+
+def measure(n: int) -> list[Stage]:
+    """Run render, sample, judge and aggregate on N scenarios; each stage's figures."""
+    with server() as (url, _), tempfile.TemporaryDirectory(prefix="losona-scale-") as tmp:
+        root = Path(tmp)
+        workspace(root, n, url)
+        render, sample, judge, aggregate = (
+            Stage(name) for name in ("render", "sample", "judge", "aggregate")
+        )
+        run_stage(root, render, "render")
+        # All sampling, then all judging, as `dvc repro` orders them.
+        for condition in CONDITIONS:
+            log = root / "data" / "responses" / SUBJECT / f"{condition}.log.json"
+            run_stage(
+                root, sample, "sample", f"model={SUBJECT}", f"condition={condition}", run_log=log
+            )
+        for condition in CONDITIONS:
+            log = root / "data" / "judge_logs" / JUDGE / SUBJECT / f"{condition}.log.json"
+            cell = (f"judge={JUDGE}", f"model={SUBJECT}", f"condition={condition}")
+            run_stage(root, judge, "judge", *cell, run_log=log)
+        run_stage(root, aggregate, "aggregate")
+        results = pl.read_csv(root / "reports" / "results.csv")
+        assert results.height == len(CONDITIONS) and (results["scenarios"] == n).all(), results
+    return [render, sample, judge, aggregate]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", type=int, nargs="+", default=[1_000, 10_000])
+    args = parser.parse_args()
+    print(
+        f"scale: N scenarios x {len(CONDITIONS)} conditions x {TRIALS} trials, subject and "
+        f"LLM judge on the local test server ({LATENCY_S * 1000:.0f} ms, concurrency "
+        f"{CONCURRENCY}), {os.cpu_count()} CPUs shared with the server"
+    )
+    first: tuple[int, list[Stage]] | None = None
+    for n in sorted(args.scenarios):
+        print(f"\nN = {n:,}")
+        stages = measure(n)
+        first = first or (n, stages)
+        print(f"N = {n:,}: {n * len(CONDITIONS) * TRIALS:,} responses, by stage")
+        print(
+            f"{'stage':<10} {'wall s':>8} {'calls':>8} {'calls/s':>8} {'peak MB':>8} "
+            f"{'s per 1k scenarios':>19} {'vs N=' + format(first[0], ','):>10}"
+        )
+        for stage, base in zip(stages, first[1], strict=True):
+            per_k = 1000 * stage.wall_s / n
+            ratio = per_k / (1000 * base.wall_s / first[0])
+            rate = f"{stage.calls / stage.wall_s:8.0f}" if stage.calls else f"{'-':>8}"
+            print(
+                f"{stage.name:<10} {stage.wall_s:>8.1f} {stage.calls:>8,} {rate} "
+                f"{stage.peak_mb:>8.0f} {per_k:>19.2f} {'x' + format(ratio, '.2f'):>10}"
+            )
+        total = sum(s.wall_s for s in stages)
+        peak = max(s.peak_mb for s in stages)
+        verdict = "within" if peak < MEMORY_TARGET_MB else "OVER"
+        print(
+            f"{'total':<10} {total:>8.1f}; largest stage peak {peak:,.0f} MB ({verdict} the "
+            f"{MEMORY_TARGET_MB:,} MB target)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""What a run rests on, in one deterministic record: reports/provenance.json.
+
+It names the installed packages, the scenario set (its source, revision and a hash of its
+rows), every subject and judge config of the sweep with its provider model string and
+sampling settings (never a key: configs name the variable, and URLs lose any password),
+each prompt template's version and hash, the sweep itself, and the rules that turn
+verdicts into numbers (the K-vote, the unscored-trial policy, the bootstrap). Nothing in
+it depends on when or how fast the run went, so a rerun writes the same bytes.
+
+`python -m losona.reproduce` checks a run against this record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import polars as pl
+
+from losona import templates
+from losona.aggregate import Bootstrap
+from losona.catalog import CATALOG_PATH
+from losona.errors import LosonaError
+from losona.io import read_yaml, sha256_file, sha256_text
+from losona.judges.lexicon import RULES_PATH
+from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
+from losona.models import ModelSpec
+
+# The distributions whose versions can change what a run writes (PyPI names).
+PACKAGES = (
+    "losona",
+    "litellm",
+    "dvc",
+    "hydra-core",
+    "omegaconf",
+    "polars",
+    "pyarrow",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "llama-cpp-python",
+)
+
+DATASET_HASH_METHOD = (
+    "sha256 of the scenario rows as canonical JSON (sorted keys, one line per row, rows "
+    "in scenario_id order): it depends on the rows' content, not on the Parquet writer"
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages a run's outputs depend on, and Python's."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def scenarios_sha256(scenarios: pl.DataFrame) -> str:
+    """The scenario table's content hash (see DATASET_HASH_METHOD)."""
+    digest = hashlib.sha256()
+    for row in scenarios.sort("scenario_id").iter_rows(named=True):
+        digest.update(_canonical(row).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def template_hashes() -> dict[str, dict[str, str]]:
+    """Each prompt template's version and the sha256 of every text it is built from."""
+    parts: dict[str, tuple[str, dict[str, Any]]] = {
+        "subject": (
+            templates.SUBJECT_TEMPLATE_VERSION,
+            {
+                "SUBJECT_TEMPLATE": templates.SUBJECT_TEMPLATE,
+                "CAST_LINE": templates.CAST_LINE,
+                "CONDITION_PREFIXES": templates.CONDITION_PREFIXES,
+            },
+        ),
+        "judge": (
+            templates.JUDGE_TEMPLATE_VERSION,
+            {
+                "JUDGE_JSON_SHAPE": templates.JUDGE_JSON_SHAPE,
+                "JUDGE_TEMPLATE": templates.JUDGE_TEMPLATE,
+                "JUDGED_MESSAGE_FENCE": templates.JUDGED_MESSAGE_FENCE,
+                "JUDGE_INSTRUCTIONS": templates.JUDGE_INSTRUCTIONS,
+                "JUDGE_REPAIR_TEMPLATE": templates.JUDGE_REPAIR_TEMPLATE,
+            },
+        ),
+        "generator": (
+            templates.GENERATOR_TEMPLATE_VERSION,
+            {
+                "GENERATOR_TEMPLATE": templates.GENERATOR_TEMPLATE,
+                "GENERATOR_JSON_SCHEMA": templates.GENERATOR_JSON_SCHEMA,
+            },
+        ),
+    }
+    hashes = {
+        name: {"version": version, "sha256": sha256_text(_canonical(texts))}
+        for name, (version, texts) in parts.items()
+    }
+    # The offline judge's rules and the taxonomy are data files, versioned like templates.
+    for name, path in (("lexicon_rules", RULES_PATH), ("catalog", CATALOG_PATH)):
+        hashes[name] = {"version": str(read_yaml(path)["version"]), "sha256": sha256_file(path)}
+    return hashes
+
+
+def _without_password(url: str) -> str:
+    """A URL with any user:password removed: a secret must never reach the record."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def model_record(spec: ModelSpec) -> dict[str, Any]:
+    """What a model config says about the calls: provider string, endpoint(s), sampling."""
+    return {
+        "name": spec.name,
+        "label": spec.display_name,
+        "model": spec.model,
+        "api_base": None if spec.api_base is None else _without_password(spec.api_base),
+        "endpoints": sorted(_without_password(e) for e in spec.endpoints),
+        "params": spec.params,
+        "seed_per_trial": spec.seed_per_trial,
+        "drop_params": list(spec.drop_params),
+        "api_key_env": spec.api_key_env,
+    }
+
+
+def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A judge config's record: its kind, and its model or its rules' version."""
+    name, kind = config.get("name"), config.get("kind")
+    record: dict[str, Any] = {"name": name, "label": config.get("label") or name, "kind": kind}
+    if kind == "lexicon":
+        record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
+    elif kind == "llm" and isinstance(config.get("model"), Mapping):
+        origin = f"judge '{name}': model"
+        record["model"] = model_record(ModelSpec.from_config(dict(config["model"]), origin))
+        record["template_version"] = templates.JUDGE_TEMPLATE_VERSION
+    else:
+        raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected lexicon or llm")
+    return record
+
+
+def dataset_record(dataset: Mapping[str, Any], scenarios: pl.DataFrame) -> dict[str, Any]:
+    """The dataset config, the sources its rows name, and their content hash."""
+    return {
+        "config": dict(dataset),
+        "sources": sorted(scenarios["source"].unique().to_list()),
+        "scenarios": scenarios.height,
+        "content_sha256": scenarios_sha256(scenarios),
+        "hash_method": DATASET_HASH_METHOD,
+    }
+
+
+def provenance(
+    *,
+    scenarios: pl.DataFrame,
+    dataset: Mapping[str, Any],
+    sweep: Mapping[str, Sequence[str]],
+    models: Mapping[str, Mapping[str, Any]],
+    judges: Mapping[str, Mapping[str, Any]],
+    trials: int,
+    bootstrap: Bootstrap,
+) -> dict[str, Any]:
+    """The provenance record of a run, from plain config nodes and the scenario table."""
+    return {
+        "packages": package_versions(),
+        "dataset": dataset_record(dataset, scenarios),
+        "templates": template_hashes(),
+        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")},
+        "models": {
+            name: model_record(ModelSpec.from_config(dict(node), f"conf/model/{name}.yaml"))
+            for name, node in models.items()
+        },
+        "judges": {name: judge_record(node) for name, node in judges.items()},
+        "sampling": {"trials": trials},
+        "aggregate": {
+            "vote_rule": VOTE_RULE,
+            "unscored_policy": UNSCORED_POLICY_ID,
+            "unscored_policy_text": UNSCORED_POLICY,
+            "bootstrap": {
+                "resamples": bootstrap.resamples,
+                "seed": bootstrap.seed,
+                "confidence": bootstrap.confidence,
+            },
+        },
+    }

@@ -1,0 +1,492 @@
+"""Check a run: every reported number recomputed from its verdict files, with no model call.
+
+    python -m losona.reproduce                        # from the repository root
+    python -m losona.reproduce paths.reports_dir=runs/reports   # any config override
+
+It recomputes, with the settings recorded in reports/provenance.json, everything the
+aggregate stage reports (results, means, deltas, flips, breakdowns, outcomes, Table 1,
+metrics.json), each judge's validity-control summary, the judge audit (when the run has
+one) and the numbers behind the figures, and compares them value by value with the files
+on disk. Below the numbers, it checks that every verdict judged the recorded response
+(the lexicon judge's verdicts are judged again from the responses: rules cost nothing),
+that the verdicts name the judge models and versions the provenance records, and that
+the scenario table and the templates still have the hashes it records.
+
+Exit status: 0 when everything matches; 3 when anything differs (each difference is
+named: file, line or key, column, expected vs found); 2 when the run cannot be checked
+(a file is missing or unreadable). Audit figures that came from re-judging (the opt-in
+determinism check) need model calls and are reported as not rechecked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
+from losona.aggregate import (
+    CSV_FILES,
+    METRICS,
+    TABLE1,
+    Bootstrap,
+    Reports,
+    aggregate,
+    presentation_for,
+    read_reports,
+)
+from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, read_audit
+from losona.audit import METRICS as AUDIT_METRICS
+from losona.cli import USER_ERROR_EXIT
+from losona.config import CONF_DIR, load_option, plain
+from losona.contracts import CONTROL_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA, VERDICT_SCHEMA
+from losona.errors import LosonaError
+from losona.io import display_path, read_parquet
+from losona.judges.base import Judge
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.run import control_summary, judge_responses
+from losona.labels import load_labels
+from losona.provenance import scenarios_sha256, template_hashes
+from losona.verdicts import load_verdicts, verdict_files
+
+DIFFERENCE_EXIT = 3
+# Columns that say which row of a report table a number belongs to.
+ROW_KEYS = (
+    "judge",
+    "judge_a",
+    "judge_b",
+    "subject_model",
+    "condition",
+    "by",
+    "group",
+    "check",
+    "example",
+    "flip",
+    "item_id",
+    "event_type",
+    "norm_id",
+    "scenario_id",
+    "trial",
+)
+DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
+SHOWN = 40  # differences printed before "... and N more"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One value that does not match: where it is, which field, what was expected and found."""
+
+    file: str
+    where: str
+    field: str
+    expected: Any
+    found: Any
+
+    def __str__(self) -> str:
+        where = f", {self.where}" if self.where else ""
+        return f"{self.file}{where}, {self.field}: expected {self.expected!r}, found {self.found!r}"
+
+
+@dataclass
+class Check:
+    """The outcome of checking a run: what was compared, what differs, what was not rechecked."""
+
+    files: list[str] = field(default_factory=list)
+    values: int = 0
+    differences: list[Difference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, file: str | Path, compared: int, differences: Sequence[Difference]) -> None:
+        self.files.append(display_path(file))
+        self.values += compared
+        self.differences.extend(differences)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every value checked matched."""
+        return not self.differences
+
+
+# -- comparing ---------------------------------------------------------------------------------
+
+
+def same(expected: Any, found: Any) -> bool:
+    """Equal, with floats equal to within rounding noise (CSV and JSON round trips)."""
+    if isinstance(expected, float) and isinstance(found, float):
+        if math.isnan(expected) or math.isnan(found):
+            return math.isnan(expected) and math.isnan(found)
+        return math.isclose(expected, found, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(expected, bool) or isinstance(found, bool):
+        return expected is found
+    if isinstance(expected, int | float) and isinstance(found, int | float):
+        return same(float(expected), float(found))
+    return bool(expected == found)
+
+
+def compare_tables(file: str, expected: pl.DataFrame, found: pl.DataFrame) -> list[Difference]:
+    """Every cell of `found` against `expected`, named by CSV line, row keys and column."""
+    if expected.columns != found.columns:
+        return [Difference(file, "", "columns", expected.columns, found.columns)]
+    if expected.height != found.height:
+        return [Difference(file, "", "number of rows", expected.height, found.height)]
+    keys = [c for c in ROW_KEYS if c in expected.columns]
+    # A CSV's rows are named by their line (line 1 is the header), a Parquet's by number.
+    unit, first = ("row", 1) if file.endswith(".parquet") else ("line", 2)
+    differences = []
+    rows = zip(expected.iter_rows(named=True), found.iter_rows(named=True), strict=True)
+    for number, (want, got) in enumerate(rows, start=first):
+        for column in expected.columns:
+            if not same(want[column], got[column]):
+                named = ", ".join(f"{k}={want[k]}" for k in keys)
+                where = f"{unit} {number} ({named})"
+                differences.append(Difference(file, where, column, want[column], got[column]))
+    return differences
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """A JSON value's leaves as (dotted key, value) pairs."""
+    if isinstance(value, Mapping) and value:
+        for key in sorted(value):
+            yield from flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, value
+
+
+def compare_json(
+    file: str, expected: Any, found: Any, *, skip: Sequence[str] = ()
+) -> tuple[int, list[Difference]]:
+    """Every leaf of `found` against `expected`, named by its dotted key."""
+    want, got = dict(flatten(expected)), dict(flatten(found))
+    missing = "(missing)"
+    differences = [
+        Difference(file, "", key, want.get(key, missing), got.get(key, missing))
+        for key in sorted(want.keys() | got.keys())
+        if not key.startswith(tuple(skip))
+        and (key not in want or key not in got or not same(want[key], got[key]))
+    ]
+    return len(want), differences
+
+
+def compare_text(file: str, expected: str, found: str) -> tuple[int, list[Difference]]:
+    """Line by line, naming each line that differs."""
+    want, got = expected.splitlines(), found.splitlines()
+    differences = [
+        Difference(file, f"line {n}", "text", a, b)
+        for n, (a, b) in enumerate(zip(want, got, strict=False), start=1)
+        if a != b
+    ]
+    if len(want) != len(got):
+        differences.append(Difference(file, "", "number of lines", len(want), len(got)))
+    return len(want), differences
+
+
+def _cells(df: pl.DataFrame) -> int:
+    return df.height * df.width
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+def read_provenance(path: str | Path) -> dict[str, Any]:
+    """The run's provenance record, refusing a missing or malformed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise LosonaError(
+            f"{display_path(path)} not found: run the provenance stage first "
+            "(python stages/provenance.py, or dvc repro)"
+        )
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LosonaError(f"{display_path(path)}: not a JSON file ({exc})") from None
+    for key in ("dataset", "templates", "sweep", "judges", "aggregate"):
+        if not isinstance(record, dict) or not isinstance(record.get(key), dict):
+            raise LosonaError(
+                f"{display_path(path)}: no '{key}' section; rerun the provenance stage"
+            )
+    checked: dict[str, Any] = record
+    return checked
+
+
+def check_inputs(
+    record: Mapping[str, Any], scenarios: pl.DataFrame, provenance_file: str
+) -> tuple[int, list[Difference]]:
+    """The scenario table's content hash and the templates against the provenance record."""
+    recorded = {
+        "dataset.content_sha256": record["dataset"].get("content_sha256"),
+        **{f"templates.{k}": v for k, v in record["templates"].items()},
+    }
+    current = {
+        "dataset.content_sha256": scenarios_sha256(scenarios),
+        **{f"templates.{k}": v for k, v in template_hashes().items()},
+    }
+    return compare_json(provenance_file, recorded, current)
+
+
+def check_verdict_origins(
+    verdicts: pl.DataFrame, record: Mapping[str, Any], verdicts_dir: str
+) -> tuple[int, list[Difference]]:
+    """Each judge's verdicts name the judge model and version the provenance records."""
+    differences, compared = [], 0
+    for judge, model, version in (
+        verdicts.select("judge", "judge_model", "judge_version").unique().sort(pl.all()).iter_rows()
+    ):
+        entry = record["judges"].get(judge)
+        if entry is None:
+            continue  # outside the recorded sweep: reported by aggregate, noted by the caller
+        if entry.get("kind") == "lexicon":
+            expected = {"judge_version": entry.get("rules_version")}
+            expected["judge_model"] = f"lexicon@{expected['judge_version']}"
+        else:
+            expected = {
+                "judge_model": entry.get("model", {}).get("model"),
+                "judge_version": entry.get("template_version"),
+            }
+        for column, found in (("judge_model", model), ("judge_version", version)):
+            compared += 1
+            if not same(expected[column], found):
+                where = f"judge '{judge}' (provenance: judges.{judge})"
+                differences.append(
+                    Difference(f"{verdicts_dir}/{judge}", where, column, expected[column], found)
+                )
+    return compared, differences
+
+
+def check_judgements(
+    check: Check,
+    scenarios: pl.DataFrame,
+    kinds: Mapping[str, str],
+    paths: Mapping[str, str],
+) -> None:
+    """Verdicts against the responses they judge; the lexicon judge's, judged again."""
+    for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
+        responses_path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+        if not responses_path.is_file():
+            check.notes.append(
+                f"{display_path(path)}: not rechecked against responses "
+                f"({display_path(responses_path)} is absent)"
+            )
+            continue
+        found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
+        responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+        if kinds[judge] == "lexicon":
+            # Rules, not a model: judging again is free and must give the same verdicts.
+            expected = judge_responses(
+                scenarios,
+                responses,
+                LexiconJudge(),
+                judge,
+                model=model,
+                condition=condition,
+                origin=display_path(responses_path),
+            )
+        else:
+            expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
+                responses.select("scenario_id", "trial", "response"),
+                on=["scenario_id", "trial"],
+                how="left",
+            )
+            expected = expected.select(found.columns)
+        file = display_path(path)
+        check.add(file, _cells(expected), compare_tables(file, expected, found))
+
+
+def _no_model_calls(name: str) -> Judge:
+    raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
+
+
+def check_run(paths: Mapping[str, str]) -> Check:
+    """Recompute every reported number of the run under `paths` (conf/paths) and compare."""
+    check = Check()
+    record = read_provenance(paths["provenance"])
+    provenance_file = display_path(paths["provenance"])
+    scenarios = read_parquet(paths["scenarios"], SCENARIO_SCHEMA, made_by="fetch")
+    check.add(paths["provenance"], *check_inputs(record, scenarios, provenance_file))
+
+    verdicts = load_verdicts(paths["verdicts_dir"])
+    check.add(
+        paths["verdicts_dir"],
+        *check_verdict_origins(verdicts, record, display_path(paths["verdicts_dir"])),
+    )
+    presentation = presentation_for(verdicts, record["sweep"])
+    judges = judge_names(verdicts, presentation)
+    unrecorded = sorted(set(judges) - set(record["judges"]))
+    if unrecorded:
+        check.notes.append(
+            f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
+        )
+    kinds = {
+        j: str(record["judges"].get(j, {}).get("kind") or load_option("judge", j).get("kind"))
+        for j in judges
+    }
+    check_judgements(check, scenarios, kinds, paths)
+
+    bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
+    expected = aggregate(verdicts, scenarios, bootstrap=bootstrap, presentation=presentation)
+    check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
+    controls = check_controls(check, judges, paths)
+    if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
+        recomputed = audit(
+            verdicts,
+            scenarios,
+            expected,
+            controls,
+            load_labels(paths["label_key"], paths["labels"]),
+            presentation=presentation,
+            bootstrap=bootstrap,
+            determinism_settings=DeterminismSettings(repeats=0),
+            kinds=kinds,
+            rejudge=_no_model_calls,
+        )
+        check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])
+    else:
+        check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
+    if Path(paths["figures_dir"]).is_dir():
+        check_figures(check, expected, paths["figures_dir"])
+    return check
+
+
+def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
+    """aggregate's tables, Table 1 and metrics.json against what is on disk."""
+    root = Path(reports_dir)
+    for name in CSV_FILES:
+        file = display_path(root / name)
+        check.add(
+            file, _cells(expected[name]), compare_tables(file, expected[name], reported[name])
+        )
+    check.add(
+        root / TABLE1, *compare_text(display_path(root / TABLE1), expected.table1, reported.table1)
+    )
+    check.add(
+        root / METRICS,
+        *compare_json(display_path(root / METRICS), expected.metrics, reported.metrics),
+    )
+
+
+def check_controls(
+    check: Check, judges: Sequence[str], paths: Mapping[str, str]
+) -> dict[str, pl.DataFrame]:
+    """Each judge's control summary (reports/judge_controls/) from its control verdicts."""
+    controls = {}
+    for judge in judges:
+        table_path = Path(paths["judge_controls_dir"]) / f"{judge}.parquet"
+        summary_path = Path(paths["judge_controls_reports_dir"]) / f"{judge}.json"
+        if not table_path.is_file():
+            check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
+            continue
+        controls[judge] = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+        file = display_path(summary_path)
+        try:
+            reported = json.loads(summary_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LosonaError(
+                f"{file} not found: run the judge_controls stage "
+                f"(python stages/judge_controls.py judge={judge}, or dvc repro)"
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise LosonaError(f"{file}: not a JSON file ({exc})") from None
+        check.add(file, *compare_json(file, {judge: control_summary(controls[judge])}, reported))
+    return controls
+
+
+def check_audit(
+    check: Check,
+    tables: Mapping[str, pl.DataFrame],
+    metrics: Mapping[str, Any],
+    audit_dir: str,
+) -> None:
+    """The judge audit's tables and metrics; re-judged determinism figures are only noted."""
+    root = Path(audit_dir)
+    reported = read_audit(root)
+    rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
+    skip = DETERMINISM_FILES if rejudged.height else ()
+    if skip:
+        check.notes.append(
+            f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
+            "were re-judged by model calls; those figures are not rechecked"
+        )
+    for name in AUDIT_FILES:
+        if name not in skip:
+            file = display_path(root / name)
+            check.add(
+                file, _cells(tables[name]), compare_tables(file, tables[name], reported[name])
+            )
+    file = display_path(root / AUDIT_METRICS)
+    skipped = ("determinism",) if skip else ()
+    check.add(file, *compare_json(file, metrics, reported.metrics, skip=skipped))
+
+
+def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
+    """The numbers behind each figure (<figure>.csv), from the recomputed reports."""
+    from losona.plots import draw_figures  # matplotlib: imported only when there are figures
+
+    for figure in draw_figures(expected):
+        path = Path(figures_dir) / f"{figure.name}.csv"
+        file = display_path(path)
+        if not path.is_file():
+            check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
+            continue
+        try:
+            found = pl.read_csv(path, schema=figure.data.schema)
+        except pl.exceptions.PolarsError as exc:
+            check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
+            continue
+        check.add(file, _cells(figure.data), compare_tables(file, figure.data, found))
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def compose_paths(overrides: Sequence[str]) -> dict[str, str]:
+    """conf/paths as this repository's config gives it, with command-line overrides."""
+    if not CONF_DIR.is_dir():
+        raise LosonaError(
+            f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
+            "repository root of the run to check"
+        )
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LosonaError(f"bad override: {exc}") from None
+    paths: dict[str, str] = plain(cfg.paths)
+    return paths
+
+
+def report(check: Check, out: Callable[[str], None] = print) -> None:
+    """What was checked, what differs (the first SHOWN), and what was not rechecked."""
+    for note in check.notes:
+        out(f"note: {note}")
+    for difference in check.differences[:SHOWN]:
+        out(f"differs: {difference}")
+    if len(check.differences) > SHOWN:
+        out(f"differs: ... and {len(check.differences) - SHOWN} more")
+    verdict = (
+        "every value matches"
+        if check.ok
+        else f"{len(check.differences)} differ (expected: recomputed; found: on disk)"
+    )
+    out(f"reproduce: {check.values:,} values in {len(check.files)} files checked; {verdict}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check the run in the working directory; return the exit status."""
+    try:
+        check = check_run(compose_paths(sys.argv[1:] if argv is None else argv))
+    except LosonaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
+    report(check)
+    return 0 if check.ok else DIFFERENCE_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""provenance: what this run rests on, written to reports/provenance.json.
+
+python stages/provenance.py
+
+Package versions, the scenario set's source and content hash, every subject and judge
+config of the sweep (provider model strings and sampling settings, never a key), the
+prompt templates' versions and hashes, the sweep, and the K-vote and unscored-trial
+policies. `python -m losona.reproduce` checks a run against it.
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.aggregate import Bootstrap
+from losona.cli import launch, reports_user_errors
+from losona.config import load_option, plain
+from losona.contracts import SCENARIO_SCHEMA
+from losona.io import read_parquet, write_json
+from losona.provenance import provenance
+from losona.sample import SamplingSettings
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    sweep = plain(cfg.sweep)
+    record = provenance(
+        scenarios=read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
+        dataset=plain(cfg.dataset),
+        sweep=sweep,
+        models={name: plain(load_option("model", name)) for name in sweep["models"]},
+        judges={name: plain(load_option("judge", name)) for name in sweep["judges"]},
+        trials=SamplingSettings.from_config(plain(cfg.sampling)).trials,
+        bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
+    )
+    write_json(record, cfg.paths.provenance)
+    print(f"provenance -> {cfg.paths.provenance}")
+
+
+if __name__ == "__main__":
+    launch(main)

@@ -1,0 +1,56 @@
+"""Exit codes of stage scripts: 2 for a user's mistake, 1 for a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from losona import cli
+from losona.errors import LosonaError
+
+
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each test is a new stage process: no stage has started yet.
+    monkeypatch.setattr(cli, "_stage_started", False)
+
+
+def exit_code(main: object) -> object:
+    with pytest.raises(SystemExit) as exited:
+        cli.launch(main)  # type: ignore[arg-type]
+    return exited.value.code
+
+
+def hydra_main(stage: object) -> object:
+    """A stand-in for @hydra.main: any failure is printed and becomes exit 1."""
+
+    def main() -> None:
+        try:
+            stage()  # type: ignore[operator]
+        except Exception:
+            raise SystemExit(1) from None
+
+    return main
+
+
+def test_a_config_hydra_cannot_compose_exits_2() -> None:
+    def composing_fails() -> None:
+        raise SystemExit(1)  # Hydra, before the stage's own code runs
+
+    assert exit_code(composing_fails) == 2
+
+
+def test_a_crash_inside_a_stage_still_exits_1() -> None:
+    @cli.reports_user_errors
+    def stage() -> None:
+        raise KeyError("a bug")
+
+    assert exit_code(hydra_main(stage)) == 1
+
+
+def test_a_user_error_inside_a_stage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    @cli.reports_user_errors
+    def stage() -> None:
+        raise LosonaError("data/x.parquet: scenario 's1': field: expected this, found that")
+
+    assert exit_code(hydra_main(stage)) == 2
+    assert capsys.readouterr().err.startswith("error: data/x.parquet: scenario 's1'")

@@ -1,0 +1,131 @@
+"""reports/provenance.json: what a run rests on, deterministic and free of secrets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from conftest import run_stage
+
+from losona import templates
+from losona.aggregate import Bootstrap
+from losona.config import load_option, plain
+from losona.contracts import SCENARIO_SCHEMA, table
+from losona.io import write_parquet
+from losona.provenance import PACKAGES, provenance, scenarios_sha256, template_hashes
+
+BOOTSTRAP = Bootstrap(resamples=1000, seed=7, confidence=0.9)
+
+
+def scenarios(make_row: Callable[..., dict[str, Any]], n: int = 3) -> pl.DataFrame:
+    rows = [make_row(scenario_id=f"s{i}", source="test@1") for i in range(n)]
+    return table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+def record(df: pl.DataFrame, **models: dict[str, Any]) -> dict[str, Any]:
+    return provenance(
+        scenarios=df,
+        dataset={"name": "bundled", "kind": "bundled"},
+        sweep={
+            "models": list(models),
+            "conditions": ["naive"],
+            "judges": ["lexicon", "gemini_pro"],
+        },
+        models=models,
+        judges={j: plain(load_option("judge", j)) for j in ("lexicon", "gemini_pro")},
+        trials=3,
+        bootstrap=BOOTSTRAP,
+    )
+
+
+def test_the_record_names_configs_templates_and_policies(
+    workdir: Path, scenario_row: Callable[..., dict[str, Any]]
+) -> None:
+    opus = plain(load_option("model", "claude_opus"))
+    made = record(scenarios(scenario_row), claude_opus=opus)
+    assert set(PACKAGES) | {"python"} == set(made["packages"])
+    assert made["packages"]["polars"] == pl.__version__
+    assert made["models"]["claude_opus"]["model"] == "anthropic/claude-opus-4-8"
+    assert made["models"]["claude_opus"]["params"] == {"temperature": 0.9}
+    judge = made["judges"]["gemini_pro"]
+    assert judge["model"]["model"] == "gemini/gemini-3.1-pro-preview"
+    assert judge["model"]["params"] == {"temperature": 0}
+    assert judge["template_version"] == templates.JUDGE_TEMPLATE_VERSION
+    assert (
+        made["judges"]["lexicon"]["rules_version"] == made["templates"]["lexicon_rules"]["version"]
+    )
+    assert made["templates"]["subject"]["version"] == templates.SUBJECT_TEMPLATE_VERSION
+    assert made["sampling"] == {"trials": 3}
+    assert made["aggregate"]["bootstrap"] == {"resamples": 1000, "seed": 7, "confidence": 0.9}
+    assert made["aggregate"]["unscored_policy"] == "settled-by-scored-trials"
+    assert made["dataset"]["sources"] == ["test@1"] and made["dataset"]["scenarios"] == 3
+
+
+def test_no_secret_reaches_the_record(
+    workdir: Path, scenario_row: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POOL_KEY", "sk-very-secret-value")
+    pool = {
+        "name": "pool",
+        "model": "hosted_vllm/q",
+        "api_key_env": "POOL_KEY",
+        "endpoints": ["http://bob:hunter2@gpu-2:8000/v1", "http://gpu-1:8000/v1"],
+    }
+    text = json.dumps(record(scenarios(scenario_row), pool=pool))
+    assert "sk-very-secret-value" not in text and "hunter2" not in text and "bob" not in text
+    assert '"endpoints": ["http://gpu-1:8000/v1", "http://gpu-2:8000/v1"]' in text
+    assert '"api_key_env": "POOL_KEY"' in text
+
+
+def test_the_dataset_hash_follows_content_not_bytes_or_order(
+    tmp_path: Path, scenario_row: Callable[..., dict[str, Any]]
+) -> None:
+    df = scenarios(scenario_row)
+    df.reverse().write_parquet(tmp_path / "a.parquet", compression="snappy")
+    df.write_parquet(tmp_path / "b.parquet", compression="zstd", statistics=False)
+    assert pl.read_parquet(tmp_path / "a.parquet").equals(df.reverse())
+    hashes = {scenarios_sha256(pl.read_parquet(tmp_path / n)) for n in ("a.parquet", "b.parquet")}
+    assert hashes == {scenarios_sha256(df)}
+
+    turns = df["turns"].to_list()
+    turns[1][0]["content"] += "!"
+    assert scenarios_sha256(df.with_columns(turns=pl.Series(turns, dtype=df["turns"].dtype))) != (
+        scenarios_sha256(df)
+    )
+
+
+def test_a_template_hash_moves_with_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = template_hashes()
+    prefixes = templates.CONDITION_PREFIXES | {"naive": "Be yourself."}
+    monkeypatch.setattr(templates, "CONDITION_PREFIXES", prefixes)
+    after = template_hashes()
+    assert after["subject"]["sha256"] != before["subject"]["sha256"]
+    assert {k: v for k, v in after.items() if k != "subject"} == {
+        k: v for k, v in before.items() if k != "subject"
+    }
+
+
+def test_the_stage_writes_the_same_bytes_twice_and_refuses_a_missing_table(
+    workdir: Path, scenario_row: Callable[..., dict[str, Any]]
+) -> None:
+    failed = run_stage("provenance")
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert "error: data/scenarios.parquet not found: run the fetch stage first" in failed.stderr
+    assert not Path("reports/provenance.json").exists()
+
+    write_parquet(scenarios(scenario_row), "data/scenarios.parquet")
+    assert run_stage("provenance").returncode == 0
+    first = Path("reports/provenance.json").read_bytes()
+    assert run_stage("provenance").returncode == 0
+    assert Path("reports/provenance.json").read_bytes() == first
+    written = json.loads(first)
+    assert written["sweep"]["models"] == ["smollm2"]
+    assert written["models"]["smollm2"]["model"] == "smollm2/SmolLM2-135M-Instruct"
+
+    bad = run_stage("provenance", "sampling.trials=-1")
+    assert bad.returncode == 2
+    assert "sampling.trials: expected a positive integer, found -1" in bad.stderr
