@@ -26,7 +26,14 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
-from losona.io import display_path, read_csv, read_json_object, read_text, write_json, write_text
+from losona.io import (
+    read_csv,
+    read_json_object,
+    read_text,
+    require_outputs,
+    write_json,
+    write_text,
+)
 from losona.metrics import (
     BASELINE_CONDITION,
     UNSCORED_POLICY,
@@ -627,12 +634,7 @@ def write_reports(reports: Reports, reports_dir: str | Path) -> None:
 def read_reports(reports_dir: str | Path) -> Reports:
     """Read back what `write_reports` wrote, refusing a missing file or a changed shape."""
     root = Path(reports_dir)
-    for name in (*CSV_FILES, TABLE1, METRICS):
-        if not (root / name).is_file():
-            raise LosonaError(
-                f"{display_path(root / name)} not found: run the aggregate stage first "
-                "(python stages/aggregate.py, or dvc repro)"
-            )
+    require_outputs(root, (*CSV_FILES, TABLE1, METRICS), stage="aggregate")
     remedy = "rerun aggregate"
     tables = {name: read_csv(root / name, schema, remedy) for name, schema in CSV_FILES.items()}
     metrics = read_json_object(root / METRICS, ["settings"], remedy)

@@ -43,7 +43,14 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
-from losona.io import display_path, read_csv, read_json_object, sha256_text, write_json, write_text
+from losona.io import (
+    read_csv,
+    read_json_object,
+    require_outputs,
+    sha256_text,
+    write_json,
+    write_text,
+)
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.run import control_summary
 from losona.labels import Labels
@@ -759,12 +766,7 @@ def write_audit(result: Audit, audit_dir: str | Path) -> None:
 def read_audit(audit_dir: str | Path) -> Audit:
     """Read back what `write_audit` wrote, refusing a missing file or a changed shape."""
     root = Path(audit_dir)
-    for name in (*AUDIT_FILES, METRICS):
-        if not (root / name).is_file():
-            raise LosonaError(
-                f"{display_path(root / name)} not found: run the audit stage first "
-                "(python stages/audit.py, or dvc repro)"
-            )
+    require_outputs(root, (*AUDIT_FILES, METRICS), stage="audit")
     remedy = "rerun audit"
     tables = {name: read_csv(root / name, schema, remedy) for name, schema in AUDIT_FILES.items()}
     metrics = read_json_object(root / METRICS, ["labels", "settings"], remedy)

@@ -139,6 +139,16 @@ def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFr
     return df
 
 
+def require_outputs(root: Path, names: Iterable[str], stage: str) -> None:
+    """Refuse, saying how to make it, the first of a stage's output files that is missing."""
+    for name in names:
+        if not (root / name).is_file():
+            raise LosonaError(
+                f"{display_path(root / name)} not found: run the {stage} stage first "
+                f"(python stages/{stage}.py, or dvc repro)"
+            )
+
+
 def read_text(path: str | Path, remedy: str) -> str:
     """A UTF-8 text file a stage wrote; anything else is a LosonaError naming the file."""
     try:

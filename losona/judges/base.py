@@ -43,12 +43,7 @@ class JudgeCase:
     def for_response(cls, scenario: Scenario, response: str | None) -> JudgeCase:
         """A subject's reply to the scenario's final elicitor, in the scenario's own chat."""
         return cls(
-            scenario_id=scenario.scenario_id,
-            norm_id=scenario.norm_id,
-            norm_statement=scenario.norm_statement,
-            example_elicitor=scenario.example_elicitor,
-            example_compliant_response=scenario.example_compliant_response,
-            example_breaching_response=scenario.example_breaching_response,
+            **_norm_fields(scenario),
             prior_transcript=format_transcript(scenario.turns) or NO_EARLIER_MESSAGES,
             elicitor_actor=scenario.elicitor_actor,
             elicitor_content=scenario.elicitor_content,
@@ -67,12 +62,7 @@ class JudgeCase:
         elicitor as its final turn.
         """
         return cls(
-            scenario_id=scenario.scenario_id,
-            norm_id=scenario.norm_id,
-            norm_statement=scenario.norm_statement,
-            example_elicitor=scenario.example_elicitor,
-            example_compliant_response=scenario.example_compliant_response,
-            example_breaching_response=scenario.example_breaching_response,
+            **_norm_fields(scenario),
             prior_transcript=NO_EARLIER_MESSAGES,
             elicitor_actor=CONTROL_ELICITOR_ACTOR,
             elicitor_content=scenario.example_elicitor,
@@ -80,6 +70,18 @@ class JudgeCase:
             response=response,
             members=(CONTROL_ELICITOR_ACTOR,),
         )
+
+
+def _norm_fields(scenario: Scenario) -> dict[str, str]:
+    """What every case of a scenario shares: its id, its norm and the catalog's examples."""
+    return {
+        "scenario_id": scenario.scenario_id,
+        "norm_id": scenario.norm_id,
+        "norm_statement": scenario.norm_statement,
+        "example_elicitor": scenario.example_elicitor,
+        "example_compliant_response": scenario.example_compliant_response,
+        "example_breaching_response": scenario.example_breaching_response,
+    }
 
 
 def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
@@ -95,12 +97,7 @@ def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
         before, elicitor = scenario.turns[: position - 1], scenario.turns[position - 1]
         cases.append(
             JudgeCase(
-                scenario_id=scenario.scenario_id,
-                norm_id=scenario.norm_id,
-                norm_statement=scenario.norm_statement,
-                example_elicitor=scenario.example_elicitor,
-                example_compliant_response=scenario.example_compliant_response,
-                example_breaching_response=scenario.example_breaching_response,
+                **_norm_fields(scenario),
                 prior_transcript=format_transcript(before) or NO_EARLIER_MESSAGES,
                 elicitor_actor=elicitor.actor,
                 elicitor_content=elicitor.content,
