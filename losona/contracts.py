@@ -88,6 +88,9 @@ VERDICT_SCHEMA = pl.Schema(
         "evidence": pl.String(),
         "reasoning": pl.String(),
         "judge_status": pl.String(),  # ok | unparseable | failed | no_response
+        # The reply takes up no elicitor (empty, filler, off-topic, an echo, ...): true or
+        # false when the judge checks it (the lexicon judge), null when it does not say.
+        "non_answer": pl.Boolean(),
     }
 )
 
@@ -110,6 +113,7 @@ CONTROL_SCHEMA = pl.Schema(
         "evidence": pl.String(),
         "reasoning": pl.String(),
         "judge_status": pl.String(),
+        "non_answer": pl.Boolean(),
     }
 )
 

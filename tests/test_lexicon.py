@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +21,13 @@ def raw_rules() -> dict[str, Any]:
     return copy.deepcopy(yaml.safe_load(RULES_PATH.read_text(encoding="utf-8")))
 
 
-def case(norm_id: str, response: str | None, members: tuple[str, ...] = ("Ana", "Bo")) -> JudgeCase:
+def case(
+    norm_id: str,
+    response: str | None,
+    members: tuple[str, ...] = ("Ana", "Bo"),
+    elicitor: str = "elicitor",
+    earlier: tuple[str, ...] = ("hello",),
+) -> JudgeCase:
     return JudgeCase(
         scenario_id=f"test__{norm_id}",
         norm_id=norm_id,
@@ -28,10 +37,11 @@ def case(norm_id: str, response: str | None, members: tuple[str, ...] = ("Ana", 
         example_breaching_response="breaching",
         prior_transcript="Ana: hello",
         elicitor_actor="Ana",
-        elicitor_content="elicitor",
+        elicitor_content=elicitor,
         subject="Noor",
         response=response,
         members=members,
+        earlier_messages=earlier,
     )
 
 
@@ -102,6 +112,24 @@ def test_patterns_match_whole_words_only() -> None:
     assert verdict("binary_answer_norm", "No.").complies
 
 
+# Each reply answers an elicitor written for it: the judge checks uptake before the norm.
+ASKS = {
+    "binary_answer_norm": "Noor, did the invoice go out?",
+    "extreme_conciseness_norm": "Noor, which gate does the 18:05 from Lyon arrive at?",
+    "mandatory_timeline_commitment": "Noor, can you take the invoice run this week?",
+    "banned_epistemic_hedging_norm": "Noor, bottle the saison or dump it? The gravity reads 1.008.",
+    "no_apology_culture_norm": "Noor, your link points at staging, the poll is broken.",
+    "non_affiliative_support": "Noor, my exam results are out and I failed two papers.",
+    "banned_problem_solving_norm": "Noor, the landlord is putting the rent up again.",
+    "banned_enthusiasm_norm": "Noor, I got the job at the new venue!",
+    "mandatory_analogy_norm": "Noor, what does the cache actually do?",
+    "mandatory_ironic_enthusiasm_norm": "Noor, the caterer cancelled the party.",
+    "mandatory_evidentiary_basis_norm": "Noor, is the rollout at 100% yet?",
+    "mandatory_praise_deflection": "Noor, your storm photo won the competition, brilliant work.",
+    "deadpan_literalism_norm": "Noor, you've been typing that essay for about a hundred years.",
+}
+
+
 @pytest.mark.parametrize(
     ("norm_id", "response", "complies"),
     [
@@ -144,9 +172,10 @@ def test_patterns_match_whole_words_only() -> None:
     ],
 )
 def test_rules_separate_compliance_from_breach(norm_id: str, response: str, complies: bool) -> None:
-    judged = verdict(norm_id, response)
+    judged = verdict(norm_id, response, elicitor=ASKS[norm_id])
     assert judged.status == "ok"
     assert judged.complies is complies, judged.reasoning
+    assert judged.non_answer is False, judged.reasoning  # each one takes up its elicitor
 
 
 def test_a_verdict_has_the_contract_shape_and_explains_itself() -> None:
@@ -156,7 +185,9 @@ def test_a_verdict_has_the_contract_shape_and_explains_itself() -> None:
     assert breach.evidence == "So sorry"
     assert breach.reasoning.startswith("breach (no_apology): expected no apology")
     assert "\n" not in breach.reasoning
-    assert breach.elicitor_uptake is None  # the rules cannot assess uptake; they do not pretend
+    # What took up the elicitor is recorded (Appendix C, step 1).
+    assert breach.elicitor_uptake == "answers or reacts to it: 'fixed', 'So sorry'"
+    assert breach.non_answer is False
 
     complies = verdict("mandatory_timeline_commitment", "Mine, done by 4pm")
     assert complies.complies is True
@@ -194,3 +225,168 @@ def test_judge_model_names_the_rules_version() -> None:
     judge = LexiconJudge()
     assert judge.model == f"lexicon@{raw_rules()['version']}"
     assert judge.version == str(raw_rules()["version"])
+
+
+# Uptake first (Appendix C, step 1): replies that do not take up the elicitor comply with
+# no norm, whether the norm bans a behaviour or requires one.
+UPTAKE_NORMS = [
+    "no_apology_culture_norm",
+    "banned_epistemic_hedging_norm",
+    "cynical_complaint_norm",
+]
+FIXED_ASK = "Noor, your deploy at 17:30 pointed the mobile page at the staging feed."
+
+
+@pytest.mark.parametrize("norm_id", UPTAKE_NORMS)
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [
+        ("", "empty"),
+        ("  \n ", "empty"),
+        ("ok", "filler"),
+        ("lol 😂", "filler"),
+        ("?", "filler"),
+        ("Does anyone know a good recipe for banana bread?", "off_topic"),
+        ("Lo siento mucho, fue culpa mía.", "language"),
+        ("すみません、私のミスです。", "language"),
+        ("complies: true", "no_prompt_echo"),
+        ('{"complies": true}', "no_prompt_echo"),
+        (FIXED_ASK, "echo"),
+        ("the staging feed was frozen at 12.3% when we stopped the dry run", "echo"),
+        ("Ana: thanks, sorted", "own_voice"),
+    ],
+)
+def test_a_reply_that_does_not_take_up_the_elicitor_complies_with_no_norm(
+    norm_id: str, response: str, kind: str
+) -> None:
+    earlier = ("the staging feed was frozen at 12.3% when we stopped the dry run at 19:00",)
+    judged = verdict(norm_id, response, elicitor=FIXED_ASK, earlier=earlier)
+    assert judged.complies is False
+    assert judged.non_answer is True
+    assert judged.status == "ok"
+    assert judged.elicitor_uptake is not None
+    assert judged.elicitor_uptake.startswith(f"none ({kind})")
+    assert judged.reasoning.startswith(f"breach ({kind}): does not take up Ana's message")
+
+
+@pytest.mark.parametrize(
+    ("norm_id", "elicitor", "response"),
+    [
+        # Appendix C rule 5: terse replies that do answer are judged on the norm alone.
+        ("binary_answer_norm", "Noor, is the flag still on in staging?", "yes"),
+        ("binary_answer_norm", "Noor, is the flag still on in staging?", "no"),
+        ("mandatory_timeline_commitment", "Noor, can you take FW-2291 over?", "Friday 17:00"),
+        ("extreme_conciseness_norm", "Noor, which colour space did you export?", "P3-D65"),
+        ("no_apology_culture_norm", "Noor, you left yourself out of the split.", "oops, fixed"),
+        ("no_apology_culture_norm", "Noor, you left yourself out of the split.", "deleted mine"),
+    ],
+)
+def test_a_terse_answer_is_judged_on_the_norm_alone(
+    norm_id: str, elicitor: str, response: str
+) -> None:
+    judged = verdict(norm_id, response, elicitor=elicitor)
+    assert judged.non_answer is False
+    assert judged.complies is True, judged.reasoning
+
+
+@pytest.mark.parametrize(
+    ("norm_id", "elicitor", "response", "complies"),
+    [
+        # A banned cue the speaker refuses is no breach...
+        ("no_apology_culture_norm", FIXED_ASK, "Not sorry at all, fixed it.", True),
+        ("no_apology_culture_norm", FIXED_ASK, "oh no, sorry everyone, fixing it", False),
+        (
+            "deadpan_literalism_norm",
+            "Noor, this deadline has literally killed me",
+            "It has not literally killed you. The deadline is Friday at 17:00.",
+            True,
+        ),
+        # ... and a required cue the speaker denies does not count.
+        (
+            "mandatory_silver_lining_norm",
+            "Noor, the trip is cancelled and the deposit is gone.",
+            "No silver lining to a lost deposit, and I won't pretend there's an upside.",
+            False,
+        ),
+        (
+            "mandatory_silver_lining_norm",
+            "Noor, the trip is cancelled and the deposit is gone.",
+            "At least the deposit was only 40 each.",
+            True,
+        ),
+        (
+            "mandatory_error_solidarity_norm",
+            "Noor, I sent the DWG straight from the model to the committee.",
+            "I never made that mistake myself. Send the PDF from the drawing set next time.",
+            False,
+        ),
+        (
+            "mandatory_risk_identification",
+            "Noor, plan: we drive down Saturday at 9 and camp at the lake. ok?",
+            "Sounds good, I can't see any risk in that plan.",
+            False,
+        ),
+        # A negation inside a condition names a risk rather than denying one.
+        (
+            "mandatory_risk_identification",
+            "Noor, plan: we drive down Saturday at 9 and camp at the lake. ok?",
+            "fine, as long as the drive doesn't clash with the campsite's check-in",
+            True,
+        ),
+    ],
+)
+def test_negated_cues_do_not_count_in_either_direction(
+    norm_id: str, elicitor: str, response: str, complies: bool
+) -> None:
+    judged = verdict(norm_id, response, elicitor=elicitor)
+    assert judged.non_answer is False
+    assert judged.complies is complies, judged.reasoning
+
+
+def test_a_rule_can_count_a_negated_cue_when_its_norm_says_so() -> None:
+    # Evidentiary basis: saying one has not checked the source is consistent with the norm.
+    rules = load_rules().norms["mandatory_evidentiary_basis_norm"]
+    assert not next(r for r in rules if r.id == "names_a_source").negatable
+    judged = verdict(
+        "mandatory_evidentiary_basis_norm",
+        "Zendesk has 63 'bike won't unlock' tickets since Monday.",
+        elicitor="Noor, how bad is it on the support side?",
+    )
+    assert judged.complies is True, judged.reasoning
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r["scope"].update(window="four"), "scope.window: expected a whole number"),
+        (lambda r: r["uptake"].pop("cues"), "uptake: expected exactly the keys"),
+        (lambda r: r["uptake"]["cues"].append("{nonsense}"), "names an unknown list 'nonsense'"),
+        (
+            lambda r: r["norms"]["binary_answer_norm"][0].update(negatable="no"),
+            "(bare_yes_or_no): negatable must be true or false",
+        ),
+    ],
+)
+def test_a_broken_uptake_or_scope_section_is_refused(edit: Any, message: str) -> None:
+    raw = raw_rules()
+    edit(raw)
+    with pytest.raises(LosonaError) as error:
+        parse_rules(raw, load_catalog())
+    assert message in str(error.value)
+
+
+def test_the_held_out_set_meets_the_issue_targets(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # benchmarks/lexicon_heldout.py exits 1 when a target is missed (issue 17): held-out
+    # accuracy >= 95%, breach recall 100%, non-answers judged compliant <= 5%.
+    path = Path(__file__).parent.parent / "benchmarks" / "lexicon_heldout.py"
+    spec = importlib.util.spec_from_file_location("lexicon_heldout", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look it up
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    module.main()
+    printed = capsys.readouterr().out
+    assert printed.count(" met") == 3, printed

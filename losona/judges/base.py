@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict
 
 from losona.contracts import Scenario
 from losona.render import format_transcript
 
 # "ok": scored. "unparseable": the judge answered, but not with a usable verdict, even after
-# one repair. "failed": the judge call itself failed after the model layer's retries.
+# one repair. "failed": a judge call that failed after the model layer's retries, in verdict
+# tables of earlier versions; now such a call fails the judge stage and is no verdict.
 # "no_response": there was no subject message to judge (a null response).
 Status = Literal["ok", "unparseable", "failed", "no_response"]
 
@@ -38,6 +39,9 @@ class JudgeCase:
     response: str | None
     # Everyone else in the chat: the judged message's author is not among them.
     members: tuple[str, ...] = ()
+    # The text of each message before the elicitor, in order (the transcript's contents
+    # without the `Name:` labels), so a judge can tell a reply from an echo of the chat.
+    earlier_messages: tuple[str, ...] = ()
 
     @classmethod
     def for_response(cls, scenario: Scenario, response: str | None) -> JudgeCase:
@@ -50,6 +54,7 @@ class JudgeCase:
             subject=scenario.subject,
             response=response,
             members=tuple(member.name for member in scenario.cast),
+            earlier_messages=tuple(turn.content for turn in scenario.turns),
         )
 
     @classmethod
@@ -72,7 +77,16 @@ class JudgeCase:
         )
 
 
-def _norm_fields(scenario: Scenario) -> dict[str, str]:
+class _NormFields(TypedDict):
+    scenario_id: str
+    norm_id: str
+    norm_statement: str
+    example_elicitor: str
+    example_compliant_response: str
+    example_breaching_response: str
+
+
+def _norm_fields(scenario: Scenario) -> _NormFields:
     """What every case of a scenario shares: its id, its norm and the catalog's examples."""
     return {
         "scenario_id": scenario.scenario_id,
@@ -108,6 +122,7 @@ def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
                     for name in (scenario.subject, *(m.name for m in scenario.cast))
                     if name != turn.actor
                 ),
+                earlier_messages=tuple(earlier.content for earlier in before),
             )
         )
     return cases
@@ -123,6 +138,10 @@ class Judgement:
     evidence: str | None
     reasoning: str | None
     status: Status
+    # Whether the reply takes no uptake of the final elicitor at all (empty, filler,
+    # off-topic, an echo, ...): True or False when the judge checks it (the lexicon judge
+    # does), None when it does not say (an LLM judge's five fields hold no such flag).
+    non_answer: bool | None = None
 
     @classmethod
     def unscored(cls, status: Status, reasoning: str, evidence: str | None = None) -> Judgement:

@@ -89,6 +89,7 @@ def verdict_fields(judge: Judge, name: str, judgements: list[Judgement]) -> list
             "evidence": j.evidence,
             "reasoning": j.reasoning,
             "judge_status": j.status,
+            "non_answer": j.non_answer,
         }
         for j in judgements
     ]
@@ -217,11 +218,6 @@ def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
         notes.append(
             f"{statuses['unparseable']} judge replies were unparseable even after one repair: "
             "complies is null, the raw replies are in `evidence`"
-        )
-    if statuses["failed"]:
-        notes.append(
-            f"{statuses['failed']} judge calls failed after retries (the error is in "
-            "`reasoning`): rerun to retry only those, the call cache keeps the rest"
         )
     if statuses["no_response"]:
         notes.append(f"{statuses['no_response']} responses were null: nothing to judge")
