@@ -101,7 +101,7 @@ def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
             "--latency",
             str(LATENCY_S),
         ],
-        stdin=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,  # it serves until SIGTERM, not until stdin closes
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -109,8 +109,7 @@ def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
         assert child.stdout is not None
         yield child.stdout.readline().strip(), child
     finally:
-        assert child.stdin is not None
-        child.stdin.close()
+        child.terminate()
         child.wait(timeout=30)
 
 

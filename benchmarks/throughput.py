@@ -42,7 +42,7 @@ def server() -> Iterator[str]:
     """The test server in a child process; yields its api_base."""
     child = subprocess.Popen(
         [sys.executable, "-m", "losona.testing.openai_server", "--latency", str(LATENCY_S)],
-        stdin=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,  # it serves until SIGTERM, not until stdin closes
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -50,8 +50,7 @@ def server() -> Iterator[str]:
         assert child.stdout is not None
         yield child.stdout.readline().strip()
     finally:
-        assert child.stdin is not None
-        child.stdin.close()
+        child.terminate()
         child.wait(timeout=10)
 
 

@@ -216,7 +216,7 @@ def aggregate(
 
     counts = _cell_counts(outcomes)
     judge_models = _judge_models(verdicts)
-    results = _results(cells, counts, estimates, judge_models, show)
+    results = _results(cells, counts, estimates, judge_models, _non_answers(verdicts), show)
     deltas, flips = _paired(pairs, by_cell, scenarios, estimates, show)
     means = _means(cells, counts, estimates, show)
     tables = {
@@ -317,6 +317,19 @@ def _judge_models(verdicts: pl.DataFrame) -> dict[str, str]:
     return {judge: ", ".join(models) for judge, models in named.iter_rows()}
 
 
+def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
+    """Per cell, the scored trials the judge found to be non-answers (None: not checked)."""
+    scored = verdicts.filter(pl.col("complies").is_not_null())
+    counted = scored.group_by(CELL).agg(
+        checked=pl.col("non_answer").is_not_null().any(),
+        non_answers=pl.col("non_answer").fill_null(False).sum(),
+    )
+    return {
+        cell_of(row): int(row["non_answers"]) if row["checked"] else None
+        for row in counted.iter_rows(named=True)
+    }
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -326,11 +339,13 @@ def _results(
     counts: dict[Cell, dict[str, Any]],
     estimates: dict[tuple[Any, ...], tuple[float, ...]],
     judge_models: dict[str, str],
+    non_answers: dict[Cell, int | None],
     show: Presentation,
 ) -> pl.DataFrame:
     rows = []
     for cell in cells:
         c = counts[cell]
+        missing = non_answers.get(cell)
         _, low, high = estimates[("acc", cell)]
         rows.append(
             {
@@ -352,6 +367,8 @@ def _results(
                 "consistency_scenarios": c["consistency_scenarios"],
                 "trials": c["trials"],
                 "unscored_trials": c["trials"] - c["scored"],
+                "non_answers": missing,
+                "non_answer_share": None if missing is None else pct(_share(missing, c["scored"])),
             }
         )
     return table(rows, RESULT_SCHEMA, sort_by=[])
@@ -615,8 +632,25 @@ def _table1(
             f"Undetermined scenarios: {'; '.join(undetermined) or 'none'}. "
             f"Policy: {UNSCORED_POLICY}.",
             "",
+            _non_answer_note(rows),
+            "",
         ]
     return "\n".join(parts)
+
+
+def _non_answer_note(rows: pl.DataFrame) -> str:
+    """Table 1's note on non-answers: a diagnostic for reading a low score, not a metric."""
+    if rows["non_answers"].null_count() == rows.height:
+        return "Non-answers: this judge does not check uptake, so they are not counted."
+    shares = "; ".join(
+        f"{r['model_label']} / {r['condition_label']}: {_fmt(r['non_answer_share'])}"
+        for r in rows.iter_rows(named=True)
+    )
+    return (
+        "Non-answers (scored trials that take up no elicitor: empty, filler, off-topic, an "
+        "echo, another language, talk to the judge or other members' lines; judged breaches, "
+        "and counted in Compliance as such; a diagnostic, in no metric): " + shares + "."
+    )
 
 
 # -- files -----------------------------------------------------------------------------------

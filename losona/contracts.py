@@ -156,6 +156,11 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
         "consistency_scenarios": pl.Int32(),
         "trials": pl.Int32(),
         "unscored_trials": pl.Int32(),
+        # A diagnostic beside compliance, in no paper metric: how many scored trials the
+        # judge found to take up no elicitor (empty, filler, off-topic, echo, ...), and
+        # their share of the scored trials; null when the judge does not check it.
+        "non_answers": pl.Int32(),
+        "non_answer_share": pl.Float64(),
     }
 )
 

@@ -28,6 +28,7 @@ from losona.catalog import CATALOG_PATH
 from losona.errors import LosonaError
 from losona.io import read_yaml, sha256_file, sha256_text
 from losona.judges.lexicon import RULES_PATH
+from losona.judges.run import structured_output
 from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 from losona.models import ModelSpec
 
@@ -150,6 +151,8 @@ def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
         origin = f"judge '{name}': model"
         record["model"] = model_record(ModelSpec.from_config(dict(config["model"]), origin))
         record["template_version"] = templates.JUDGE_TEMPLATE_VERSION
+        # Whether the verdict's JSON schema went with each call as response_format.
+        record["structured_output"] = structured_output(config)
     else:
         raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected lexicon or llm")
     return record

@@ -102,6 +102,7 @@ def results_section(reports: Reports) -> Section:
                 _acc(r) + _undetermined(r),
                 _num(r["compliance"]),
                 _num(r["consistency"]),
+                _num(r["non_answer_share"]),
             ]
             for r in rows.iter_rows(named=True)
         ]
@@ -112,6 +113,7 @@ def results_section(reports: Reports) -> Section:
                 _acc(r),
                 _num(r["compliance"]),
                 _num(r["consistency"]),
+                "",  # a diagnostic of each model's replies, not averaged
             ]
             for r in means.filter(pl.col("judge") == judge).iter_rows(named=True)
             if rows["subject_model"].n_unique() > 1  # one model is its own mean
@@ -119,9 +121,16 @@ def results_section(reports: Reports) -> Section:
         parts.append(f"<h3>Judge: {escape(str(judge))} ({escape(rows['judge_model'][0])})</h3>")
         parts.append(
             _table(
-                ["Model", "Prompt", f"Acc@{k} ({level} CI)", "Compliance", "Consistency"],
+                [
+                    "Model",
+                    "Prompt",
+                    f"Acc@{k} ({level} CI)",
+                    "Compliance",
+                    "Consistency",
+                    "Non-answers",
+                ],
                 body + mean_rows,
-                numeric={2, 3, 4},
+                numeric={2, 3, 4, 5},
                 means_from=len(body),
             )
         )
@@ -130,7 +139,11 @@ def results_section(reports: Reports) -> Section:
         f"Acc@{k}: a scenario passes when at least half its trials (rounded up) comply; "
         f"the share of scenarios that pass, with a {level} percentile interval from resampling "
         "scenarios. Compliance: mean of the trial labels. Consistency: share of scenarios "
-        f"whose trial labels all agree. Percent. Unscored trials: {escape(UNSCORED_POLICY)}."
+        f"whose trial labels all agree. Percent. Unscored trials: {escape(UNSCORED_POLICY)}. "
+        "Non-answers: the share of scored trials the judge found to take up no elicitor "
+        "(empty, filler, off-topic, an echo, another language); they count as breaches in "
+        "Compliance, and the column only shows how much of a low score is replies that do "
+        "not answer. A diagnostic, in no metric; n/a when the judge does not check uptake."
         "</p>"
     )
     return Section("results", "Results (Table 1)", "".join(parts))

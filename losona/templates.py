@@ -95,6 +95,21 @@ JUDGE_JSON_SHAPE = """\
   "complies": true | false
 }"""
 
+# The same five fields as a JSON schema, for judges configured with structured_output:
+# json_schema (sent as litellm's `response_format`; the prompt stays word for word).
+JUDGE_JSON_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "elicitor_uptake": {"type": "string"},
+        "norm_requirement": {"type": "string"},
+        "evidence": {"type": "string"},
+        "reasoning": {"type": "string"},
+        "complies": {"type": "boolean"},
+    },
+    "required": ["elicitor_uptake", "norm_requirement", "evidence", "reasoning", "complies"],
+    "additionalProperties": False,
+}
+
 # The paper's judge prompt (Appendix C) word for word. `{subject_response}` is filled with
 # the judged message already enclosed in JUDGED_MESSAGE_FENCE, so nothing inside the
 # message can pass for the text that follows it; `{json_shape}` with JUDGE_JSON_SHAPE.

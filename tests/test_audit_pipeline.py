@@ -224,7 +224,7 @@ def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_the_local_judge_server_runs_from_the_command_line() -> None:
     child = subprocess.Popen(
         [sys.executable, "-m", "losona.testing.openai_server", "--judge", "--disagree", "0"],
-        stdin=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,  # it serves until SIGTERM, not until stdin closes
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -237,6 +237,5 @@ def test_the_local_judge_server_runs_from_the_command_line() -> None:
         reply = post(url, body_for("Yes, it finished at six."))["choices"][0]["message"]["content"]
         assert parse_verdict(reply).complies is False
     finally:
-        assert child.stdin is not None
-        child.stdin.close()
+        child.terminate()
         assert child.wait(timeout=10) == 0

@@ -21,7 +21,7 @@ from losona.judges.llm import (
     judge_prompt,
     parse_verdict,
 )
-from losona.models import Completion, ModelSpec
+from losona.models import CallsFailed, Completion, ModelSpec
 from losona.templates import JUDGE_INSTRUCTIONS, JUDGE_TEMPLATE_VERSION
 from losona.testing.openai_server import OpenAIServer
 
@@ -253,12 +253,29 @@ def test_a_broken_reply_gets_exactly_one_repair(judge_with: Any) -> None:
     assert "Your reply could not be used: the reply holds no JSON object" in repair[3]["content"]
 
 
-def test_a_failed_call_is_unscored_with_its_error(judge_with: Any) -> None:
-    failed = replace(ok(None), error="RateLimitError: quota exhausted")
-    judge, _ = judge_with(lambda messages: failed)
-    (verdict,) = judge.judge([CASE])
-    assert (verdict.status, verdict.complies) == ("failed", None)
-    assert verdict.reasoning == "judge call failed: RateLimitError: quota exhausted"
+def test_a_failed_call_is_not_a_verdict_but_the_repairs_are_still_sent(judge_with: Any) -> None:
+    failed = replace(ok(None), error="RateLimitError (429): quota exhausted (after 3 attempts)")
+
+    def script(messages: list[dict[str, str]]) -> Completion:
+        text = judged_text(messages)
+        if text == "lost":
+            return failed
+        if text == "fixable" and len(messages) == 2:
+            return ok("complies: false")
+        return ok(reply(False))
+
+    judge, layer = judge_with(script)
+    cases = [replace(CASE, response=r) for r in ("fine", "lost", "fixable")]
+    with pytest.raises(CallsFailed) as stop:
+        judge.judge(cases)
+    message = str(stop.value)
+    assert message.startswith(
+        "1 of 4 calls to the judge 'judge' failed after their retries (1 RateLimitError (429)); "
+        "nothing was written."
+    )
+    assert "1 x RateLimitError (429): quota exhausted (after 3 attempts)" in message
+    # The repair of the unreadable reply went out anyway: a rerun finds it in the cache.
+    assert [len(batch) for batch in layer.batches] == [3, 1]
 
 
 def test_identical_cases_are_sent_once_and_a_null_response_not_at_all(judge_with: Any) -> None:

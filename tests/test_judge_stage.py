@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -14,7 +18,7 @@ from test_judge_llm import scripted_judge
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
-from losona.testing.openai_server import OpenAIServer
+from losona.testing.openai_server import Fault, OpenAIServer
 
 
 @pytest.fixture
@@ -48,7 +52,7 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert verdicts.height == 2 * 44
     assert set(verdicts["judge"]) == {"lexicon"}
     complying = verdicts["complies"].sum()
-    assert f"judge lexicon (lexicon@1) on smollm2/naive: 88 verdicts, {complying} comply" in (
+    assert f"judge lexicon (lexicon@2) on smollm2/naive: 88 verdicts, {complying} comply" in (
         result.stdout
     )
 
@@ -73,7 +77,7 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
     right = int((controls["complies"] == controls["expected"]).sum())
     assert summary["all"]["right"] == right
     assert summary["all"]["items"] == 88
-    assert f"judge_controls lexicon (lexicon@1): {right} of 88 right" in result.stdout
+    assert f"judge_controls lexicon (lexicon@2): {right} of 88 right" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -156,3 +160,81 @@ def test_an_llm_judge_without_its_key_fails_at_once(
     assert result.returncode == 2
     assert "needs its API key in the environment variable GEMINI_API_KEY" in result.stderr
     assert not (fetched / "data" / "verdicts").exists()
+
+
+# -- a failed judge call is not a verdict (issue 17) -----------------------------------------
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound once, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def judge_at(port: int, cache: Path) -> list[str]:
+    """Overrides for an LLM judge at 127.0.0.1:port: one call at a time, quick retries."""
+    return [
+        "judge=local_openai",
+        f"judge.model.api_base=http://127.0.0.1:{port}/v1",
+        "judge.model.concurrency=1",
+        "judge.model.max_attempts=2",
+        "judge.model.backoff_s=0.01",
+        f"paths.call_cache={cache}",
+        "condition=naive",
+    ]
+
+
+@pytest.mark.slow
+def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> None:
+    write_responses(fetched)
+    port = free_port()
+    started = time.monotonic()
+    result = run_stage("judge", *judge_at(port, fetched / "calls.sqlite"))
+    assert result.returncode == 2, result.stderr
+    assert f"could not connect to http://127.0.0.1:{port}/v1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (fetched / "data" / "verdicts").exists()
+    # Three refused attempts, not 88 calls' worth of retries.
+    log = fetched / "data" / "judge_logs" / "local_openai" / "smollm2" / "naive.log.json"
+    assert json.loads(log.read_text())["attempts"] == 3
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.slow
+def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_the_rest(
+    fetched: Path,
+) -> None:
+    write_responses(fetched)
+    port, cache, answered_before_kill = free_port(), fetched / "calls.sqlite", 30
+    out = fetched / "data" / "verdicts" / "local_openai" / "smollm2" / "naive.parquet"
+
+    # The server dies while the judge is at call 31: that call's connection is dropped and
+    # nothing listens on the port afterwards.
+    def kill_at_the_next_call(body: Any, seen: int) -> Fault | None:
+        if first.request_count <= answered_before_kill:
+            return None
+        threading.Thread(target=first.__exit__, args=(None, None, None)).start()
+        return Fault("drop")
+
+    first = OpenAIServer(reply=scripted_judge, faults=kill_at_the_next_call, port=port)
+    first.__enter__()
+    died = run_stage("judge", *judge_at(port, cache))
+    assert died.returncode == 2, died.stderr
+    assert len(first.answered) == answered_before_kill
+    assert (
+        f"{88 - answered_before_kill} of 88 calls to the judge 'local_openai' failed after "
+        "their retries (" in died.stderr
+    )
+    assert "APIConnectionError" in died.stderr
+    assert "nothing was written" in died.stderr
+    assert not out.exists()
+
+    with OpenAIServer(reply=scripted_judge, port=port) as back:
+        rerun = run_stage("judge", *judge_at(port, cache))
+    assert rerun.returncode == 0, rerun.stderr
+    # Only the calls the first run lost were sent: the rest came from the call cache.
+    assert back.request_count == 88 - answered_before_kill
+    verdicts = pl.read_parquet(out)
+    assert verdicts.height == 88
+    assert verdicts["judge_status"].unique().to_list() == ["ok"]

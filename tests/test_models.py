@@ -6,6 +6,8 @@ Calls go to the local OpenAI-compatible test server; its request log shows what 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,6 +277,23 @@ def test_a_refused_key_stops_the_run(server: OpenAIServer, cache: Path) -> None:
     with pytest.raises(CallFailed, match=r"refused the call: AuthenticationError \(401\)"):
         complete(spec_for(server, concurrency=2), prompts(50), cache_path=cache)
     assert server.request_count <= 2
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_an_endpoint_where_nothing_listens_stops_the_run_at_once(
+    cache: Path, tmp_path: Path, concurrency: int
+) -> None:
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with OpenAIServer() as template:
+        spec = spec_for(template, api_base=url, concurrency=concurrency, max_attempts=6)
+    log = tmp_path / "run.json"
+    with pytest.raises(CallFailed, match=rf"could not connect to {re.escape(url)}: the first 3"):
+        complete(spec, prompts(40), cache_path=cache, run_log=log)
+    # Three refused attempts (and at most the others already in flight), not 40 x 6.
+    assert json.loads(log.read_text())["attempts"] <= 3 + concurrency - 1
 
 
 def test_concurrency_is_bounded(cache: Path) -> None:

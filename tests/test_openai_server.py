@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -127,3 +130,43 @@ def test_counts_requests_in_flight() -> None:
         for thread in threads:
             thread.join()
     assert server.max_in_flight == 3 and server.in_flight == 0
+
+
+def serve(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """The server in its own process with standard input closed; (process, api_base)."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "losona.testing.openai_server", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    return child, child.stdout.readline().strip()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_the_command_line_server_serves_with_stdin_closed_until_signalled(stop: int) -> None:
+    child, url = serve()
+    try:
+        time.sleep(0.5)  # it used to exit as soon as standard input closed
+        assert child.poll() is None
+        status, _, _ = post(url, body("still there?"))
+        assert status == 200
+    finally:
+        child.send_signal(stop)
+        assert child.wait(timeout=10) == 0
+
+
+def test_the_command_line_server_stops_after_its_lifetime() -> None:
+    started = time.monotonic()
+    child, url = serve("--lifetime", "1.5")
+    try:
+        assert post(url, body("within the lifetime"))[0] == 200
+        assert child.wait(timeout=10) == 0
+        assert time.monotonic() - started >= 1.5
+        with pytest.raises(OSError):
+            post(url, body("after it"), timeout=1.0)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

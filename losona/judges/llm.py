@@ -9,22 +9,36 @@ Reply: a JSON object alone, in a code fence, or with text around it, with the fi
 of Appendix C; "true"/"false" written as strings are accepted. A reply that cannot be
 read gets one repair request (the conversation so far plus what was wrong); if that reply
 cannot be read either, the case is unscored ("unparseable") with both raw replies kept in
-`evidence`, never guessed. A call that fails after the model layer's retries is unscored
-("failed") with the error in `reasoning`.
+`evidence`, never guessed. A call that fails after the model layer's retries is not a
+verdict: the judge raises CallsFailed (counted by kind) after the round of repairs, so the
+stage writes nothing and a rerun sends only the failed calls; every completed call,
+repairs included, is in the call cache.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from losona.errors import LosonaError
 from losona.io import sha256_text
 from losona.judges.base import JudgeCase, Judgement
-from losona.models import Completion, ModelSpec, Request, complete
+from losona.models import (
+    CallsFailed,
+    Completion,
+    ModelSpec,
+    Request,
+    complete,
+    provider_of,
+    require_every_call,
+    unsupported_params,
+)
 from losona.templates import (
     JUDGE_INSTRUCTIONS,
+    JUDGE_JSON_SCHEMA,
     JUDGE_JSON_SHAPE,
     JUDGE_REPAIR_TEMPLATE,
     JUDGE_TEMPLATE,
@@ -38,6 +52,22 @@ FIELDS = (*TEXT_FIELDS, "complies")
 REPAIR_SEPARATOR = "\n--- reply to the repair request ---\n"
 
 Messages = list[dict[str, str]]
+
+# litellm's response_format for each `structured_output` setting of a judge config: the
+# five Appendix C fields as a JSON schema, JSON mode without a schema, or nothing (the
+# paper's setting: the prompt alone asks for the JSON object).
+RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "json_schema": {
+        "type": "json_schema",
+        "json_schema": {"name": "losona_verdict", "schema": JUDGE_JSON_SCHEMA, "strict": True},
+    },
+    "json_object": {"type": "json_object"},
+}
+STRUCTURED_ADVICE = (
+    "set structured_output: none in the judge's config (README, 'Structured output'): the "
+    "prompt alone asks for the same JSON object"
+)
 
 
 class UnparseableReply(ValueError):
@@ -125,7 +155,14 @@ def _verdict(obj: Mapping[str, Any]) -> Judgement:
         if value is not None and not isinstance(value, str):
             raise UnparseableReply(f"'{field}' must be text, found {json.dumps(value)}")
         texts[field] = value
-    return Judgement(complies=complies, status="ok", **texts)
+    return Judgement(
+        complies=complies,
+        elicitor_uptake=texts["elicitor_uptake"],
+        norm_requirement=texts["norm_requirement"],
+        evidence=texts["evidence"],
+        reasoning=texts["reasoning"],
+        status="ok",
+    )
 
 
 def parse_verdict(reply: str | None) -> Judgement:
@@ -164,7 +201,27 @@ class LLMJudge:
         use_cache: bool = True,
         max_cost_usd: float | None = None,
         run_log: Path | None = None,
+        structured_output: str = "none",
     ) -> None:
+        if structured_output not in RESPONSE_FORMATS:
+            raise LosonaError(
+                f"judge '{spec.name}': structured_output: expected one of "
+                f"{sorted(RESPONSE_FORMATS)}, found {structured_output!r}"
+            )
+        response_format = RESPONSE_FORMATS[structured_output]
+        if response_format is not None:
+            # The prompt is unchanged; only the request asks for the schema, so these calls
+            # have cache keys of their own.
+            spec = dataclasses.replace(
+                spec, params={**spec.params, "response_format": response_format}
+            )
+            if "response_format" in unsupported_params(spec):
+                raise LosonaError(
+                    f"judge '{spec.name}': structured_output: {structured_output} is sent as "
+                    f"litellm's response_format, which litellm reports that "
+                    f"{provider_of(spec)} does not accept for {spec.model}; {STRUCTURED_ADVICE}"
+                )
+        self.structured_output = structured_output
         self.spec = spec
         self.cache_path = cache_path
         self.use_cache = use_cache
@@ -207,7 +264,10 @@ class LLMJudge:
         return [by_key[_key(m)] for m in conversations]
 
     def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
-        """One judgement per case: parsed, repaired once, or unscored with the reason kept."""
+        """One judgement per case: parsed, repaired once, or unparseable with the reason kept.
+
+        Raises CallsFailed when any call still failed after the model layer's retries.
+        """
         judgements: list[Judgement | None] = [None] * len(cases)
         asked = [i for i, case in enumerate(cases) if case.response is not None]
         for i, case in enumerate(cases):
@@ -222,10 +282,7 @@ class LLMJudge:
         to_repair: dict[int, Messages] = {}
         for i, completion in first.items():
             if not completion.ok:
-                judgements[i] = Judgement.unscored(
-                    "failed", f"judge call failed: {completion.error}"
-                )
-                continue
+                continue  # no verdict: counted and raised below, after the repairs
             try:
                 judgements[i] = parse_verdict(completion.text)
             except UnparseableReply as problem:
@@ -233,14 +290,26 @@ class LLMJudge:
                     conversations[i], completion.text or "", str(problem)
                 )
 
+        # Repairs are sent even when some first calls failed, so that a rerun finds them in
+        # the call cache and sends only what failed.
         repaired = self._complete(list(to_repair.values()), self.run_logs[1]) if to_repair else []
+        try:
+            require_every_call(
+                [*first_round, *repaired],
+                to=f"the judge '{self.spec.name}'",
+                run_log=self.run_logs[0],
+            )
+        except CallsFailed as failed:
+            if self.structured_output != "none" and "(400)" in str(failed):
+                # A server that refuses the request itself may be refusing the schema.
+                raise CallsFailed(
+                    f"{failed}\nThe requests asked for structured output "
+                    f"({self.structured_output}); if the provider rejects response_format, "
+                    f"{STRUCTURED_ADVICE}."
+                ) from None
+            raise
         for i, completion in zip(to_repair, repaired, strict=True):
             raw_first = first[i].text or ""
-            if not completion.ok:
-                judgements[i] = Judgement.unscored(
-                    "failed", f"judge repair call failed: {completion.error}", evidence=raw_first
-                )
-                continue
             try:
                 judgements[i] = parse_verdict(completion.text)
             except UnparseableReply as problem:

@@ -23,7 +23,7 @@ from losona.models import ModelSpec
 
 JUDGE_KINDS = ("lexicon", "llm")
 # What a conf/judge/*.yaml node may set.
-JUDGE_KEYS = frozenset({"name", "label", "kind", "model", "max_cost_usd"})
+JUDGE_KEYS = frozenset({"name", "label", "kind", "model", "max_cost_usd", "structured_output"})
 
 
 def check_judge_name(config: Mapping[str, Any], option: str) -> None:
@@ -51,8 +51,9 @@ def make_judge(
             f"{sorted(JUDGE_KEYS)}"
         )
     if kind == "lexicon":
-        if "model" in config:
-            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'model' node")
+        for key in ("model", "structured_output"):
+            if key in config:
+                raise LosonaError(f"judge '{name}': the lexicon judge takes no '{key}' setting")
         return LexiconJudge()
     if kind != "llm":
         raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected one of {JUDGE_KINDS}")
@@ -73,7 +74,13 @@ def make_judge(
         use_cache=use_cache,
         max_cost_usd=None if cap is None else float(cap),
         run_log=run_log,
+        structured_output=structured_output(config),
     )
+
+
+def structured_output(config: Mapping[str, Any]) -> str:
+    """An LLM judge's structured_output setting; `none` (the paper's setting) when unset."""
+    return str(config.get("structured_output") or "none")
 
 
 def verdict_fields(judge: Judge, name: str, judgements: list[Judgement]) -> list[dict[str, Any]]:

@@ -20,7 +20,9 @@ from losona.models.calls import (
     acomplete,
     complete,
     plan,
+    provider_of,
     require_every_call,
+    unsupported_params,
 )
 from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 
@@ -35,5 +37,7 @@ __all__ = [
     "acomplete",
     "complete",
     "plan",
+    "provider_of",
     "require_every_call",
+    "unsupported_params",
 ]

@@ -13,7 +13,8 @@ the import takes seconds). Every subject and judge call in the project comes thr
   connections, malformed bodies and empty replies are retried with exponential backoff
   and jitter, up to `spec.max_attempts` sends; then the request is recorded as failed.
   Other client errors fail the request at once; a refused key or an unknown model stops
-  the run, since every other call would fail the same way.
+  the run, since every other call would fail the same way, and so does an endpoint that
+  refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
 - Cost: from the config's `price`, else litellm's price map, per call. `max_cost_usd`
   stops dispatching before actual spend plus the estimates of calls in flight would pass
   the cap (see `_Budget`).
@@ -32,6 +33,7 @@ import json
 import logging
 import os
 import random
+import socket
 import statistics
 import sys
 import time
@@ -60,6 +62,11 @@ MAX_WAIT_S = 120.0
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 # Statuses that will fail every call of the run the same way: bad key, no such model.
 FATAL_STATUSES = frozenset({401, 402, 403, 404})
+# When this many connection attempts in a row fail to connect before any call of the
+# run got an answer, nothing is listening there: stop at once instead of spending every
+# call's retries on it. (Once a call has been answered, a dead server is an outage:
+# each call then retries and fails on its own, and the caller decides what that means.)
+UNREACHABLE_AFTER = 3
 # The key sent to an endpoint of your own when the config names no key variable.
 NO_KEY = "EMPTY"
 
@@ -94,20 +101,49 @@ class CallsFailed(LosonaError):
     """Some calls still failed after their retries, so the stage writes nothing."""
 
 
+def failure_kind(error: str | None) -> str:
+    """The kind of a failed call's error: its exception name and status, without details."""
+    return (error or "unknown error").split(":")[0]
+
+
 def require_every_call(
     completions: Sequence[Completion], *, to: str, run_log: str | Path | None = None
 ) -> None:
-    """Raise CallsFailed, saying how many calls `to` whom failed and why, if any did."""
-    failures = collections.Counter(c.error for c in completions if not c.ok)
-    if not failures:
+    """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did."""
+    failed = [c.error for c in completions if not c.ok]
+    if not failed:
         return
-    reasons = "\n".join(f"  {n} x {reason}" for reason, n in failures.most_common(5))
+    kinds = collections.Counter(failure_kind(e) for e in failed)
+    by_kind = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    reasons = "\n".join(
+        f"  {n} x {reason}" for reason, n in collections.Counter(failed).most_common(5)
+    )
     raise CallsFailed(
-        f"{sum(failures.values())} of {len(completions)} calls to {to} failed after their "
-        f"retries; nothing was written. Why:\n{reasons}\nEvery completed call is in the call "
-        "cache, so a rerun sends only the failed ones."
+        f"{len(failed)} of {len(completions)} calls to {to} failed after their "
+        f"retries ({by_kind}); nothing was written. Why:\n{reasons}\nEvery completed call "
+        "is in the call cache, so a rerun sends only the failed ones."
         + (f" Details: {run_log}" if run_log else "")
     )
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether an exception (or one it was raised from) is a failure to connect at all.
+
+    A refused or unresolvable address, not a timeout or a dropped connection: those come
+    from a server that is there.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = type(current).__name__
+        if isinstance(current, ConnectionRefusedError | socket.gaierror) or name in (
+            "ConnectError",  # httpx
+            "ClientConnectorError",  # aiohttp
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass
@@ -178,8 +214,8 @@ def _litellm_prices(model: str) -> bool:
     return True
 
 
-def _prepare(spec: ModelSpec) -> _Prepared:
-    """Resolve the provider, check the parameters against it, and find the price."""
+def _provider(spec: ModelSpec) -> tuple[str, str]:
+    """The model name and provider litellm resolves the model string to."""
     litellm = _litellm()
     try:
         model, provider, _, _ = litellm.get_llm_provider(spec.model)
@@ -188,11 +224,32 @@ def _prepare(spec: ModelSpec) -> _Prepared:
             f"model '{spec.name}': litellm does not know the provider of {spec.model!r}; "
             "write it as provider/model, e.g. openai/gpt-5.5 or hosted_vllm/my-model"
         ) from None
+    return model, provider
+
+
+def unsupported_params(spec: ModelSpec) -> list[str]:
+    """The parameters the config sends that litellm reports its provider does not accept.
+
+    Empty when litellm does not know what the provider accepts.
+    """
+    model, provider = _provider(spec)
+    supported = _litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
+    params = [k for k in spec.params if k not in spec.drop_params]
+    sent = [*params, *(["seed"] if spec.seed_per_trial else [])]
+    return sorted(p for p in sent if supported is not None and p not in supported)
+
+
+def provider_of(spec: ModelSpec) -> str:
+    """The litellm provider a model config's calls go to (e.g. openai, gemini)."""
+    return _provider(spec)[1]
+
+
+def _prepare(spec: ModelSpec) -> _Prepared:
+    """Resolve the provider, check the parameters against it, and find the price."""
+    _, provider = _provider(spec)
     params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
     dropped = sorted(k for k in spec.params if k in spec.drop_params)
-    supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
-    sent = [*params, *(["seed"] if spec.seed_per_trial else [])]
-    rejected = sorted(p for p in sent if supported is not None and p not in supported)
+    rejected = unsupported_params(spec)
     if rejected:
         raise LosonaError(
             f"model '{spec.name}': litellm reports that {provider} does not accept {rejected} "
@@ -330,6 +387,9 @@ class _Run:
         self.stats = _Stats()
         self.stop: str | None = None
         self.failed = 0
+        self.answered = 0  # calls of this run that got any answer from the endpoint
+        self.refused_in_a_row = 0
+        self.unreachable = False
         self.secret = self.spec.api_key()
         self.send = _sender(self.spec, _litellm())
 
@@ -380,11 +440,29 @@ class _Run:
         error = ""
         for attempt in range(1, self.spec.max_attempts + 1):
             self.stats.attempts += 1
+            if self.unreachable:
+                # Another call found nothing listening: do not spend retries on it.
+                return self._failure(f"not sent: {self.stop}", attempt)
             try:
                 response = await self.send(messages=messages, **params)
             except openai.APIError as exc:
                 error = _describe(exc, self.secret)
                 status = getattr(exc, "status_code", None)
+                if _refused(exc):
+                    self.refused_in_a_row += 1
+                    if self.unreachable:
+                        return self._failure(error, attempt)
+                    if not self.answered and self.refused_in_a_row >= UNREACHABLE_AFTER:
+                        self.unreachable = True
+                        self.stop = (
+                            f"could not connect to {self._endpoint()}: the first "
+                            f"{self.refused_in_a_row} connection attempts failed ({error}); "
+                            "start the server there, or correct the address in the config"
+                        )
+                        return self._failure(error, attempt)
+                else:
+                    self.answered += 1
+                    self.refused_in_a_row = 0
                 if status in FATAL_STATUSES:
                     self.stop = f"the provider refused the call: {error}"
                     return self._failure(error, attempt)
@@ -393,6 +471,8 @@ class _Run:
                     return self._failure(error, attempt)
                 wait = _retry_after(exc)
             else:
+                self.answered += 1
+                self.refused_in_a_row = 0
                 choice = response.choices[0]
                 text = choice.message.content
                 usage = getattr(response, "usage", None)
@@ -420,6 +500,12 @@ class _Run:
                     min(MAX_WAIT_S, wait if wait is not None else self._backoff(attempt))
                 )
         return self._failure(f"{error} (after {self.spec.max_attempts} attempts)", attempt)
+
+    def _endpoint(self) -> str:
+        """Where the calls go, as the config names it."""
+        if self.spec.endpoints:
+            return ", ".join(self.spec.endpoints)
+        return self.spec.api_base or f"the provider of {self.spec.model}"
 
     def _backoff(self, attempt: int) -> float:
         # Exponential with "equal jitter": between half and all of the doubled delay.

@@ -13,8 +13,9 @@ got a good answer, so tests can prove that no completed call is ever sent twice.
         assert server.request_count == ...
 
 `python -m losona.testing.openai_server --latency 0.2` serves the default replies until
-interrupted, in its own process (the throughput benchmark uses it that way so that the
-server does not compete with the client for the interpreter). With `--judge` it answers
+SIGINT or SIGTERM (or `--lifetime` seconds), in its own process (the throughput benchmark
+uses it that way so that the server does not compete with the client for the
+interpreter). With `--judge` it answers
 judge prompts with plausible scripted verdicts (losona/testing/scripted_judge.py), so a
 judge config pointing at `--port` runs the whole pipeline with an "LLM" judge, offline.
 """
@@ -23,10 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import hashlib
 import json
-import sys
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -259,7 +259,11 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve default (or scripted judge) replies until interrupted; print the URL first."""
+    """Serve default (or scripted judge) replies until stopped; print the URL first.
+
+    It serves until SIGINT (Ctrl-C) or SIGTERM, or until `--lifetime` seconds have passed,
+    and never reads standard input, so `&`, `nohup` and CI can run it in the background.
+    """
     parser = argparse.ArgumentParser(prog="python -m losona.testing.openai_server")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
@@ -270,19 +274,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--flip-rate", type=float, default=0.0, help="with --judge: share of calls overturned"
     )
+    parser.add_argument(
+        "--lifetime",
+        type=float,
+        default=None,
+        help="stop after this many seconds (default: serve until SIGINT or SIGTERM)",
+    )
     args = parser.parse_args(argv)
+    if args.lifetime is not None and args.lifetime <= 0:
+        parser.error(f"--lifetime: expected a positive number of seconds, found {args.lifetime}")
     reply = default_reply
     if args.judge:
         from losona.testing.scripted_judge import ScriptedJudge
 
         reply = ScriptedJudge(disagree=args.disagree, flip_rate=args.flip_rate)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
     with OpenAIServer(
         latency=args.latency, reply=reply, keep_bodies=False, port=args.port
     ) as server:
         print(server.url, flush=True)
-        # Serve until stdin closes (Ctrl-D) or the process is interrupted (Ctrl-C).
-        with contextlib.suppress(KeyboardInterrupt):
-            sys.stdin.read()
+        stop.wait(args.lifetime)
+    print("stopped", flush=True)
 
 
 if __name__ == "__main__":
