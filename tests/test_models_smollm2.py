@@ -1,8 +1,14 @@
-"""The embedded model answers a real rendered prompt, through the same road as any model."""
+"""The embedded model answers a real rendered prompt, through the same road as any model.
+
+Its samples must be a function of the request alone on a given machine: these tests
+compare texts drawn in one process, never texts written down on another machine, because
+another CPU's kernels round differently and may draw other replies.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -10,16 +16,31 @@ from conftest import CONF_DIR
 
 from losona.datasets import fetch_scenarios
 from losona.models import ModelSpec, Request, complete
+from losona.models.smollm2 import MODEL_NAME, FreeCores, SmolLM2
 from losona.render import render_prompts
 
-pytestmark = pytest.mark.slow  # loads the model and reads a ~750-token prompt on the CPU
+# Tests that load the model and read ~750-token prompts on the CPU.
+slow = pytest.mark.slow
+
+PARAMS = {"temperature": 0.9, "max_tokens": 24, "seed": 7}
 
 
+def prompts() -> list[list[dict[str, str]]]:
+    """The first two bundled scenarios' naive prompts."""
+    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(2)
+    rendered = render_prompts(scenarios, ["naive"])
+    return [list(m) for m in rendered["messages"].to_list()]
+
+
+def draw(model: SmolLM2, messages: list[dict[str, str]]) -> str:
+    reply: Any = model.generate(MODEL_NAME, messages, dict(PARAMS))
+    return str(reply.choices[0].message.content)
+
+
+@slow
 def test_smollm2_answers_a_rendered_prompt_reproducibly(tmp_path: Path) -> None:
     spec = ModelSpec.from_config(yaml.safe_load((CONF_DIR / "model" / "smollm2.yaml").read_text()))
-    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
-    messages = render_prompts(scenarios, ["naive"])["messages"][0].to_list()
-    request = Request(messages=messages, trial=0)
+    request = Request(messages=prompts()[0], trial=0)
     (reply,) = complete(spec, [request], cache_path=tmp_path / "calls.sqlite")
     assert reply.ok and not reply.cached and reply.text and reply.text.strip()
     assert 500 < reply.prompt_tokens < spec.params["max_tokens"] + 4096
@@ -28,3 +49,90 @@ def test_smollm2_answers_a_rendered_prompt_reproducibly(tmp_path: Path) -> None:
     # Drawn again, bypassing the cache, the trial's seed gives the same sample.
     (again,) = complete(spec, [request], cache_path=tmp_path / "calls.sqlite", use_cache=False)
     assert not again.cached and again.text == reply.text
+
+
+@slow
+def test_a_sample_does_not_depend_on_what_the_model_read_before() -> None:
+    first, second = prompts()
+    # The same chat with one more line at the end: all but its end is a prefix of `first`.
+    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
+    fresh = draw(SmolLM2(), first)  # the first thing a new model reads
+
+    model = SmolLM2()
+    draw(model, second)  # another prompt
+    after_another = draw(model, first)
+    repeated = draw(model, first)  # its prompt reused from llama.cpp's cache
+    draw(model, longer)  # a prompt that shares all but the end of it
+    after_a_longer_one = draw(model, first)
+    assert fresh == after_another == repeated == after_a_longer_one
+
+
+@slow
+def test_the_thread_count_does_not_change_a_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = prompts()
+    texts = set()
+    for threads in (1, 2):
+        model = SmolLM2()
+        model._model()
+        assert model._free_cores is not None
+        monkeypatch.setattr(model._free_cores, "count", lambda threads=threads: threads)
+        texts.add(draw(model, first))
+    assert len(texts) == 1
+
+
+def stat_file(path: Path, busy: tuple[int, int]) -> None:
+    """A /proc/stat whose two cores have been busy this many ticks (and idle 10,000)."""
+    lines = ["cpu  0 0 0 0 0 0 0 0 0 0"]
+    lines += [f"cpu{n} {ticks} 0 0 10000 0 0 0 0 0 0" for n, ticks in enumerate(busy)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_free_cores_counts_the_cores_other_programs_left_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import losona.models.smollm2 as smollm2
+
+    clock = {"wall": 0.0, "own": 0.0}
+    ticks = [0, 0]
+    monkeypatch.setattr(smollm2, "_cores", lambda: {0, 1})
+    monkeypatch.setattr(smollm2.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(
+        smollm2.os, "times", lambda: smollm2.os.times_result((clock["own"], 0, 0, 0, 0))
+    )
+    tick = smollm2.os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    stat_file(stat, (0, 0))
+    cores = FreeCores(stat)
+
+    def after(seconds: float, busy: tuple[float, float], own: float) -> int:
+        """Free cores after `seconds` in which the cores were busy this long, we `own`."""
+        clock["wall"] += seconds
+        clock["own"] += own
+        ticks[:] = [total + int(seconds * tick) for total, seconds in zip(ticks, busy, strict=True)]
+        stat_file(stat, (ticks[0], ticks[1]))
+        return cores.count()
+
+    assert after(10, (10, 10), own=20) == 2  # both cores were ours alone
+    assert after(10, (10, 10), own=10) == 1  # another program kept one core busy
+    assert after(10, (10, 10), own=13.3) == 1  # a busy program sharing the cores with us
+    assert after(10, (10, 10), own=8) == 1  # others used more than a core: still one
+    assert after(10, (2, 1), own=0) == 2  # a nearly idle machine
+    assert after(10, (10, 10), own=0) == 1  # every core taken by others: never below one
+    assert FreeCores(tmp_path / "missing").count() == 2  # no /proc/stat: every core
+
+
+def test_free_cores_ignores_cores_this_process_may_not_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import losona.models.smollm2 as smollm2
+
+    monkeypatch.setattr(smollm2, "_cores", lambda: {1})
+    clock = {"wall": 0.0}
+    monkeypatch.setattr(smollm2.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(smollm2.os, "times", lambda: smollm2.os.times_result((0, 0, 0, 0, 0)))
+    stat = tmp_path / "stat"
+    stat_file(stat, (0, 0))
+    cores = FreeCores(stat)
+    clock["wall"] = 10
+    stat_file(stat, (10 * smollm2.os.sysconf("SC_CLK_TCK"), 0))  # core 0 busy: not ours
+    assert cores.count() == 1

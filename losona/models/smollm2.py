@@ -6,13 +6,26 @@ provider `smollm2`, it takes the same road as every API model: call cache, retri
 concurrency and cost accounting (zero).
 
 One model instance serves every call, one at a time, on its own thread so the event loop
-stays free. llama-cpp-python reuses the longest common prefix of consecutive prompts, so
-the K trials of one prompt, sent back to back, pay for the prompt once.
+stays free.
 
-Samples are reproducible: each call must carry a seed (the model layer derives one from
-the prompt and the trial index when a config sets `seed_per_trial: true`). A sample that
-comes out empty is redrawn with the next seeds, deterministically, so a seed always maps
-to the same reply.
+Samples are a function of the request alone (messages, parameters, seed) on a given
+machine, whatever the model evaluated before. llama.cpp's numbers depend on how a token
+was evaluated: in a batch with others or alone, and after which earlier tokens. So every
+prompt is read the same way: all but its last token from a clean state, in llama.cpp's
+batches, then the last token on its own (`ExactPromptLlama`). The K trials of one prompt,
+sent back to back, still read it once: a repeat reuses the first part and evaluates only
+the last token again, exactly as the first trial did.
+
+Each call must carry a seed (the model layer derives one from the prompt and the trial
+index when a config sets `seed_per_trial: true`). A sample that comes out empty is redrawn
+with the next seeds, deterministically, so a seed always maps to the same reply.
+
+On a shared machine llama.cpp's threads wait for each other at every step by spinning, so
+one thread that has to share its core with another program holds all of them up: with one
+of two cores busy, two threads ran 6-7 times slower than on an idle machine. Before each
+call the model therefore takes as many threads as there are cores that other programs
+left free (`FreeCores`), at least one. The thread count does not change a sample: ggml
+computes each output value on one thread, whichever it is.
 """
 
 from __future__ import annotations
@@ -22,7 +35,8 @@ import atexit
 import importlib.util
 import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -63,10 +77,86 @@ def gguf_path() -> Path:
     return path
 
 
-def _threads() -> int:
-    # Every core this process may use: llama.cpp's default (half of them) reads a prompt at
-    # half the speed on a two-core machine.
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def _cores() -> set[int]:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
+class FreeCores:
+    """How many of this process's cores other programs left free since the last look.
+
+    Read from /proc/stat (Linux): the busy time of our cores less this process's own CPU
+    time, over the wall time between two looks, so it costs nothing to measure: the
+    interval is the previous call. Where /proc/stat is missing, every core counts as free.
+    """
+
+    def __init__(self, stat: Path = Path("/proc/stat")) -> None:
+        self._stat = stat
+        self._cores = _cores()
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._last = self._snapshot()
+
+    def _snapshot(self) -> tuple[float, float, float] | None:
+        """(wall seconds, busy seconds of our cores, this process's CPU seconds)."""
+        try:
+            lines = self._stat.read_text().splitlines()
+        except OSError:
+            return None
+        busy = 0
+        for line in lines:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in self._cores:
+                # user nice system idle iowait irq softirq steal: all but idle and iowait
+                values = [int(v) for v in fields[:8]]
+                busy += sum(values) - values[3] - values[4]
+        own = os.times()
+        return time.monotonic(), busy / self._tick, own.user + own.system
+
+    def count(self) -> int:
+        """Free cores since the last call of this method (all of them, the first time)."""
+        now, before = self._snapshot(), self._last
+        self._last = now
+        if now is None or before is None or now[0] - before[0] <= 0:
+            return len(self._cores)
+        others = max(0.0, (now[1] - before[1]) - (now[2] - before[2])) / (now[0] - before[0])
+        return max(1, min(len(self._cores), round(len(self._cores) - others)))
+
+
+def _exact_prompt_llama() -> type[Any]:
+    """llama_cpp.Llama, reading every prompt the same way (imported on first use)."""
+    from llama_cpp import Llama, llama_set_n_threads
+
+    class ExactPromptLlama(Llama):
+        """A Llama whose sample depends on the prompt, never on what was evaluated before.
+
+        llama-cpp-python reuses whatever prefix of a prompt its cache holds and evaluates
+        the rest: a new prompt in full (its last token in a batch with the others), a
+        repeat only from its last token (alone), another prompt from wherever the two
+        part. Each gives slightly different numbers, and so, at temperature 0.9, another
+        reply. Here a prompt's tokens but the last are always evaluated from a clean state
+        (unless they are exactly what the cache already holds), so llama-cpp-python always
+        goes on to evaluate the last token alone.
+        """
+
+        _evaluated: tuple[int, ...] | None = None
+
+        def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+            head = tuple(tokens[:-1])
+            held = self.n_tokens >= len(head) and tuple(self.input_ids[: len(head)]) == head
+            if head != self._evaluated or not held:
+                self._evaluated = None
+                self.reset()  # type: ignore[no-untyped-call]
+                self.eval(head)
+                self._evaluated = head
+            return super().generate(tokens, *args, **kwargs)
+
+        def use_threads(self, threads: int) -> None:
+            """Evaluate with this many threads from now on (it does not change a sample)."""
+            llama_set_n_threads(self.ctx, threads, threads)
+
+    return ExactPromptLlama
 
 
 class SmolLM2(CustomLLM):
@@ -75,15 +165,16 @@ class SmolLM2(CustomLLM):
     def __init__(self) -> None:
         super().__init__()
         self._llama: Any = None
+        self._free_cores: FreeCores | None = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=PROVIDER)
 
     def _model(self) -> Any:
         if self._llama is None:
-            from llama_cpp import Llama  # loaded on first use: most runs never need it
-
-            threads = _threads()
-            self._llama = Llama(
+            self._free_cores = FreeCores()
+            threads = len(_cores())
+            # Loaded on first use: most runs never need it.
+            self._llama = _exact_prompt_llama()(
                 model_path=str(gguf_path()),
                 n_ctx=CONTEXT_TOKENS,
                 n_threads=threads,
@@ -111,6 +202,8 @@ class SmolLM2(CustomLLM):
             raise _error(400, f"smollm2 does not take the parameter(s) {unknown}")
         with self._lock:
             llama = self._model()
+            assert self._free_cores is not None
+            llama.use_threads(self._free_cores.count())
             for redraw in range(REDRAWS + 1):
                 try:
                     out = llama.create_chat_completion(
