@@ -226,7 +226,7 @@ def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_th
         f"{88 - answered_before_kill} of 88 calls to the judge 'local_openai' failed after "
         "their retries (" in died.stderr
     )
-    assert "APIConnectionError" in died.stderr
+    assert f"({88 - answered_before_kill} could not connect)" in died.stderr
     assert "nothing was written" in died.stderr
     assert not out.exists()
 

@@ -25,15 +25,15 @@ import yaml
 from losona.contracts import scenarios_from_table
 from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase
-from losona.judges.llm import LLMJudge
-from losona.models import ModelSpec
+from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
+from losona.models import CallsFailed, ModelSpec
 from losona.render import render_prompts
 from losona.sample import sample_responses
 
 pytestmark = pytest.mark.slow
 
 README = Path(__file__).parent.parent / "README.md"
-# Longer than the longest judge prompt (about 1,600 tokens) plus a repair round and reply.
+# Room for a judge prompt, a repair round and the replies.
 CONTEXT_TOKENS = 4096
 START_TIMEOUT_S = 120
 
@@ -45,11 +45,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """llama.cpp's server with the embedded model on 127.0.0.1; yields its api_base."""
     from losona.models.smollm2 import gguf_path
 
     port = free_port()
+    # To a file, not a pipe: llama.cpp logs a lot while loading, and a full pipe would
+    # block the server.
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = log_path.open("w")
     child = subprocess.Popen(
         [
             sys.executable,
@@ -65,17 +69,15 @@ def llama_server() -> Iterator[str]:
             str(CONTEXT_TOKENS),
         ],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if child.poll() is not None:
-                assert child.stderr is not None
-                pytest.fail(f"llama_cpp.server exited: {child.stderr.read()[-2000:]}")
+                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(f"{url}/models", timeout=2) as answer:
                     json.load(answer)
@@ -88,6 +90,7 @@ def llama_server() -> Iterator[str]:
     finally:
         child.terminate()
         child.wait(timeout=30)
+        log.close()
 
 
 def served(url: str, name: str, **settings: Any) -> dict[str, Any]:
@@ -96,7 +99,7 @@ def served(url: str, name: str, **settings: Any) -> dict[str, Any]:
         "name": name,
         "model": "openai/local-model",
         "api_base": url,
-        "params": {"temperature": 0, "max_tokens": 400},
+        "params": {"temperature": 0, "max_tokens": 200},
         "concurrency": 1,
         "timeout_s": 300,
         "max_attempts": 2,
@@ -106,12 +109,16 @@ def served(url: str, name: str, **settings: Any) -> dict[str, Any]:
 
 
 def cases(n: int) -> list[JudgeCase]:
-    """The compliant example replies of the first `n` bundled scenarios, in their chats."""
+    """The compliant example replies of the first `n` bundled scenarios, as controls.
+
+    A control is judged with no earlier messages, so its prompt is the shortest a judge
+    gets (about 700 tokens): the 135M model reads it in seconds on two cores.
+    """
     scenarios = scenarios_from_table(fetch_scenarios({"name": "bundled", "kind": "bundled"}))
-    return [JudgeCase.for_response(s, s.example_compliant_response) for s in scenarios[:n]]
+    return [JudgeCase.control(s, s.example_compliant_response) for s in scenarios[:n]]
 
 
-@pytest.mark.parametrize("structured_output", ["none", "json_schema"])
+@pytest.mark.parametrize("structured_output", ["none", "json_object_schema"])
 def test_the_llm_judge_against_llama_cpp(
     llama_server: str, tmp_path: Path, structured_output: str
 ) -> None:
@@ -137,11 +144,11 @@ def test_the_llm_judge_against_llama_cpp(
         else:
             assert verdict.evidence
     sent = json.loads((tmp_path / "judge.log.json").read_text())["params_sent"]
-    if structured_output == "json_schema":
+    if structured_output == "json_object_schema":
         # With the schema, llama.cpp constrains the reply: every one parses.
         assert [v.status for v in verdicts] == ["ok", "ok"]
-        assert sent["response_format"]["type"] == "json_schema"
-        assert set(sent["response_format"]["json_schema"]["schema"]["properties"]) == {
+        assert sent["response_format"]["type"] == "json_object"
+        assert set(sent["response_format"]["schema"]["properties"]) == {
             "elicitor_uptake",
             "norm_requirement",
             "evidence",
@@ -150,6 +157,18 @@ def test_the_llm_judge_against_llama_cpp(
         }
     else:
         assert "response_format" not in sent
+
+
+def test_a_server_that_rejects_the_schema_gets_the_advice(
+    llama_server: str, tmp_path: Path
+) -> None:
+    # llama-cpp-python's server takes response_format types "text" and "json_object" only.
+    spec = ModelSpec.from_config(served(llama_server, "llama_judge"))
+    judge = LLMJudge(spec, cache_path=tmp_path / "calls.sqlite", structured_output="json_schema")
+    with pytest.raises(CallsFailed) as refused:
+        judge.judge(cases(1))
+    assert "response_format" in str(refused.value)
+    assert STRUCTURED_ADVICE in str(refused.value)
 
 
 def readme_llamacpp_config() -> dict[str, Any]:
@@ -168,16 +187,16 @@ def test_a_subject_samples_through_llama_cpp_as_the_readme_says(
     # Only the address differs: the README's server listens on 8080, ours on a free port.
     params = {**config["params"], "max_tokens": 48}  # a chat message; keeps the test short
     spec = ModelSpec.from_config(config | {"api_base": llama_server, "params": params})
-    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(2)
+    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
     prompts = render_prompts(scenarios, ["naive"])
     log = tmp_path / "sample.log.json"
     responses = sample_responses(
         prompts, spec, "naive", 2, cache_path=tmp_path / "calls.sqlite", run_log=log
     )
-    assert responses.height == 4
+    assert responses.height == 2
     assert responses["response"].null_count() == 0
     assert all(text.strip() for text in responses["response"].to_list())
     assert set(responses["subject_model"]) == {"my_llamacpp"}
-    # seed_per_trial: each trial is its own call (its own seed), all four answered.
+    # seed_per_trial: each trial is its own call (its own seed), both answered.
     facts = json.loads(log.read_text())
-    assert (facts["distinct_calls_needed"], facts["completed"], facts["failed"]) == (4, 4, 0)
+    assert (facts["distinct_calls_needed"], facts["completed"], facts["failed"]) == (2, 2, 0)

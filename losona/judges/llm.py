@@ -63,6 +63,9 @@ RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {
         "json_schema": {"name": "losona_verdict", "schema": JUDGE_JSON_SCHEMA, "strict": True},
     },
     "json_object": {"type": "json_object"},
+    # llama-cpp-python's own server takes the schema inside JSON mode (its response_format
+    # type is "text" or "json_object"); llama.cpp's C++ server and vLLM take json_schema.
+    "json_object_schema": {"type": "json_object", "schema": JUDGE_JSON_SCHEMA},
 }
 STRUCTURED_ADVICE = (
     "set structured_output: none in the judge's config (README, 'Structured output'): the "
@@ -300,7 +303,9 @@ class LLMJudge:
                 run_log=self.run_logs[0],
             )
         except CallsFailed as failed:
-            if self.structured_output != "none" and "(400)" in str(failed):
+            if self.structured_output != "none" and (
+                "(400)" in str(failed) or "response_format" in str(failed)
+            ):
                 # A server that refuses the request itself may be refusing the schema.
                 raise CallsFailed(
                     f"{failed}\nThe requests asked for structured output "

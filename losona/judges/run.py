@@ -51,9 +51,10 @@ def make_judge(
             f"{sorted(JUDGE_KEYS)}"
         )
     if kind == "lexicon":
-        for key in ("model", "structured_output"):
-            if key in config:
-                raise LosonaError(f"judge '{name}': the lexicon judge takes no '{key}' setting")
+        if "model" in config:
+            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'model' node")
+        if "structured_output" in config:
+            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'structured_output'")
         return LexiconJudge()
     if kind != "llm":
         raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected one of {JUDGE_KINDS}")

@@ -449,6 +449,8 @@ class _Run:
                 error = _describe(exc, self.secret)
                 status = getattr(exc, "status_code", None)
                 if _refused(exc):
+                    # litellm may report a refused connection as a 500; say what it was.
+                    error = f"could not connect: {error}"
                     self.refused_in_a_row += 1
                     if self.unreachable:
                         return self._failure(error, attempt)
