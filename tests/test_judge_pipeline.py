@@ -113,7 +113,7 @@ def test_a_judge_sweep_runs_as_a_queued_experiment_side_by_side(repo: Path) -> N
     shown = run_dvc("exp", "show", "--csv", cwd=repo).stdout
     (row,) = [r for r in csv.DictReader(io.StringIO(shown)) if r["Experiment"] == "two"]
     assert row["lexicon.all.items"] == row["scripted.all.items"] == "88"
-    assert row["lexicon.judge_model"] == "lexicon@1"
+    assert row["lexicon.judge_model"] == "lexicon@2"
     assert row["scripted.judge_model"] == "openai/test-model"
     # The scripted judge passes bare yes/no answers only: its controls expose it as unfit.
     assert float(row["scripted.all.accuracy"]) < 90 <= float(row["lexicon.all.accuracy"])

@@ -122,15 +122,23 @@ def cases(n: int) -> list[JudgeCase]:
 def test_the_llm_judge_against_llama_cpp(
     llama_server: str, tmp_path: Path, structured_output: str
 ) -> None:
-    spec = ModelSpec.from_config(served(llama_server, "llama_judge"))
+    # The schema needs room to close its JSON object; without it, the reply is read (or
+    # found unreadable) from its first 64 tokens, which keeps the test short.
+    tokens = 200 if structured_output != "none" else 64
+    spec = ModelSpec.from_config(
+        served(llama_server, "llama_judge", params={"temperature": 0, "max_tokens": tokens})
+    )
     judge = LLMJudge(
         spec,
         cache_path=tmp_path / "calls.sqlite",
         run_log=tmp_path / "judge",
         structured_output=structured_output,
     )
-    verdicts = judge.judge(cases(2))
-    assert len(verdicts) == 2
+    # Without the schema an unreadable reply costs a repair round (the conversation read
+    # again): one case keeps that within a couple of minutes on a busy 2-core machine.
+    n = 2 if structured_output != "none" else 1
+    verdicts = judge.judge(cases(n))
+    assert len(verdicts) == n
     for verdict in verdicts:
         assert verdict.status in ("ok", "unparseable")
         # Unscored exactly when unparseable, and then the raw replies are kept.
@@ -146,7 +154,7 @@ def test_the_llm_judge_against_llama_cpp(
     sent = json.loads((tmp_path / "judge.log.json").read_text())["params_sent"]
     if structured_output == "json_object_schema":
         # With the schema, llama.cpp constrains the reply: every one parses.
-        assert [v.status for v in verdicts] == ["ok", "ok"]
+        assert [v.status for v in verdicts] == ["ok"] * n
         assert sent["response_format"]["type"] == "json_object"
         assert set(sent["response_format"]["schema"]["properties"]) == {
             "elicitor_uptake",
