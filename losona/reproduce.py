@@ -47,14 +47,22 @@ from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, r
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, load_option, plain
-from losona.contracts import CONTROL_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA, VERDICT_SCHEMA
+from losona.contracts import (
+    CONTROL_SCHEMA,
+    PROMPT_SCHEMA,
+    RESPONSE_SCHEMA,
+    SCENARIO_SCHEMA,
+    VERDICT_SCHEMA,
+)
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import control_summary, judge_responses
 from losona.labels import load_labels
+from losona.models import ModelSpec, Request, call_key, read_calls
 from losona.provenance import scenarios_sha256, template_hashes
+from losona.publish import recorded_md5, sweep_call_files
 from losona.verdicts import load_verdicts, verdict_files
 
 DIFFERENCE_EXIT = 3
@@ -351,7 +359,97 @@ def check_run(paths: Mapping[str, str]) -> Check:
         check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
     if Path(paths["figures_dir"]).is_dir():
         check_figures(check, expected, paths["figures_dir"])
+    check_calls(check, record["sweep"], paths)
     return check
+
+
+# What a response row holds of the call it came from, by the calls table's column.
+RESPONSE_FROM_CALL = {
+    "text": "response",
+    "finish_reason": "finish_reason",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cost_usd": "cost_usd",
+}
+
+
+def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping[str, Any]) -> None:
+    """The run's published calls: every cell's calls in the run's file, every response in them.
+
+    Each response is looked up by the call-cache key of the request that produced it (the
+    prompt sent, the trial, the model config), so a calls file that would serve a rerun
+    anything but the run's own responses is named value by value.
+    """
+    if paths.get("calls") is None:
+        check.notes.append("paths.calls is null: the run's calls are not rechecked")
+        return
+    published = Path(paths["calls"])
+    file = display_path(published)
+    if not published.is_file():
+        if recorded_md5(published) is not None:
+            raise LosonaError(
+                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
+            )
+        check.notes.append(f"{file}: the run published no calls; they are not rechecked")
+        return
+    calls = read_calls(published, remedy=f"get the run's own with `dvc pull {file}`")
+    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    missing = "(missing)"
+    for cell_file in sweep_call_files(paths, sweep):
+        if not cell_file.is_file():
+            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
+            continue
+        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
+        differences = [
+            Difference(
+                file,
+                f"key {row['key']} (from {display_path(cell_file)})",
+                column,
+                value,
+                by_key.get(row["key"], {}).get(column, missing),
+            )
+            for row in cell.iter_rows(named=True)
+            for column, value in row.items()
+            if not same(value, by_key.get(row["key"], {}).get(column, missing))
+        ]
+        check.add(cell_file, _cells(cell), differences)
+    prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
+    messages = {
+        (row["scenario_id"], row["condition"]): tuple(row["messages"])
+        for row in prompts.iter_rows(named=True)
+    }
+    for model in sweep["models"]:
+        spec = ModelSpec.from_config(
+            plain(load_option("model", model)), origin=f"conf/model/{model}.yaml"
+        )
+        for condition in sweep["conditions"]:
+            path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+            if not path.is_file():
+                continue  # named by the verdict checks, which need it too
+            responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
+            differences, compared = [], 0
+            for row in responses.iter_rows(named=True):
+                sent = messages.get((row["scenario_id"], condition))
+                request = Request(messages=sent or (), trial=row["trial"])
+                key = call_key(spec, request)
+                call = by_key.get(key, {})
+                for column, response_column in RESPONSE_FROM_CALL.items():
+                    compared += 1
+                    if not same(row[response_column], call.get(column, missing)):
+                        where = (
+                            f"key {key} (subject_model={model}, condition={condition}, "
+                            f"scenario_id={row['scenario_id']}, trial={row['trial']})"
+                        )
+                        differences.append(
+                            Difference(
+                                file,
+                                where,
+                                column,
+                                row[response_column],
+                                call.get(column, missing),
+                            )
+                        )
+            check.add(published, compared, differences)
 
 
 def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
@@ -445,7 +543,7 @@ def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
 # -- the command --------------------------------------------------------------------------------
 
 
-def compose_paths(overrides: Sequence[str]) -> dict[str, str]:
+def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
     """conf/paths as this repository's config gives it, with command-line overrides."""
     if not CONF_DIR.is_dir():
         raise LosonaError(
@@ -457,7 +555,7 @@ def compose_paths(overrides: Sequence[str]) -> dict[str, str]:
             cfg = compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise LosonaError(f"bad override: {exc}") from None
-    paths: dict[str, str] = plain(cfg.paths)
+    paths: dict[str, Any] = plain(cfg.paths)
     return paths
 
 

@@ -114,9 +114,8 @@ def scenario_row() -> Callable[..., dict[str, Any]]:
     return make
 
 
-@pytest.fixture
-def repo_copy(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
+def copy_repo(target: Path) -> Path:
+    """Copy the repository's files (tracked and new, not ignored) to `target`, a new git repo."""
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=REPO,
@@ -124,25 +123,32 @@ def repo_copy(tmp_path: Path) -> Iterator[Path]:
         text=True,
         check=True,
     ).stdout.split("\0")
-    target = tmp_path / "repo"
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     subprocess.run(["git", "init", "-q"], cwd=target, check=True)
-    yield target
+    return target
 
 
-def run_dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Iterator[Path]:
+    """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
+    yield copy_repo(tmp_path / "repo")
+
+
+def run_dvc(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `cwd`.
 
     PYTHONPATH makes a repo copy self-contained: its stages run its own package code and
-    data, not the installed checkout's.
+    data, not the installed checkout's. `env` replaces the environment (HOME, say).
     """
     bin_dir = str(Path(sys.executable).parent)
     env = {
-        **os.environ,
+        **(os.environ if env is None else env),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(cwd),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",

@@ -22,7 +22,7 @@ from typing import Any
 
 from losona.io import sha256_text
 from losona.judges.base import JudgeCase, Judgement
-from losona.models import Completion, ModelSpec, Request, complete
+from losona.models import CacheLocation, Completion, ModelSpec, Request, complete
 from losona.templates import (
     JUDGE_INSTRUCTIONS,
     JUDGE_JSON_SHAPE,
@@ -160,7 +160,7 @@ class LLMJudge:
         self,
         spec: ModelSpec,
         *,
-        cache_path: str | Path,
+        cache_path: CacheLocation,
         use_cache: bool = True,
         max_cost_usd: float | None = None,
         run_log: Path | None = None,
@@ -176,6 +176,9 @@ class LLMJudge:
             if run_log
             else (None, None)
         )
+        # Every completion the judgements were read from, first round and repairs: the
+        # judge's calls, published with the run (losona.models.calls_table).
+        self.calls: list[Completion] = []
 
     @property
     def model(self) -> str:
@@ -203,6 +206,7 @@ class LLMJudge:
             progress="judge",
             run_log=run_log,
         )
+        self.calls.extend(results)
         by_key = dict(zip(unique, results, strict=True))
         return [by_key[_key(m)] for m in conversations]
 
