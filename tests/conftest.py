@@ -139,18 +139,19 @@ def repo_copy(tmp_path: Path) -> Iterator[Path]:
 
 
 def run_dvc(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None, root: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `cwd`.
+    """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `root`.
 
     PYTHONPATH makes a repo copy self-contained: its stages run its own package code and
-    data, not the installed checkout's. `env` replaces the environment (HOME, say).
+    data, not the installed checkout's. `root` is the copy (default: `cwd`; the generation
+    project runs in its generation/ folder); `env` replaces the environment (HOME, say).
     """
     bin_dir = str(Path(sys.executable).parent)
     env = {
         **(os.environ if env is None else env),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(cwd),
+        "PYTHONPATH": str(root or cwd),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "DVC_NO_ANALYTICS": "1",
     }
