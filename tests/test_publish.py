@@ -92,11 +92,15 @@ def published(tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) ->
     root = tmp_path_factory.mktemp("published")
     origin = copy_repo(root / "origin")
     configure(origin, server, root / "dvc-remote")
+    bare = root / "run.git"
+    git("init", "-q", "--bare", str(bare), cwd=root)
+    # The sweep before any run (its configs, no dvc.lock): where a split sweep starts.
+    git("add", "-A", cwd=origin)
+    git("commit", "-qm", "the sweep", cwd=origin)
+    git("push", "-q", str(bare), "HEAD:refs/heads/sweep", cwd=origin)
     env = machine(root / "home-origin")
     run_dvc("repro", cwd=origin, env=env)
     assert server.request_count > 0
-    bare = root / "run.git"
-    git("init", "-q", "--bare", str(bare), cwd=root)
     git("add", "-A", cwd=origin)
     git("commit", "-qm", "a published run", cwd=origin)
     git("tag", "run-1", cwd=origin)
@@ -112,6 +116,7 @@ def clone(published: Published, where: Path) -> tuple[Path, dict[str, str]]:
     env = machine(where / "home")
     pulled = run_dvc("pull", cwd=repo, env=env).stdout
     assert re.search(r"\d+ files? (added|fetched)", pulled), pulled
+    print(f"dvc pull: {pulled.strip().splitlines()[-1]}")  # the count, for the test log
     return repo, env
 
 
@@ -235,3 +240,60 @@ def test_a_missing_or_damaged_calls_file_stops_the_rerun_naming_it(
         checked = run_python(repo, env, "-m", "losona.reproduce")
         assert checked.returncode == 2
         assert f"error: {CALLS} not found, though dvc.lock records it" in checked.stderr
+
+
+def test_a_sweep_split_over_two_machines_aggregates_on_a_third_with_no_call(
+    published: Published, server: OpenAIServer, tmp_path: Path
+) -> None:
+    """Two machines run different cells of the sweep; a third pulls both and aggregates.
+
+    Each starts from the sweep's commit, runs its cells with `dvc repro <stage>...` and
+    pushes them with `dvc push --run-cache` (outputs, calls files and DVC's record of each
+    stage run) to a DVC remote of their own, and its dvc.lock to a branch of the git remote.
+    The third machine merges no dvc.lock: it pulls the run cache and runs `dvc repro`,
+    which restores every cell from it instead of running it, then aggregates and plots.
+    """
+    remote = tmp_path / "split-remote"
+    cells = {
+        "a": [
+            "sample@local-naive",
+            "judge@lexicon-local-naive",
+            "judge@scripted-local-naive",
+            "judge_controls@lexicon",
+            "judge_controls@scripted",
+        ],
+        "b": [
+            "sample@local-norm_informed",
+            "judge@lexicon-local-norm_informed",
+            "judge@scripted-local-norm_informed",
+        ],
+    }
+    machines = {}
+    for name in [*cells, "c"]:
+        repo = tmp_path / name
+        git("clone", "-q", "--branch", "sweep", str(published.bare), str(repo), cwd=tmp_path)
+        env = machine(tmp_path / f"home-{name}")
+        run_dvc("remote", "add", "--local", "--default", "split", str(remote), cwd=repo, env=env)
+        machines[name] = (repo, env)
+    for name, targets in cells.items():
+        repo, env = machines[name]
+        ran = run_dvc("repro", *targets, cwd=repo, env=env).stdout
+        assert "Running stage 'aggregate'" not in ran
+        run_dvc("push", "--run-cache", cwd=repo, env=env)
+        git("add", "dvc.lock", cwd=repo)
+        git("commit", "-qm", f"cells of machine {name}", cwd=repo)
+        git("push", "-q", "origin", f"HEAD:refs/heads/cells-{name}", cwd=repo)
+
+    repo, env = machines["c"]
+    requests = server.request_count
+    run_dvc("pull", "--run-cache", cwd=repo, env=env)
+    ran = run_dvc("repro", cwd=repo, env=env).stdout
+    assert server.request_count == requests  # no model call on the third machine
+    for target in (*cells["a"], *cells["b"]):
+        assert f"Stage '{target}' is cached - skipping run" in ran, ran
+    assert "Running stage 'aggregate'" in ran and "Running stage 'plot'" in ran
+    assert UP_TO_DATE in run_dvc("status", cwd=repo, env=env).stdout
+    # Its reports, its calls file and all else: as the single-machine run of the sweep.
+    assert outputs(repo) == outputs(published.origin)
+    checked = run_python(repo, env, "-m", "losona.reproduce")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
