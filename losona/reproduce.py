@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,9 +62,17 @@ from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.run import control_summary, judge_responses
+from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
-from losona.models import ModelSpec, Request, call_key, read_calls
+from losona.models import (
+    CallNotFound,
+    CallStore,
+    ModelSpec,
+    PublishedCalls,
+    Request,
+    call_key,
+    read_calls,
+)
 from losona.provenance import scenarios_sha256, template_hashes
 from losona.publish import recorded_md5, sweep_call_files
 from losona.verdicts import load_verdicts, verdict_files
@@ -276,8 +285,14 @@ def check_judgements(
     scenarios: pl.DataFrame,
     kinds: Mapping[str, str],
     paths: Mapping[str, str],
+    published: PublishedCalls | None = None,
 ) -> None:
-    """Verdicts against the responses they judge; the lexicon judge's, judged again."""
+    """Verdicts against the responses they judge, and judged again where that costs nothing.
+
+    The lexicon judge's verdicts are judged again from the responses (rules cost nothing),
+    an LLM judge's from the run's published calls alone (`published`; no model is called),
+    so that every field of every verdict is checked, not only the response it quotes.
+    """
     for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
         responses_path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
         if not responses_path.is_file():
@@ -299,6 +314,13 @@ def check_judgements(
                 condition=condition,
                 origin=display_path(responses_path),
             )
+        elif published is not None and published.expected:
+            rejudged = rejudge_from_calls(
+                check, scenarios, responses, judge, model, condition, published
+            )
+            if rejudged is None:
+                continue
+            expected = rejudged
         else:
             expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
                 responses.select("scenario_id", "trial", "response"),
@@ -308,6 +330,35 @@ def check_judgements(
             expected = expected.select(found.columns)
         file = display_path(path)
         check.add(file, _cells(expected), compare_tables(file, expected, found))
+
+
+def rejudge_from_calls(
+    check: Check,
+    scenarios: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: str,
+    model: str,
+    condition: str,
+    published: PublishedCalls,
+) -> pl.DataFrame | None:
+    """An LLM judge's verdicts on one cell, judged again from the run's calls, offline.
+
+    None, with the shortfall named as a difference, when the calls file lacks calls the
+    verdicts rest on.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        # A cache of its own, so that only the published calls can answer.
+        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+        llm = make_judge(plain(load_option("judge", judge)), cache_path=store)
+        try:
+            return judge_responses(
+                scenarios, responses, llm, judge, model=model, condition=condition, origin=""
+            )
+        except CallNotFound as exc:
+            file = display_path(published.path)
+            where = f"judge {judge} on {model}/{condition}"
+            check.add(file, 1, [Difference(file, where, "calls", "all present", str(exc))])
+            return None
 
 
 def _no_model_calls(name: str) -> Judge:
@@ -338,7 +389,8 @@ def check_run(paths: Mapping[str, str]) -> Check:
         j: str(record["judges"].get(j, {}).get("kind") or load_option("judge", j).get("kind"))
         for j in judges
     }
-    check_judgements(check, scenarios, kinds, paths)
+    published = published_calls(paths)
+    check_judgements(check, scenarios, kinds, paths, published)
 
     bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
     expected = aggregate(verdicts, scenarios, bootstrap=bootstrap, presentation=presentation)
@@ -376,6 +428,23 @@ RESPONSE_FROM_CALL = {
 }
 
 
+def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
+    """The run's published calls, if it has any; a file dvc.lock records must be there."""
+    if paths.get("calls") is None:
+        return None
+    published = Path(paths["calls"])
+    file = display_path(published)
+    if not published.is_file():
+        if recorded_md5(published) is not None:
+            raise LosonaError(
+                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
+            )
+        return None
+    # Its bytes are not held against dvc.lock here (`dvc status` does that): an edited
+    # file is read, so that what differs is named value by value.
+    return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
+
+
 def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping[str, Any]) -> None:
     """The run's published calls: every cell's calls in the run's file, every response in them.
 
@@ -386,15 +455,11 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     if paths.get("calls") is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
-    published = Path(paths["calls"])
-    file = display_path(published)
-    if not published.is_file():
-        if recorded_md5(published) is not None:
-            raise LosonaError(
-                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
-            )
+    layer = published_calls(paths)
+    if layer is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    calls = read_calls(published, remedy=f"get the run's own with `dvc pull {file}`")
+    published, file = layer.path, display_path(layer.path)
+    calls = read_calls(published, remedy=layer.remedy)
     by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
     missing = "(missing)"
     for cell_file in sweep_call_files(paths, sweep):

@@ -152,6 +152,7 @@ def test_a_published_run_pulls_checks_and_reruns_with_no_call_and_no_key(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "every value matches" in checked.stdout
     assert "note: data/calls.parquet" not in checked.stdout  # the calls were checked
+    print(checked.stdout.strip().splitlines()[-1])  # values and files checked, for the log
 
     lock, before, requests = (repo / "dvc.lock").read_bytes(), outputs(repo), server.request_count
     assert CALLS in before and "reports/index.html" in before
@@ -159,6 +160,7 @@ def test_a_published_run_pulls_checks_and_reruns_with_no_call_and_no_key(
     assert "Running stage 'sample@local-naive'" in forced
     assert "Running stage 'judge@scripted-local-naive'" in forced
     assert server.request_count == requests  # not one model call
+    print(f"requests: {requests} to publish the run, 0 for its forced rerun in the clone")
     assert (repo / "dvc.lock").read_bytes() == lock
     assert outputs(repo) == before
     assert UP_TO_DATE in run_dvc("status", cwd=repo, env=env).stdout

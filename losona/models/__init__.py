@@ -15,7 +15,7 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from losona.models.cache import CacheLocation, CallStore
+from losona.models.cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
     CallFailed,
     CallsFailed,
@@ -31,6 +31,7 @@ from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 __all__ = [
     "CacheLocation",
     "CallFailed",
+    "CallNotFound",
     "CallPlan",
     "CallStore",
     "CallsFailed",

@@ -41,6 +41,20 @@ class CallStore:
 
     path: str | Path
     published: PublishedCalls | None = None
+    # Never call a model: a call found in neither place is an error (CallNotFound). For
+    # checking a run from its published calls alone.
+    offline: bool = False
+
+
+class CallNotFound(LosonaError):
+    """An offline store lacks calls that a request needs."""
+
+    def __init__(self, missing: int, total: int) -> None:
+        super().__init__(
+            f"{missing} of {total} calls are in neither the call cache nor the run's published "
+            "calls, and no model may be called"
+        )
+        self.missing = missing
 
 
 # What every caller of the model layer passes as `cache_path`: a cache file, or a store.

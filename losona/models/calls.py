@@ -48,7 +48,7 @@ from tqdm import tqdm
 
 from losona.errors import LosonaError
 from losona.io import write_json
-from losona.models.cache import CacheLocation, CallCache
+from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 
 # Bumped when the key's recipe changes, so old entries are never misread.
@@ -495,6 +495,8 @@ async def acomplete(
         for request, (key, params) in zip(requests, keyed, strict=True):
             if key not in found and key not in pending:
                 pending[key] = (key, request, params)
+        if pending and isinstance(cache_path, CallStore) and cache_path.offline:
+            raise CallNotFound(len(pending), len(set(found) | set(pending)))
         if pending:
             # Only a call that must really be made needs the key: a run whose calls are
             # all cached or published reruns without one.
