@@ -227,16 +227,12 @@ def test_a_missing_or_damaged_calls_file_stops_the_rerun_naming_it(
 
     # Through DVC the same: the forced cell stops, and the LLM judge too.
     for target in ("sample@local-naive", "judge_controls@scripted"):
-        result = subprocess.run(
-            [sys.executable, "-m", "dvc", "repro", "--force", "--single-item", target],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            env={**env, "PYTHONPATH": str(repo), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-            check=False,
+        forced = run_dvc(
+            "repro", "--force", "--single-item", target, cwd=repo, env=env, check=False
         )
-        assert result.returncode != 0
-        assert f"error: {CALLS}: the run's calls file is " in result.stdout + result.stderr
+        assert forced.returncode != 0
+        assert f"error: {CALLS}: the run's calls file is " in forced.stderr
+        assert "Traceback" not in forced.stderr
     assert server.request_count == requests
     if damage == "missing":
         checked = run_python(repo, env, "-m", "losona.reproduce")
@@ -252,8 +248,8 @@ def test_a_sweep_split_over_two_machines_aggregates_on_a_third_with_no_call(
     Each starts from the sweep's commit, runs its cells with `dvc repro <stage>...` and
     pushes them with `dvc push --run-cache` (outputs, calls files and DVC's record of each
     stage run) to a DVC remote of their own, and its dvc.lock to a branch of the git remote.
-    The third machine merges no dvc.lock: it pulls the run cache and runs `dvc repro`,
-    which restores every cell from it instead of running it, then aggregates and plots.
+    The third machine merges no dvc.lock: `dvc repro --pull` fetches the run cache and
+    restores every cell from it instead of running it, then aggregates and plots.
     """
     remote = tmp_path / "split-remote"
     cells = {
@@ -288,11 +284,11 @@ def test_a_sweep_split_over_two_machines_aggregates_on_a_third_with_no_call(
 
     repo, env = machines["c"]
     requests = server.request_count
-    run_dvc("pull", "--run-cache", cwd=repo, env=env)
-    ran = run_dvc("repro", cwd=repo, env=env).stdout
-    assert server.request_count == requests  # no model call on the third machine
+    # --pull: DVC fetches the run cache, and the outputs of each stage it restores from it.
+    ran = run_dvc("repro", "--pull", cwd=repo, env=env).stdout
     for target in (*cells["a"], *cells["b"]):
         assert f"Stage '{target}' is cached - skipping run" in ran, ran
+    assert server.request_count == requests, ran  # no model call on the third machine
     assert "Running stage 'aggregate'" in ran and "Running stage 'plot'" in ran
     assert UP_TO_DATE in run_dvc("status", cwd=repo, env=env).stdout
     # Its reports, its calls file and all else: as the single-machine run of the sweep.
