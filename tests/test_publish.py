@@ -101,6 +101,8 @@ def published(tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) ->
     env = machine(root / "home-origin")
     run_dvc("repro", cwd=origin, env=env)
     assert server.request_count > 0
+    # A full run leaves nothing to do: the generation project (generation/) is not listed.
+    assert UP_TO_DATE in run_dvc("status", cwd=origin, env=env).stdout
     git("add", "-A", cwd=origin)
     git("commit", "-qm", "a published run", cwd=origin)
     git("tag", "run-1", cwd=origin)
