@@ -70,6 +70,21 @@ RESPONSE_SCHEMA = pl.Schema(
     }
 )
 
+# A run's calls (data/calls/..., data/calls.parquet): the model calls its response, verdict
+# and control tables were built from, one row per call-cache key, sorted by key. No key,
+# secret or endpoint: only what a call returned and the model string it was asked of.
+CALL_SCHEMA = pl.Schema(
+    {
+        "key": pl.String(),  # the call cache's key (losona/models/calls.py, call_key)
+        "model": pl.String(),  # the litellm model string
+        "text": pl.String(),
+        "finish_reason": pl.String(),
+        "prompt_tokens": pl.Int64(),
+        "completion_tokens": pl.Int64(),
+        "cost_usd": pl.Float64(),
+    }
+)
+
 VERDICT_SCHEMA = pl.Schema(
     {
         "scenario_id": pl.String(),

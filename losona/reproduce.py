@@ -9,8 +9,11 @@ metrics.json), each judge's validity-control summary, the judge audit (when the 
 one) and the numbers behind the figures, and compares them value by value with the files
 on disk. Below the numbers, it checks that every verdict judged the recorded response
 (the lexicon judge's verdicts are judged again from the responses: rules cost nothing),
-that the verdicts name the judge models and versions the provenance records, and that
-the scenario table and the templates still have the hashes it records.
+that the verdicts name the judge models and versions the provenance records, that
+the scenario table and the templates still have the hashes it records, and that the
+run's published calls (paths.calls) hold every cell's calls file and, for every response,
+the very call that produced it (looked up by the call-cache key of the prompt, trial and
+model config).
 
 Exit status: 0 when everything matches; 3 when anything differs (each difference is
 named: file, line or key, column, expected vs found); 2 when the run cannot be checked
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,14 +51,30 @@ from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, r
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, load_option, plain
-from losona.contracts import CONTROL_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA, VERDICT_SCHEMA
+from losona.contracts import (
+    CONTROL_SCHEMA,
+    PROMPT_SCHEMA,
+    RESPONSE_SCHEMA,
+    SCENARIO_SCHEMA,
+    VERDICT_SCHEMA,
+)
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.run import control_summary, judge_responses
+from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
+from losona.models import (
+    CallNotFound,
+    CallStore,
+    ModelSpec,
+    PublishedCalls,
+    Request,
+    call_key,
+    read_calls,
+)
 from losona.provenance import scenarios_sha256, template_hashes
+from losona.publish import recorded_md5, sweep_call_files
 from losona.verdicts import load_verdicts, verdict_files
 
 DIFFERENCE_EXIT = 3
@@ -265,8 +285,14 @@ def check_judgements(
     scenarios: pl.DataFrame,
     kinds: Mapping[str, str],
     paths: Mapping[str, str],
+    published: PublishedCalls | None = None,
 ) -> None:
-    """Verdicts against the responses they judge; the lexicon judge's, judged again."""
+    """Verdicts against the responses they judge, and judged again where that costs nothing.
+
+    The lexicon judge's verdicts are judged again from the responses (rules cost nothing),
+    an LLM judge's from the run's published calls alone (`published`; no model is called),
+    so that every field of every verdict is checked, not only the response it quotes.
+    """
     for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
         responses_path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
         if not responses_path.is_file():
@@ -288,6 +314,13 @@ def check_judgements(
                 condition=condition,
                 origin=display_path(responses_path),
             )
+        elif published is not None and published.expected:
+            rejudged = rejudge_from_calls(
+                check, scenarios, responses, judge, model, condition, published
+            )
+            if rejudged is None:
+                continue
+            expected = rejudged
         else:
             expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
                 responses.select("scenario_id", "trial", "response"),
@@ -297,6 +330,35 @@ def check_judgements(
             expected = expected.select(found.columns)
         file = display_path(path)
         check.add(file, _cells(expected), compare_tables(file, expected, found))
+
+
+def rejudge_from_calls(
+    check: Check,
+    scenarios: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: str,
+    model: str,
+    condition: str,
+    published: PublishedCalls,
+) -> pl.DataFrame | None:
+    """An LLM judge's verdicts on one cell, judged again from the run's calls, offline.
+
+    None, with the shortfall named as a difference, when the calls file lacks calls the
+    verdicts rest on.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        # A cache of its own, so that only the published calls can answer.
+        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+        llm = make_judge(plain(load_option("judge", judge)), cache_path=store)
+        try:
+            return judge_responses(
+                scenarios, responses, llm, judge, model=model, condition=condition, origin=""
+            )
+        except CallNotFound as exc:
+            file = display_path(published.path)
+            where = f"judge {judge} on {model}/{condition}"
+            check.add(file, 1, [Difference(file, where, "calls", "all present", str(exc))])
+            return None
 
 
 def _no_model_calls(name: str) -> Judge:
@@ -327,7 +389,8 @@ def check_run(paths: Mapping[str, str]) -> Check:
         j: str(record["judges"].get(j, {}).get("kind") or load_option("judge", j).get("kind"))
         for j in judges
     }
-    check_judgements(check, scenarios, kinds, paths)
+    published = published_calls(paths)
+    check_judgements(check, scenarios, kinds, paths, published)
 
     bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
     expected = aggregate(verdicts, scenarios, bootstrap=bootstrap, presentation=presentation)
@@ -351,7 +414,109 @@ def check_run(paths: Mapping[str, str]) -> Check:
         check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
     if Path(paths["figures_dir"]).is_dir():
         check_figures(check, expected, paths["figures_dir"])
+    check_calls(check, record["sweep"], paths)
     return check
+
+
+# What a response row holds of the call it came from, by the calls table's column.
+RESPONSE_FROM_CALL = {
+    "text": "response",
+    "finish_reason": "finish_reason",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cost_usd": "cost_usd",
+}
+
+
+def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
+    """The run's published calls, if it has any; a file dvc.lock records must be there."""
+    if paths.get("calls") is None:
+        return None
+    published = Path(paths["calls"])
+    file = display_path(published)
+    if not published.is_file():
+        if recorded_md5(published) is not None:
+            raise LosonaError(
+                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
+            )
+        return None
+    # Its bytes are not held against dvc.lock here (`dvc status` does that): an edited
+    # file is read, so that what differs is named value by value.
+    return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
+
+
+def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping[str, Any]) -> None:
+    """The run's published calls: every cell's calls in the run's file, every response in them.
+
+    Each response is looked up by the call-cache key of the request that produced it (the
+    prompt sent, the trial, the model config), so a calls file that would serve a rerun
+    anything but the run's own responses is named value by value.
+    """
+    if paths.get("calls") is None:
+        check.notes.append("paths.calls is null: the run's calls are not rechecked")
+        return
+    layer = published_calls(paths)
+    if layer is None:
+        return  # a run that published no calls, like one without figures: nothing to check
+    published, file = layer.path, display_path(layer.path)
+    calls = read_calls(published, remedy=layer.remedy)
+    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    missing = "(missing)"
+    for cell_file in sweep_call_files(paths, sweep):
+        if not cell_file.is_file():
+            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
+            continue
+        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
+        differences = [
+            Difference(
+                file,
+                f"key {row['key']} (from {display_path(cell_file)})",
+                column,
+                value,
+                by_key.get(row["key"], {}).get(column, missing),
+            )
+            for row in cell.iter_rows(named=True)
+            for column, value in row.items()
+            if not same(value, by_key.get(row["key"], {}).get(column, missing))
+        ]
+        check.add(cell_file, _cells(cell), differences)
+    prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
+    messages = {
+        (row["scenario_id"], row["condition"]): tuple(row["messages"])
+        for row in prompts.iter_rows(named=True)
+    }
+    for model in sweep["models"]:
+        spec = ModelSpec.from_config(
+            plain(load_option("model", model)), origin=f"conf/model/{model}.yaml"
+        )
+        for condition in sweep["conditions"]:
+            path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+            if not path.is_file():
+                continue  # named by the verdict checks, which need it too
+            responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
+            differences, compared = [], 0
+            for row in responses.iter_rows(named=True):
+                sent = messages.get((row["scenario_id"], condition))
+                request = Request(messages=sent or (), trial=row["trial"])
+                key = call_key(spec, request)
+                call = by_key.get(key, {})
+                for column, response_column in RESPONSE_FROM_CALL.items():
+                    compared += 1
+                    if not same(row[response_column], call.get(column, missing)):
+                        where = (
+                            f"key {key} (subject_model={model}, condition={condition}, "
+                            f"scenario_id={row['scenario_id']}, trial={row['trial']})"
+                        )
+                        differences.append(
+                            Difference(
+                                file,
+                                where,
+                                column,
+                                row[response_column],
+                                call.get(column, missing),
+                            )
+                        )
+            check.add(published, compared, differences)
 
 
 def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
@@ -445,7 +610,7 @@ def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
 # -- the command --------------------------------------------------------------------------------
 
 
-def compose_paths(overrides: Sequence[str]) -> dict[str, str]:
+def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
     """conf/paths as this repository's config gives it, with command-line overrides."""
     if not CONF_DIR.is_dir():
         raise LosonaError(
@@ -457,7 +622,7 @@ def compose_paths(overrides: Sequence[str]) -> dict[str, str]:
             cfg = compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise LosonaError(f"bad override: {exc}") from None
-    paths: dict[str, str] = plain(cfg.paths)
+    paths: dict[str, Any] = plain(cfg.paths)
     return paths
 
 

@@ -17,7 +17,16 @@ import polars as pl
 
 from losona.contracts import RESPONSE_SCHEMA, table
 from losona.errors import LosonaError
-from losona.models import CallPlan, ModelSpec, Request, complete, plan, require_every_call
+from losona.models import (
+    CacheLocation,
+    CallPlan,
+    ModelSpec,
+    Request,
+    calls_table,
+    complete,
+    plan,
+    require_every_call,
+)
 
 
 @dataclass(frozen=True)
@@ -67,11 +76,24 @@ def sample_requests(prompts: pl.DataFrame, trials: int) -> list[Request]:
 
 
 def plan_sampling(
-    prompts: pl.DataFrame, spec: ModelSpec, condition: str, trials: int, *, cache_path: str | Path
+    prompts: pl.DataFrame,
+    spec: ModelSpec,
+    condition: str,
+    trials: int,
+    *,
+    cache_path: CacheLocation,
 ) -> CallPlan:
     """What sampling this cell would do: calls, cached calls and estimated cost."""
     rows = condition_prompts(prompts, condition)
     return plan(spec, sample_requests(rows, trials), cache_path=cache_path)
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One cell's responses and the calls they were built from (published with the run)."""
+
+    responses: pl.DataFrame  # RESPONSE_SCHEMA
+    calls: pl.DataFrame  # CALL_SCHEMA
 
 
 def sample_responses(
@@ -80,12 +102,36 @@ def sample_responses(
     condition: str,
     trials: int,
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     max_cost_usd: float | None = None,
     run_log: str | Path | None = None,
     progress: str | None = None,
 ) -> pl.DataFrame:
     """The response table of one model under one condition: K rows per prompt, sorted."""
+    return sample_cell(
+        prompts,
+        spec,
+        condition,
+        trials,
+        cache_path=cache_path,
+        max_cost_usd=max_cost_usd,
+        run_log=run_log,
+        progress=progress,
+    ).responses
+
+
+def sample_cell(
+    prompts: pl.DataFrame,
+    spec: ModelSpec,
+    condition: str,
+    trials: int,
+    *,
+    cache_path: CacheLocation,
+    max_cost_usd: float | None = None,
+    run_log: str | Path | None = None,
+    progress: str | None = None,
+) -> Sampled:
+    """One model's K replies to every prompt of one condition, with the calls behind them."""
     rows = condition_prompts(prompts, condition)
     requests = sample_requests(rows, trials)
     completions = complete(
@@ -98,7 +144,7 @@ def sample_responses(
     )
     require_every_call(completions, to=f"'{spec.name}'", run_log=run_log)
     prompt_rows = [row for row in rows.iter_rows(named=True) for _ in range(trials)]
-    return table(
+    responses = table(
         [
             {
                 "scenario_id": row["scenario_id"],
@@ -118,3 +164,4 @@ def sample_responses(
         RESPONSE_SCHEMA,
         sort_by=["scenario_id", "trial"],
     )
+    return Sampled(responses, calls_table(spec.model, completions))

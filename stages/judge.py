@@ -20,11 +20,13 @@ from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
 from losona.judges.run import (
     check_judge_name,
+    judge_calls,
     judge_responses,
     make_judge,
     status_counts,
     unscored_notes,
 )
+from losona.publish import call_store, judge_calls_file
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -37,7 +39,7 @@ def main(cfg: DictConfig) -> None:
     check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
     judge = make_judge(
         config,
-        cache_path=cfg.paths.call_cache,
+        cache_path=call_store(cfg.paths),
         run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / condition,
     )
     responses_path = Path(cfg.paths.responses_dir) / model / f"{condition}.parquet"
@@ -54,6 +56,7 @@ def main(cfg: DictConfig) -> None:
     )
     out = Path(cfg.paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
     write_parquet(verdicts, out)
+    write_parquet(judge_calls(judge), judge_calls_file(cfg.paths, judge_name, model, condition))
     print(
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"

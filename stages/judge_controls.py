@@ -21,11 +21,13 @@ from losona.io import read_parquet, write_json, write_parquet
 from losona.judges.run import (
     check_judge_name,
     control_summary,
+    judge_calls,
     judge_controls,
     make_judge,
     status_counts,
     unscored_notes,
 )
+from losona.publish import call_store, controls_calls
 
 # Below this share of controls right, the stage says the judge looks broken.
 TRUSTWORTHY_PERCENT = 90.0
@@ -39,7 +41,7 @@ def main(cfg: DictConfig) -> None:
     check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
     judge = make_judge(
         config,
-        cache_path=cfg.paths.call_cache,
+        cache_path=call_store(cfg.paths),
         run_log=Path(cfg.paths.judge_logs_dir) / name / "controls",
     )
     scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
@@ -47,6 +49,7 @@ def main(cfg: DictConfig) -> None:
     summary = control_summary(controls)
     out = Path(cfg.paths.judge_controls_dir)
     write_parquet(controls, out / f"{name}.parquet")
+    write_parquet(judge_calls(judge), controls_calls(cfg.paths, name))
     # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.
     write_json({name: summary}, Path(cfg.paths.judge_controls_reports_dir) / f"{name}.json")
     every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]

@@ -18,7 +18,8 @@ from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
 from losona.models import ModelSpec
-from losona.sample import SamplingSettings, plan_sampling, sample_responses
+from losona.publish import call_store, sample_calls
+from losona.sample import SamplingSettings, plan_sampling, sample_cell
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -35,29 +36,32 @@ def main(cfg: DictConfig) -> None:
         )
     condition = cfg.condition.name
     settings = SamplingSettings.from_config(plain(cfg.sampling))
-    if not settings.dry_run:
-        spec.check_credentials()  # before any work: a missing key fails at once
+    store = call_store(cfg.paths)
+    if not settings.dry_run and not (store.published and store.published.expected):
+        # Before any work: a missing key fails at once. A run with published calls reruns
+        # without one; then only a call that must really be made asks for the key.
+        spec.check_credentials()
     prompts = read_parquet(cfg.paths.prompts, PROMPT_SCHEMA, made_by="render")
     if settings.dry_run:
-        found = plan_sampling(
-            prompts, spec, condition, settings.trials, cache_path=cfg.paths.call_cache
-        )
+        found = plan_sampling(prompts, spec, condition, settings.trials, cache_path=store)
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
         return
     out = Path(cfg.paths.responses_dir) / spec.name / f"{condition}.parquet"
     log = out.with_suffix(".log.json")
-    responses = sample_responses(
+    sampled = sample_cell(
         prompts,
         spec,
         condition,
         settings.trials,
-        cache_path=cfg.paths.call_cache,
+        cache_path=store,
         max_cost_usd=settings.max_cost_usd,
         # Beside the table, not in it: latency, cache hits and spend differ between runs.
         run_log=log,
         progress=f"sample {spec.name}/{condition}",
     )
+    responses = sampled.responses
     write_parquet(responses, out)
+    write_parquet(sampled.calls, sample_calls(cfg.paths, spec.name, condition))
     facts = json.loads(log.read_text(encoding="utf-8"))
     print(
         f"sample: {responses.height} responses ({spec.name}, {condition}, "

@@ -114,9 +114,8 @@ def scenario_row() -> Callable[..., dict[str, Any]]:
     return make
 
 
-@pytest.fixture
-def repo_copy(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
+def copy_repo(target: Path) -> Path:
+    """Copy the repository's files (tracked and new, not ignored) to `target`, a new git repo."""
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=REPO,
@@ -124,27 +123,40 @@ def repo_copy(tmp_path: Path) -> Iterator[Path]:
         text=True,
         check=True,
     ).stdout.split("\0")
-    target = tmp_path / "repo"
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     subprocess.run(["git", "init", "-q"], cwd=target, check=True)
-    yield target
+    return target
 
 
-def run_dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `cwd`.
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Iterator[Path]:
+    """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
+    yield copy_repo(tmp_path / "repo")
+
+
+def run_dvc(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    root: Path | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run DVC in `cwd` with this interpreter first on PATH, importing `losona` from `root`.
 
     PYTHONPATH makes a repo copy self-contained: its stages run its own package code and
-    data, not the installed checkout's.
+    data, not the installed checkout's. `root` is the copy (default: `cwd`; the generation
+    project runs in its generation/ folder); `env` replaces the environment (HOME, say).
+    With check=False a failing command is returned rather than failing the test.
     """
     bin_dir = str(Path(sys.executable).parent)
     env = {
-        **os.environ,
+        **(os.environ if env is None else env),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(cwd),
+        "PYTHONPATH": str(root or cwd),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "DVC_NO_ANALYTICS": "1",
     }
@@ -156,7 +168,10 @@ def run_dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         check=False,
     )
-    assert result.returncode == 0, f"dvc {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    if check:
+        assert result.returncode == 0, (
+            f"dvc {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        )
     return result
 
 

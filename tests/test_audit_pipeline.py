@@ -31,6 +31,7 @@ from losona.io import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import judge_messages, parse_verdict
+from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer, default_reply
 from losona.testing.scripted_judge import ScriptedJudge
 
@@ -101,6 +102,9 @@ def repo(repo_copy: Path, server: OpenAIServer, tmp_path: Path) -> Path:
         ]
         out = repo_copy / "data" / "responses" / "smollm2" / f"{condition}.parquet"
         write_parquet(responses_table(items, condition=condition), out)
+        # Written by hand, these responses rest on no model call: the cell's calls file is empty.
+        calls = repo_copy / "data" / "calls" / "sample" / "smollm2" / f"{condition}.parquet"
+        write_parquet(calls_table("", []), calls)
         run_dvc("commit", "--force", f"sample@smollm2-{condition}", cwd=repo_copy)
     return repo_copy
 

@@ -1,6 +1,8 @@
 """The generation pipeline as a user runs it: DVC on a copy of the repo, then dataset=local.
 
-`dvc repro` (the evaluation) never generates; `dvc repro generation/dvc.yaml` does, with
+`dvc repro` (the evaluation) never generates, nor do its `dvc status` and `dvc pull` see
+the generation pipeline: it is a DVC project of its own in generation/, and `dvc repro`
+there generates, with
 a scripted generator and baseline on the local test server, or offline with the embedded
 model. Editing the accept list reruns curate alone, and the curated file feeds fetch and
 render.
@@ -30,7 +32,7 @@ STAGES = {"generate", "screen", "curate"}
 
 
 def stage_name(name: str) -> str:
-    """A stage's name without its file: `generation/dvc.yaml:curate` -> `curate`."""
+    """A stage's name without its file, if DVC names one: `generation/dvc.yaml:curate`."""
     return name.rsplit(":", 1)[-1]
 
 
@@ -96,10 +98,10 @@ def test_generation_is_its_own_pipeline_and_curation_feeds_the_evaluation(
     # `dvc repro` reproduces the stages of ./dvc.yaml, and generation is not among them.
     listed = {line.split()[0] for line in run_dvc("stage", "list", cwd=repo).stdout.splitlines()}
     assert "sample" in {name.split("@")[0] for name in listed} and not listed & STAGES
-    generation = run_dvc("stage", "list", "generation/dvc.yaml", cwd=repo).stdout
+    generation = run_dvc("stage", "list", cwd=repo / "generation", root=repo).stdout
     assert {stage_name(line.split()[0]) for line in generation.splitlines()} == STAGES
 
-    first = run_dvc("repro", "generation/dvc.yaml", cwd=repo).stdout
+    first = run_dvc("repro", cwd=repo / "generation", root=repo).stdout
     assert stages_run(first) == STAGES
     assert "of 6 candidates: 66.7% rejected by validation, 16.7% by screening" in first
     assert "accepts no candidate yet" in first
@@ -114,12 +116,12 @@ def test_generation_is_its_own_pipeline_and_curation_feeds_the_evaluation(
     assert (repo / "reports" / "generation" / "review.html").read_text().count(accepted) >= 2
 
     calls = server.request_count
-    assert stages_run(run_dvc("repro", "generation/dvc.yaml", cwd=repo).stdout) == set()
+    assert stages_run(run_dvc("repro", cwd=repo / "generation", root=repo).stdout) == set()
 
     # A person accepts the candidate: only curate reruns, and no model is called.
     accept = repo / "generation" / "accept.txt"
     accept.write_text(accept.read_text() + f"{accepted}\n")
-    assert stages_run(run_dvc("repro", "generation/dvc.yaml", cwd=repo).stdout) == {"curate"}
+    assert stages_run(run_dvc("repro", cwd=repo / "generation", root=repo).stdout) == {"curate"}
     assert server.request_count == calls
     [line] = curated.read_text().splitlines()
     assert json.loads(line)["scenario_id"] == accepted
@@ -160,7 +162,7 @@ def test_the_embedded_model_runs_the_pipeline_and_reports_its_rejections(
     # The shipped default: one cell, SmolLM2-135M writing and screening, offline.
     configure(repo, tmp_path)
     (repo / "generation" / "dvc.lock").unlink(missing_ok=True)
-    out = run_dvc("repro", "generation/dvc.yaml", cwd=repo).stdout
+    out = run_dvc("repro", cwd=repo / "generation", root=repo).stdout
     assert stages_run(out) == STAGES
     summary = json.loads((repo / "reports" / "generation" / "generate.json").read_text())
     candidates = pl.read_parquet(repo / "data" / "generation" / "screened.parquet")

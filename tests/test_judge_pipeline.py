@@ -22,6 +22,7 @@ from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
 from losona.io import write_parquet
+from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -76,6 +77,10 @@ def repo(repo_copy: Path, server: OpenAIServer, tmp_path: Path) -> Path:
     ]
     write_parquet(
         responses_table(items), repo_copy / "data" / "responses" / "smollm2" / "naive.parquet"
+    )
+    # Written by hand, these responses rest on no model call: the cell's calls file is empty.
+    write_parquet(
+        calls_table("", []), repo_copy / "data" / "calls" / "sample" / "smollm2" / "naive.parquet"
     )
     run_dvc("commit", "--force", f"sample@{CELL}", cwd=repo_copy)
     return repo_copy

@@ -115,7 +115,7 @@ def review_html(candidates: pl.DataFrame, verdicts: pl.DataFrame, accept_list: s
         *(f"<li>{e(check)}</li>" for check in REVIEW_CHECKS),
         "</ul>",
         f"<p>To accept it, add its id as a line of <code>{e(accept_list)}</code>, then run "
-        "<code>dvc repro generation/dvc.yaml</code> (or <code>python stages/curate.py</code>)."
+        "<code>cd generation &amp;&amp; dvc repro</code> (or <code>python stages/curate.py</code>)."
         "</p>",
     ]
     if accepted.is_empty():

@@ -30,7 +30,14 @@ from losona.generation.candidates import (
 )
 from losona.generation.cells import Slot
 from losona.generation.settings import GenerateSettings
-from losona.models import Completion, ModelSpec, Request, complete, require_every_call
+from losona.models import (
+    CacheLocation,
+    Completion,
+    ModelSpec,
+    Request,
+    complete,
+    require_every_call,
+)
 from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
 
 # litellm's response_format for each generate.structured_output setting.
@@ -93,7 +100,7 @@ def generate_candidates(
     spec: ModelSpec,
     catalog: Catalog,
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     max_cost_usd: float | None = None,
     run_log: str | Path | None = None,
     progress: str | None = None,

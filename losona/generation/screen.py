@@ -38,7 +38,7 @@ from losona.generation.settings import KEEP_RULES
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.metrics import majority_threshold, scenario_outcomes
-from losona.models import ModelSpec, Request, complete, require_every_call
+from losona.models import CacheLocation, ModelSpec, Request, complete, require_every_call
 from losona.render import subject_messages
 from losona.scenarios import without_demonstrations
 
@@ -64,7 +64,7 @@ def _answers(
     controls: Sequence[Scenario],
     trials: int,
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     max_cost_usd: float | None,
     run_log: Path | None,
 ) -> list[str]:
@@ -120,7 +120,7 @@ def screening_verdicts(
     judge_name: str,
     *,
     trials: int,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     max_cost_usd: float | None = None,
     run_log_dir: Path | None = None,
 ) -> pl.DataFrame:
@@ -167,7 +167,7 @@ def screen_candidates(
     *,
     trials: int,
     keep: str,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     max_cost_usd: float | None = None,
     run_log_dir: Path | None = None,
 ) -> Screening:

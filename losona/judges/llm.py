@@ -27,6 +27,7 @@ from losona.errors import LosonaError
 from losona.io import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.models import (
+    CacheLocation,
     CallsFailed,
     Completion,
     ModelSpec,
@@ -200,7 +201,7 @@ class LLMJudge:
         self,
         spec: ModelSpec,
         *,
-        cache_path: str | Path,
+        cache_path: CacheLocation,
         use_cache: bool = True,
         max_cost_usd: float | None = None,
         run_log: Path | None = None,
@@ -236,6 +237,9 @@ class LLMJudge:
             if run_log
             else (None, None)
         )
+        # Every completion the judgements were read from, first round and repairs: the
+        # judge's calls, published with the run (losona.models.calls_table).
+        self.calls: list[Completion] = []
 
     @property
     def model(self) -> str:
@@ -263,6 +267,7 @@ class LLMJudge:
             progress="judge",
             run_log=run_log,
         )
+        self.calls.extend(results)
         by_key = dict(zip(unique, results, strict=True))
         return [by_key[_key(m)] for m in conversations]
 

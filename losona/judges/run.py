@@ -19,7 +19,7 @@ from losona.errors import LosonaError
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
-from losona.models import ModelSpec
+from losona.models import CacheLocation, CallStore, ModelSpec, calls_table
 
 JUDGE_KINDS = ("lexicon", "llm")
 # What a conf/judge/*.yaml node may set.
@@ -38,7 +38,7 @@ def check_judge_name(config: Mapping[str, Any], option: str) -> None:
 def make_judge(
     config: Mapping[str, Any],
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     use_cache: bool = True,
     run_log: Path | None = None,
 ) -> Judge:
@@ -68,7 +68,11 @@ def make_judge(
             f"judge '{name}': max_cost_usd: expected null or a non-negative number, found {cap!r}"
         )
     spec = ModelSpec.from_config(dict(config["model"]), origin=f"judge '{name}': model")
-    spec.check_credentials()  # a missing key fails now, before any work
+    published = cache_path.published if isinstance(cache_path, CallStore) else None
+    if not (published and published.expected):
+        # A missing key fails now, before any work; a run with published calls rejudges
+        # without one, and only a call that must really be made asks for the key.
+        spec.check_credentials()
     return LLMJudge(
         spec,
         cache_path=cache_path,
@@ -82,6 +86,13 @@ def make_judge(
 def structured_output(config: Mapping[str, Any]) -> str:
     """An LLM judge's structured_output setting; `none` (the paper's setting) when unset."""
     return str(config.get("structured_output") or "none")
+
+
+def judge_calls(judge: Judge) -> pl.DataFrame:
+    """The calls a judge's verdicts were read from (none for rules), as a calls table."""
+    if isinstance(judge, LLMJudge):
+        return calls_table(judge.model, judge.calls)
+    return calls_table("", [])
 
 
 def verdict_fields(judge: Judge, name: str, judgements: list[Judgement]) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@
     spec = ModelSpec.from_config(model_node)
     completions = complete(spec, [Request(messages, trial=k)], cache_path=...)
 
-`spec` holds the plain values (no litellm import), `cache` the on-disk call cache, `calls`
-the async runner built on litellm, `smollm2` the embedded default model.
+`spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
+`published` a run's calls as a read-only layer below it, `calls` the async runner built on
+litellm, `smollm2` the embedded default model.
 """
 
 import os
@@ -14,30 +15,40 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from losona.models.cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
     CallFailed,
     CallsFailed,
     acomplete,
+    call_key,
     complete,
     plan,
     provider_of,
     require_every_call,
     unsupported_params,
 )
+from losona.models.published import PublishedCalls, calls_table, read_calls
 from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 
 __all__ = [
+    "CacheLocation",
     "CallFailed",
+    "CallNotFound",
     "CallPlan",
+    "CallStore",
     "CallsFailed",
     "Completion",
     "ModelSpec",
     "Price",
+    "PublishedCalls",
     "Request",
     "acomplete",
+    "call_key",
+    "calls_table",
     "complete",
     "plan",
     "provider_of",
+    "read_calls",
     "require_every_call",
     "unsupported_params",
 ]

@@ -9,6 +9,9 @@ the last calls, which are then simply made again.
 A key maps to the first completed answer for it; later answers never replace it (a fresh
 call made with the cache bypassed is returned but not stored), so every file built from
 the cache can be rebuilt byte for byte. Failed calls are not stored: a rerun retries them.
+
+Below it may sit a run's published calls (published.py), read only: a key the cache lacks
+is looked up there, and a hit is copied into the cache as if it had just been made.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from losona.errors import LosonaError
+from losona.models.published import PublishedCalls
 from losona.models.spec import Completion
 
 SCHEMA_VERSION = 1
@@ -30,10 +35,44 @@ BUSY_TIMEOUT_S = 60.0
 _CHUNK = 500
 
 
+@dataclass(frozen=True)
+class CallStore:
+    """Where calls are looked up: the user's cache file, then a run's published calls."""
+
+    path: str | Path
+    published: PublishedCalls | None = None
+    # Never call a model: a call found in neither place is an error (CallNotFound). For
+    # checking a run from its published calls alone.
+    offline: bool = False
+
+
+class CallNotFound(LosonaError):
+    """An offline store lacks calls that a request needs."""
+
+    def __init__(self, missing: int, total: int) -> None:
+        super().__init__(
+            f"{missing} of {total} calls are in neither the call cache nor the run's published "
+            "calls, and no model may be called"
+        )
+        self.missing = missing
+
+
+# What every caller of the model layer passes as `cache_path`: a cache file, or a store.
+CacheLocation = str | Path | CallStore
+
+
 class CallCache:
     """An open call cache; use as a context manager."""
 
-    def __init__(self, path: str | Path) -> None:
+    @classmethod
+    def open(cls, location: CacheLocation) -> CallCache:
+        """The cache at a location, with the published layer the location names, if any."""
+        if isinstance(location, CallStore):
+            return cls(location.path, published=location.published)
+        return cls(location)
+
+    def __init__(self, path: str | Path, published: PublishedCalls | None = None) -> None:
+        self.published = published
         self.path = Path(path).expanduser()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +153,35 @@ class CallCache:
                         error=None,
                         cached=True,
                     )
+        missing = [key for key in unique if key not in found]
+        if self.published is not None and missing:
+            copied = self.published.get_many(missing)
+            self._store_many(copied)
+            found.update({key: completion for key, (_, completion) in copied.items()})
         return found
+
+    def _store_many(self, calls: dict[str, tuple[str, Completion]]) -> None:
+        """Copy published calls into the cache, in one transaction (existing keys are kept)."""
+        if not calls:
+            return
+        with self._reporting():
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        key,
+                        model,
+                        c.text,
+                        c.finish_reason,
+                        c.prompt_tokens,
+                        c.completion_tokens,
+                        c.cost_usd,
+                    )
+                    for key, (model, c) in calls.items()
+                ],
+            )
+            self._db.execute("COMMIT")
 
     def put(self, key: str, model: str, completion: Completion) -> Completion:
         """Store one completed call now (committed before this returns); return the kept one.

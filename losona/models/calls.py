@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import email.utils
 import functools
 import hashlib
@@ -49,7 +50,7 @@ from tqdm import tqdm
 
 from losona.errors import LosonaError
 from losona.io import write_json
-from losona.models.cache import CallCache
+from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 
 # Bumped when the key's recipe changes, so old entries are never misread.
@@ -158,13 +159,7 @@ class _Prepared:
 
     def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
         """The request's cache key and the parameters to send with it."""
-        messages = _canonical([dict(m) for m in request.messages])
-        params = self.params
-        if self.spec.seed_per_trial:
-            digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
-            params = {**params, "seed": int(digest[:8], 16) % 2**31}
-        material = f"{self.key_prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
-        return hashlib.sha256(material.encode()).hexdigest(), params
+        return _key_and_params(self.key_prefix, self.params, self.spec.seed_per_trial, request)
 
     def estimate(self, request: Request) -> float:
         """A cost estimate for one call (0 when the price is unknown)."""
@@ -262,9 +257,29 @@ def _prepare(spec: ModelSpec) -> _Prepared:
         price_source = "config"
     else:
         price_source = "litellm" if litellm_prices else "unknown"
+    return _Prepared(spec, params, dropped, price_source, _key_prefix(spec))
+
+
+def _key_prefix(spec: ModelSpec) -> str:
     endpoints = sorted(spec.endpoints) if spec.endpoints else [spec.api_base]
-    prefix = _canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints})
-    return _Prepared(spec, params, dropped, price_source, prefix)
+    return _canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints})
+
+
+def _key_and_params(
+    prefix: str, params: dict[str, Any], seed_per_trial: bool, request: Request
+) -> tuple[str, dict[str, Any]]:
+    messages = _canonical([dict(m) for m in request.messages])
+    if seed_per_trial:
+        digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
+        params = {**params, "seed": int(digest[:8], 16) % 2**31}
+    material = f"{prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
+    return hashlib.sha256(material.encode()).hexdigest(), params
+
+
+def call_key(spec: ModelSpec, request: Request) -> str:
+    """A request's call-cache key, computed without litellm (for checking a published run)."""
+    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
+    return _key_and_params(_key_prefix(spec), params, spec.seed_per_trial, request)[0]
 
 
 def _sender(spec: ModelSpec, litellm: ModuleType) -> Callable[..., Awaitable[Any]]:
@@ -546,14 +561,13 @@ async def acomplete(
     spec: ModelSpec,
     requests: Sequence[Request],
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     use_cache: bool = True,
     max_cost_usd: float | None = None,
     progress: str | None = None,
     run_log: str | Path | None = None,
 ) -> list[Completion]:
     """`complete` for callers already inside an event loop."""
-    spec.check_credentials()
     prepared = _prepare(spec)
     if max_cost_usd is not None and prepared.price_source == "unknown":
         raise LosonaError(
@@ -563,12 +577,18 @@ async def acomplete(
     _warn_unpriced(prepared)
     started_at, started = datetime.now(UTC), time.perf_counter()
     keyed = _keys(prepared, requests)
-    with CallCache(cache_path) as cache:
+    with CallCache.open(cache_path) as cache:
         found = cache.get_many([k for k, _ in keyed]) if use_cache else {}
         pending: dict[str, tuple[str, Request, dict[str, Any]]] = {}
         for request, (key, params) in zip(requests, keyed, strict=True):
             if key not in found and key not in pending:
                 pending[key] = (key, request, params)
+        if pending and isinstance(cache_path, CallStore) and cache_path.offline:
+            raise CallNotFound(len(pending), len(set(found) | set(pending)))
+        if pending:
+            # Only a call that must really be made needs the key: a run whose calls are
+            # all cached or published reruns without one.
+            spec.check_credentials()
         cached = sum(1 for key, _ in keyed if key in found)
         bar = tqdm(
             total=len(requests),
@@ -582,7 +602,7 @@ async def acomplete(
         run = _Run(prepared, cache, budget, bar, cached, use_cache)
         with bar:
             made = await run.run(list(pending.values()))
-        results = [found.get(key) or made.get(key) for key, _ in keyed]
+        results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
     if run_log is not None:
         write_json(
             _run_log(run, results, cached, len(pending), started_at, time.perf_counter() - started),
@@ -597,6 +617,10 @@ async def acomplete(
         )
     assert all(r is not None for r in results)
     return [r for r in results if r is not None]
+
+
+def _keyed(completion: Completion | None, key: str) -> Completion | None:
+    return None if completion is None else dataclasses.replace(completion, key=key)
 
 
 class _InlineExecutor(ThreadPoolExecutor):
@@ -622,7 +646,7 @@ def complete(
     spec: ModelSpec,
     requests: Sequence[Request],
     *,
-    cache_path: str | Path,
+    cache_path: CacheLocation,
     use_cache: bool = True,
     max_cost_usd: float | None = None,
     progress: str | None = None,
@@ -652,11 +676,11 @@ def complete(
     return asyncio.run(run())
 
 
-def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: str | Path) -> CallPlan:
+def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocation) -> CallPlan:
     """For dry runs: how many calls, how many the cache already holds, estimated cost."""
     prepared = _prepare(spec)
     keyed = _keys(prepared, requests)
-    with CallCache(cache_path) as cache:
+    with CallCache.open(cache_path) as cache:
         found = cache.get_many([k for k, _ in keyed])
     todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
     todo = {key: request for key, request in todo.items() if key not in found}

@@ -222,6 +222,7 @@ class Completion:
     error: str | None  # why it failed (kind, status, message); None when ok
     cached: bool  # served from the call cache
     attempts: int = 0  # calls sent for it in this run (0 when cached)
+    key: str | None = None  # its call-cache key, set by `complete` on every result
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,140 @@
+"""A run's published calls: a Parquet table of calls that serves as a read-only cache layer.
+
+The call cache (cache.py) is SQLite under the user's home, which no one else can read and
+whose bytes are not deterministic. A run's calls therefore also travel as Parquet files
+(contracts.CALL_SCHEMA: key, model string and what the call returned, sorted by key), which
+DVC tracks and pushes with the run. Written with the project's Parquet writer, the same
+calls give the same bytes, so a rerun does not move dvc.lock.
+
+On another machine the published table answers the calls its run made: a hit is copied
+into the user's own cache, and nothing is ever written back to the published file. Whether
+a missing file is an error depends on whether the run recorded one (see PublishedCalls).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from losona.contracts import CALL_SCHEMA, table
+from losona.errors import LosonaError
+from losona.io import display_path
+from losona.models.spec import Completion
+
+
+def calls_table(model: str, completions: Iterable[Completion]) -> pl.DataFrame:
+    """The calls behind these completions (completed ones, each key once), sorted by key."""
+    rows: dict[str, dict[str, object]] = {}
+    for completion in completions:
+        if not completion.ok:
+            continue  # a failed call was never cached: nothing to publish
+        assert completion.key is not None, "completions from `complete` carry their key"
+        rows.setdefault(
+            completion.key,
+            {
+                "key": completion.key,
+                "model": model,
+                "text": completion.text,
+                "finish_reason": completion.finish_reason,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "cost_usd": completion.cost_usd,
+            },
+        )
+    return table(list(rows.values()), CALL_SCHEMA, sort_by=["key"])
+
+
+def read_calls(path: str | Path, remedy: str) -> pl.DataFrame:
+    """A calls table from disk, refusing an unreadable file, another shape or a repeated key."""
+    where = display_path(path)
+    try:
+        calls = pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise LosonaError(f"{where}: cannot be read as a calls table ({exc}); {remedy}") from None
+    if calls.schema != CALL_SCHEMA:
+        raise LosonaError(
+            f"{where}: expected the columns {dict(CALL_SCHEMA)}, found {dict(calls.schema)}; "
+            f"{remedy}"
+        )
+    bad = calls.filter(pl.col("key").is_null() | pl.col("text").is_null())
+    if not bad.is_empty():
+        field = "key" if bad["key"][0] is None else "text"
+        raise LosonaError(f"{where}: a row has no '{field}'; {remedy}")
+    repeated = calls.filter(pl.col("key").is_duplicated())
+    if not repeated.is_empty():
+        raise LosonaError(f"{where}: key '{repeated['key'][0]}' appears twice; {remedy}")
+    return calls
+
+
+def md5_file(path: str | Path) -> str:
+    """Hex MD5 of a file's bytes: the hash DVC records for a file output in dvc.lock."""
+    digest = hashlib.md5(usedforsecurity=False)
+    with Path(path).open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class PublishedCalls:
+    """A run's published calls file, read only when the user's cache lacks a call.
+
+    `recorded_md5` is what the run recorded for the file (its dvc.lock entry), or None when
+    the run never published one. Recorded but absent, or present with other bytes, the file
+    cannot stand for the run's calls, and a model call made in its place would silently
+    change the run: both stop with an error naming the file. Never recorded and absent,
+    there is nothing published, and calls go to the model as usual.
+    """
+
+    def __init__(self, path: str | Path, recorded_md5: str | None, remedy: str) -> None:
+        self.path = Path(path)
+        self.recorded_md5 = recorded_md5
+        self.remedy = remedy
+        self._calls: dict[str, tuple[str, Completion]] | None = None
+
+    def _load(self) -> dict[str, tuple[str, Completion]]:
+        where = display_path(self.path)
+        if not self.path.is_file():
+            if self.recorded_md5 is None:
+                return {}
+            raise LosonaError(
+                f"{where}: the run's calls file is missing, though dvc.lock records it "
+                f"(md5 {self.recorded_md5}); no model is called in its place. {self.remedy}"
+            )
+        if self.recorded_md5 is not None and md5_file(self.path) != self.recorded_md5:
+            raise LosonaError(
+                f"{where}: the run's calls file is not the one dvc.lock records (md5 "
+                f"{self.recorded_md5}, found {md5_file(self.path)}): it was changed or damaged; "
+                f"no model is called in its place. {self.remedy}"
+            )
+        calls = read_calls(self.path, self.remedy)
+        return {
+            row["key"]: (
+                row["model"],
+                Completion(
+                    text=row["text"],
+                    finish_reason=row["finish_reason"],
+                    prompt_tokens=row["prompt_tokens"],
+                    completion_tokens=row["completion_tokens"],
+                    cost_usd=row["cost_usd"],
+                    error=None,
+                    cached=True,
+                ),
+            )
+            for row in calls.iter_rows(named=True)
+        }
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
+        """The published (model, completion) among these keys; the file is read on first use."""
+        if not keys:
+            return {}
+        if self._calls is None:
+            self._calls = self._load()
+        return {key: self._calls[key] for key in keys if key in self._calls}
+
+    @property
+    def expected(self) -> bool:
+        """Whether the run has published calls (the file is there, or dvc.lock records it)."""
+        return self.recorded_md5 is not None or self.path.is_file()

@@ -1,0 +1,30 @@
+"""calls: the run's model calls in one file, published with it (README, "Publish a run").
+
+python stages/calls.py
+
+Merges the calls file of every sample, judge and judge_controls cell of the sweep
+(paths.calls_dir) into paths.calls, one row per call, sorted by key. Every stage that calls
+a model reads that file as a read-only layer below the user's call cache, so on another
+machine, after `dvc pull`, `dvc repro --force` needs no key and makes no call.
+"""
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import plain
+from losona.io import write_parquet
+from losona.publish import merge_calls, sweep_call_files
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    files = sweep_call_files(cfg.paths, plain(cfg.sweep))
+    calls = merge_calls(files)
+    write_parquet(calls, cfg.paths.calls)
+    print(f"calls: {calls.height} calls from {len(files)} files -> {cfg.paths.calls}")
+
+
+if __name__ == "__main__":
+    launch(main)

@@ -1,0 +1,146 @@
+"""Every stage depends on every `losona` module its script imports, directly or not.
+
+A module missing from a stage's `deps` is a change DVC cannot see: edit it, and the stage's
+outputs go stale while `dvc status` says all is well. So this walks each stage script's
+imports (with `ast`, transitively inside `losona/`, package `__init__.py` files included,
+imports inside functions too) and checks that a dependency of the stage covers each
+module file: the file itself or a folder above it. Both pipelines are checked:
+`dvc.yaml` (deps relative to the repository root) and the generation project's
+`generation/dvc.yaml` (relative to `generation/`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
+PACKAGE = "losona"
+SCRIPT = re.compile(r"python (\S+\.py)")
+
+
+def module_files(name: str, root: Path = REPO) -> list[Path]:
+    """The files that importing `name` runs: every package __init__ on the way, then it."""
+    parts = name.split(".")
+    files = []
+    for depth in range(1, len(parts) + 1):
+        base = root.joinpath(*parts[:depth])
+        if (base / "__init__.py").is_file():
+            files.append(base / "__init__.py")
+        elif base.with_suffix(".py").is_file():
+            files.append(base.with_suffix(".py"))
+        else:
+            break  # an attribute (a function, a class), not a module
+    return files
+
+
+def imported_modules(path: Path) -> Iterator[str]:
+    """The dotted names of every `losona` module (or attribute) the file imports, anywhere."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            # `from losona.models import calls` imports a module, not only an attribute.
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def closure(script: Path, root: Path = REPO) -> set[Path]:
+    """Every `losona` file the script runs when it starts, found by walking imports."""
+    seen: set[Path] = set()
+    todo = [script]
+    while todo:
+        for name in imported_modules(todo.pop()):
+            if name.split(".")[0] != PACKAGE:
+                continue
+            for file in module_files(name, root):
+                if file not in seen:
+                    seen.add(file)
+                    todo.append(file)
+    return seen
+
+
+def stages(pipeline: Path, base: Path) -> Iterator[tuple[str, Path, list[Path]]]:
+    """Each stage of a dvc.yaml: its name, its script and its dependencies as absolute paths.
+
+    Dependencies are read as written (`${...}` templates are skipped: no module path uses
+    one) and resolved against the stage's working directory, under `base` (the folder of
+    the dvc.yaml as the repository has it).
+    """
+    record = yaml.safe_load(pipeline.read_text(encoding="utf-8"))
+    for name, stage in record["stages"].items():
+        wdir = (base / stage.get("wdir", ".")).resolve()
+        match = SCRIPT.search(stage["cmd"])
+        assert match, f"{pipeline.name}: stage {name} runs no python script"
+        # A command may `cd` first (the generation project runs its scripts from the root).
+        cd = re.match(r"cd (\S+) && ", stage["cmd"])
+        script = ((wdir / cd.group(1)) if cd else wdir) / match.group(1)
+        deps = [(wdir / dep).resolve() for dep in stage.get("deps", []) if "${" not in dep]
+        yield name, script.resolve(), deps
+
+
+def missing_deps(pipeline: Path, base: Path) -> list[str]:
+    """`<pipeline>: stage <name> does not depend on <module>`, for every module not covered."""
+    problems = []
+    for name, script, deps in stages(pipeline, base):
+        if not any(dep == script for dep in deps):
+            problems.append(f"{pipeline.name}: stage {name} does not depend on its script")
+        for file in sorted(closure(script)):
+            if not any(dep == file or dep in file.parents for dep in deps):
+                shown = file.relative_to(REPO).as_posix()
+                problems.append(f"{pipeline.name}: stage {name} does not depend on {shown}")
+    return problems
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_every_stage_depends_on_every_module_its_script_imports(pipeline: str) -> None:
+    assert missing_deps(REPO / pipeline, PIPELINES[pipeline]) == []
+
+
+def test_the_walk_follows_imports_into_packages_and_functions() -> None:
+    found = {f.relative_to(REPO).as_posix() for f in closure(REPO / "stages" / "plot.py")}
+    # plot imports losona.report, which imports losona.metrics: the unscored-trial policy.
+    assert {"losona/__init__.py", "losona/report.py", "losona/metrics.py"} <= found
+    # reproduce imports losona.plots inside a function (matplotlib only when needed).
+    assert "losona/plots.py" in {
+        f.relative_to(REPO).as_posix() for f in closure(REPO / "losona" / "reproduce.py")
+    }
+    # A package's __init__ runs on import: losona.models pins litellm's price map there.
+    assert "losona/models/__init__.py" in {
+        f.relative_to(REPO).as_posix() for f in closure(REPO / "stages" / "sample.py")
+    }
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "stage", "dep", "module"),
+    [
+        ("dvc.yaml", "plot", "losona/metrics.py", "losona/metrics.py"),
+        ("dvc.yaml", "sample", "losona/io.py", "losona/io.py"),
+        ("dvc.yaml", "judge", "losona/models", "losona/models/cache.py"),
+        ("generation/dvc.yaml", "screen", "../losona/metrics.py", "losona/metrics.py"),
+        ("generation/dvc.yaml", "curate", "../losona/__init__.py", "losona/__init__.py"),
+    ],
+)
+def test_a_removed_dependency_is_named_with_its_stage(
+    pipeline: str, stage: str, dep: str, module: str, tmp_path: Path
+) -> None:
+    """On a copy of the pipeline with one dependency taken out, the check names it."""
+    source = REPO / pipeline
+    copy = tmp_path / Path(pipeline).parent / "dvc.yaml"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, copy)
+    record = yaml.safe_load(copy.read_text())
+    deps = record["stages"][stage]["deps"]
+    assert dep in deps, f"{pipeline}: {stage} no longer lists {dep}"
+    deps.remove(dep)
+    copy.write_text(yaml.safe_dump(record, sort_keys=False))
+    # The copy's relative deps are read as if it sat where the original does.
+    problems = missing_deps(copy, PIPELINES[pipeline])
+    assert f"dvc.yaml: stage {stage} does not depend on {module}" in problems
