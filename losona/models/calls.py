@@ -49,6 +49,7 @@ from losona.errors import LosonaError
 from losona.io import write_json
 from losona.models.cache import CallCache
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
+from losona.models.tokens import Tokenizer, select_tokenizer
 
 # Bumped when the key's recipe changes, so old entries are never misread.
 KEY_VERSION = 1
@@ -130,13 +131,17 @@ class _Prepared:
         material = f"{self.key_prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
         return hashlib.sha256(material.encode()).hexdigest(), params
 
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """What estimates count prompt tokens with: chosen once, from what is on disk."""
+        return select_tokenizer(_litellm(), self.spec.model)
+
     def estimate(self, request: Request) -> float:
         """A cost estimate for one call (0 when the price is unknown)."""
         if self.price_source == "unknown":
             return 0.0
-        litellm = _litellm()
-        prompt_tokens = litellm.token_counter(
-            model=self.spec.model, messages=[dict(m) for m in request.messages]
+        prompt_tokens = self.tokenizer.count(
+            _litellm(), self.spec.model, [dict(m) for m in request.messages]
         )
         completion_tokens = int(
             self.params.get("max_tokens")
@@ -588,7 +593,10 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: str | Path
         requests=len(requests),
         cached=sum(1 for key, _ in keyed if key in found),
         estimated_cost_usd=cost,
-        estimate_basis=f"prompt tokens counted, {basis}, price from {prepared.price_source}",
+        estimate_basis=(
+            f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
+            f"price from {prepared.price_source}"
+        ),
     )
 
 
@@ -630,6 +638,12 @@ def _run_log(
         "cost_usd_this_run": round(run.budget.spent, 6),
         "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
         "price_from": run.prepared.price_source,
+        # Only a capped run estimates each call before sending it.
+        "estimate_tokenizer": (
+            run.prepared.tokenizer.describe()
+            if run.budget.cap is not None and run.prepared.price_source != "unknown"
+            else None
+        ),
         "prompt_tokens_this_run": stats.prompt_tokens,
         "completion_tokens_this_run": stats.completion_tokens,
         "latency_s": {
