@@ -6,7 +6,9 @@ validates all of them and only then builds the table, so bad input never reaches
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -46,6 +48,7 @@ _BUNDLED_KEYS = frozenset(
 def fetch_scenarios(dataset: Mapping[str, Any], catalog: Catalog | None = None) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table."""
     catalog = catalog or load_catalog()
+    subset = Subset.from_config(dataset)  # before any loading: a bad value fails at once
     kind = dataset.get("kind")
     if kind == "bundled":
         rows = load_bundled(catalog)
@@ -59,7 +62,85 @@ def fetch_scenarios(dataset: Mapping[str, Any], catalog: Catalog | None = None) 
             "expected bundled, local or huggingface"
         )
     check_scenarios(rows, catalog)
-    return table([row for _, row in rows], SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    return table(subset.apply([row for _, row in rows]), SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+# --- subsets -------------------------------------------------------------------------
+
+
+class Subset:
+    """Part of a dataset, to try a provider or a judge for cents before the full sweep.
+
+    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, stratified by
+    norm: norms take turns, each giving its next scenario, so every norm is represented
+    before any gives a second. Order within a norm and the norms' turn order are fixed by
+    sha256 of the seed and the id, so a subset depends on the seed and the rows alone.
+    Every kept row's `source` says that it comes from a subset, and how it was chosen.
+    """
+
+    def __init__(self, where: str, limit: int | None, seed: int, ids: list[str]) -> None:
+        self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
+
+    @classmethod
+    def from_config(cls, dataset: Mapping[str, Any]) -> Subset:
+        """Read `limit`, `limit_seed` and `scenario_ids`, naming the file and field on error."""
+        where = f"conf/dataset/{dataset.get('name')}.yaml"
+        limit, seed = dataset.get("limit"), dataset.get("limit_seed", 0)
+        ids = dataset.get("scenario_ids") or []
+        if limit is not None and (
+            isinstance(limit, bool)
+            or not isinstance(limit, int | float)
+            or not math.isfinite(limit)
+            or limit != int(limit)
+            or limit < 1
+        ):
+            raise LosonaError(
+                f"{where}: 'limit': expected a positive whole number of scenarios or null "
+                f"(all), found {limit!r}"
+            )
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise LosonaError(f"{where}: 'limit_seed': expected an integer, found {seed!r}")
+        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+            raise LosonaError(f"{where}: 'scenario_ids': expected a list of ids, found {ids!r}")
+        if len(set(ids)) != len(ids):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise LosonaError(f"{where}: 'scenario_ids': ids listed twice: {twice}")
+        return cls(where, None if limit is None else int(limit), seed, list(ids))
+
+    def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows of the subset, each with its `source` saying how it was chosen."""
+        total, notes = len(rows), []
+        if self.ids:
+            known = {row["scenario_id"] for row in rows}
+            unknown = [i for i in self.ids if i not in known]
+            if unknown:
+                raise LosonaError(
+                    f"{self.where}: 'scenario_ids': not in the dataset: {unknown} "
+                    f"(it has {total} scenarios, named in the scenario_id column of a full fetch)"
+                )
+            wanted = set(self.ids)
+            rows = [row for row in rows if row["scenario_id"] in wanted]
+            notes.append(f"{len(rows)} scenario_ids")
+        if self.limit is not None and self.limit < len(rows):
+            rows = self._stratified(rows, self.limit)
+            notes.append(f"limit {self.limit} stratified by norm, seed {self.seed}")
+        if not notes:
+            return rows
+        note = f"; subset of {total}: {', '.join(notes)}"
+        return [{**row, "source": f"{row['source']}{note}"} for row in rows]
+
+    def _stratified(self, rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+        def rank(value: str) -> str:
+            return hashlib.sha256(f"{self.seed}:{value}".encode()).hexdigest()
+
+        by_norm: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted(rows, key=lambda r: rank(r["scenario_id"])):
+            by_norm.setdefault(row["norm_id"], []).append(row)
+        turns = [by_norm[norm] for norm in sorted(by_norm, key=rank)]
+        kept: list[dict[str, Any]] = []
+        for depth in range(max(len(group) for group in turns)):
+            kept += [group[depth] for group in turns if depth < len(group)]
+        return kept[:limit]
 
 
 # --- bundled -------------------------------------------------------------------------

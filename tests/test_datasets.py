@@ -134,3 +134,57 @@ def test_failed_download_explains_how_to_use_a_local_copy(monkeypatch: pytest.Mo
     assert "Humalike-ai/LoSoNA at revision main" in message
     assert "ConnectionError: Hub unreachable" in message
     assert "dataset.local_dir=/path/to/snapshot" in message
+
+
+# --- subsets -----------------------------------------------------------------------------
+
+BUNDLED = {"name": "bundled", "kind": "bundled"}
+
+
+def test_a_limit_keeps_that_many_scenarios_one_norm_each_first_and_says_so() -> None:
+    full = fetch_scenarios(BUNDLED)
+    five = fetch_scenarios(BUNDLED | {"limit": 5})
+    assert five.height == 5 and five["norm_id"].n_unique() == 5
+    assert set(five["scenario_id"]) <= set(full["scenario_id"])
+    assert five["source"].unique().to_list() == [
+        f"{full['source'][0]}; subset of {full.height}: limit 5 stratified by norm, seed 0"
+    ]
+    # Deterministic, and the seed chooses.
+    assert fetch_scenarios(BUNDLED | {"limit": 5}).equals(five)
+    other = fetch_scenarios(BUNDLED | {"limit": 5, "limit_seed": 1})
+    assert set(other["scenario_id"]) != set(five["scenario_id"])
+    # Every norm appears before any appears twice.
+    norms = full["norm_id"].n_unique()
+    counts = fetch_scenarios(BUNDLED | {"limit": norms + 1})["norm_id"].value_counts()
+    assert counts.height == norms and sorted(counts["count"])[-2:] == [1, 2]
+
+
+def test_scenario_ids_keep_the_named_ones() -> None:
+    ids = fetch_scenarios(BUNDLED)["scenario_id"].to_list()[3:6]
+    chosen = fetch_scenarios(BUNDLED | {"scenario_ids": ids})
+    assert chosen["scenario_id"].to_list() == sorted(ids)
+    assert chosen["source"][0].endswith("; subset of 44: 3 scenario_ids")
+
+
+def test_a_limit_past_the_set_keeps_it_whole_and_unmarked() -> None:
+    assert fetch_scenarios(BUNDLED | {"limit": 1000}).equals(fetch_scenarios(BUNDLED))
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"limit": 0}, "'limit': expected a positive whole number"),
+        ({"limit": -2}, "'limit': expected a positive whole number"),
+        ({"limit": float("nan")}, "found nan"),
+        ({"limit": 2.5}, "found 2.5"),
+        ({"limit": True}, "found True"),
+        ({"limit_seed": "x"}, "'limit_seed': expected an integer"),
+        ({"scenario_ids": ["nope"]}, "'scenario_ids': not in the dataset: ['nope']"),
+        ({"scenario_ids": "abc"}, "'scenario_ids': expected a list of ids"),
+    ],
+)
+def test_a_bad_subset_names_the_file_and_field(setting: dict[str, Any], message: str) -> None:
+    with pytest.raises(LosonaError) as caught:
+        fetch_scenarios(BUNDLED | setting)
+    assert str(caught.value).startswith("conf/dataset/bundled.yaml: ")
+    assert message in str(caught.value)

@@ -440,3 +440,71 @@ def test_a_model_nobody_can_price_is_recorded_at_zero_with_a_warning(
     results = complete(ModelSpec.from_config(node), prompts(2), cache_path=cache)
     assert [r.cost_usd for r in results] == [0.0, 0.0]
     assert "litellm has no price for openai/test-model" in capsys.readouterr().err
+
+
+# --- rate limits and fault names ---------------------------------------------------------
+
+# How the run log names each transient fault: as it happened, not as litellm files it
+# (a dropped connection and a malformed body both reach us as an InternalServerError 500).
+FAULT_NAMES = {
+    "rate_limit": "RateLimitError (429)",
+    "server_error": "InternalServerError (500)",
+    "unavailable": "ServiceUnavailableError (503)",
+    "drop": "dropped connection",
+    "hang": "Timeout (408)",
+    "malformed": "malformed body",
+    "empty": "empty reply (finish_reason stop)",
+}
+
+
+@pytest.mark.parametrize("kind", TRANSIENT_FAULTS)
+def test_the_run_log_names_each_fault_as_it_happened(kind: Any, tmp_path: Path) -> None:
+    log = tmp_path / "run.log.json"
+    with OpenAIServer(faults=fail_first(1, kind, retry_after=0.01), hang_s=5) as server:
+        spec = spec_for(server, timeout_s=0.5)
+        results = complete(spec, prompts(3), cache_path=tmp_path / "c.sqlite", run_log=log)
+    assert all(r.ok for r in results)
+    assert json.loads(log.read_text())["retried_errors"] == {FAULT_NAMES[kind]: 3}
+
+
+def test_a_call_that_fails_names_its_fault_too(server: OpenAIServer, cache: Path) -> None:
+    server.faults = lambda body, seen: Fault("malformed")
+    (result,) = complete(spec_for(server, max_attempts=2), prompts(1), cache_path=cache)
+    assert result.error is not None and result.error.startswith("malformed body: ")
+
+
+def test_rate_limits_are_waited_out_for_the_patience_not_an_attempt_count(
+    server: OpenAIServer, cache: Path
+) -> None:
+    server.faults = fail_first(10, "rate_limit", retry_after=0.01)
+    (result,) = complete(spec_for(server, max_attempts=2), prompts(1), cache_path=cache)
+    assert result.ok and result.attempts == 11  # ten 429s, well past max_attempts
+
+
+def test_a_call_rate_limited_past_its_patience_fails_naming_it(
+    server: OpenAIServer, cache: Path
+) -> None:
+    server.faults = lambda body, seen: Fault("rate_limit", retry_after=0.1)
+    started = time.monotonic()
+    (result,) = complete(spec_for(server, rate_limit_patience_s=0.5), prompts(1), cache_path=cache)
+    assert 0.3 < time.monotonic() - started < 2
+    assert result.error is not None and "RateLimitError (429)" in result.error
+    assert "rate_limit_patience_s is 0.5" in result.error and 4 <= result.attempts <= 6
+
+
+def test_sends_in_flight_drop_under_rate_limits_and_recover(cache: Path) -> None:
+    window = range(60, 140)  # the server's 60th to 139th requests are answered with 429
+
+    def faults(body: dict[str, Any], seen: int) -> Fault | None:
+        return Fault("rate_limit", 0.01) if server.request_count in window else None
+
+    with OpenAIServer(latency=0.02, faults=faults) as server:
+        results = complete(spec_for(server, concurrency=8), prompts(320), cache_path=cache)
+    assert all(r.ok for r in results)
+    in_flight = server.in_flight_at_arrival  # counted by the server as each request arrived
+    # Counted at arrival, sends in flight rise and fall in a saw-tooth as answers come back
+    # in bursts, and on a busy machine a burst may not quite reach the top: hence >= 6.
+    assert max(in_flight[20:60]) >= 6  # before: up to the configured concurrency (8)
+    assert max(in_flight[110:140]) <= 2  # while every send is refused: cut to one or two
+    recovered = in_flight[140 + 60 : len(in_flight) - 10]  # after, but before the queue drains
+    assert recovered and max(recovered) >= 6

@@ -6,6 +6,8 @@ their configs through an extra Hydra search path, as a user's own config folder 
 
 from __future__ import annotations
 
+import collections
+import json
 import os
 import re
 import signal
@@ -29,7 +31,7 @@ from losona.io import write_parquet
 from losona.models import ModelSpec
 from losona.render import render_prompts
 from losona.sample import SamplingSettings, sample_responses
-from losona.testing.openai_server import Fault, OpenAIServer
+from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 
 
 @pytest.fixture
@@ -173,6 +175,24 @@ def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     server.faults = None
     assert sample_stage(workdir, server).returncode == 0
     assert server.request_count == 21 + 3  # only the three failed calls were sent again
+
+
+@pytest.mark.slow  # runs the stage script on 132 calls
+def test_a_run_with_half_its_sends_rate_limited_finishes_in_one_go(workdir: Path) -> None:
+    # The bundled set under one condition, K = 6: 264 calls. With every send drawn 50:50,
+    # a bound of 6 attempts would leave about 264 / 2**6 = 4 calls failed.
+    scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"})
+    write_parquet(render_prompts(scenarios, ["naive"]), workdir / "data" / "prompts.parquet")
+    with OpenAIServer(faults=rate_limited(0.5, retry_after=0.02)) as server:
+        result = sample_stage(workdir, server, "sampling.trials=6")
+    assert result.returncode == 0, result.stderr
+    log = json.loads(responses_path(workdir).with_suffix(".log.json").read_text())
+    assert log["completed"] == 264 and log["failed"] == 0
+    sends = collections.Counter(body_digest(body) for body in server.requests)
+    assert max(sends.values()) > 6  # some calls were refused more often than 6 times
+    assert server.faults_injected["rate_limit"] >= 200  # about as many as answers
+    assert log["retried_errors"] == {"RateLimitError (429)": server.faults_injected["rate_limit"]}
+    assert log["concurrency"]["cuts_on_429"] >= 1
 
 
 @pytest.mark.slow  # runs the stage script

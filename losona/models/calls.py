@@ -8,10 +8,13 @@ the import takes seconds). Every subject and judge call in the project comes thr
   parameter sent, the full messages and the trial index (losona/models/cache.py).
   Identical requests in one batch are sent once.
 - Concurrency: `spec.concurrency` workers take requests in order from one queue, so with
-  one worker calls run exactly in request order (the embedded model relies on this).
-- Retries: rate limits (honouring Retry-After), server errors, timeouts, dropped
-  connections, malformed bodies and empty replies are retried with exponential backoff
-  and jitter, up to `spec.max_attempts` sends; then the request is recorded as failed.
+  one worker calls run exactly in request order (the embedded model relies on this). The
+  sends in flight adapt to rate limits (`_Limiter`): a 429 halves them, successes bring
+  them back up to `spec.concurrency`.
+- Retries: rate limits (honouring Retry-After) are retried for as long as
+  `spec.rate_limit_patience_s` allows; server errors, timeouts, dropped connections,
+  malformed bodies and empty replies with exponential backoff and jitter, up to
+  `spec.max_attempts` sends. Then the request is recorded as failed.
   Other client errors fail the request at once; a refused key or an unknown model stops
   the run, since every other call would fail the same way, and so does an endpoint that
   refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
@@ -52,6 +55,7 @@ from losona.errors import LosonaError
 from losona.io import write_json
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
+from losona.models.tokens import Tokenizer, select_tokenizer
 
 # Bumped when the key's recipe changes, so old entries are never misread.
 KEY_VERSION = 1
@@ -161,13 +165,17 @@ class _Prepared:
         """The request's cache key and the parameters to send with it."""
         return _key_and_params(self.key_prefix, self.params, self.spec.seed_per_trial, request)
 
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """What estimates count prompt tokens with: chosen once, from what is on disk."""
+        return select_tokenizer(_litellm(), self.spec.model)
+
     def estimate(self, request: Request) -> float:
         """A cost estimate for one call (0 when the price is unknown)."""
         if self.price_source == "unknown":
             return 0.0
-        litellm = _litellm()
-        prompt_tokens = litellm.token_counter(
-            model=self.spec.model, messages=[dict(m) for m in request.messages]
+        prompt_tokens = self.tokenizer.count(
+            _litellm(), self.spec.model, [dict(m) for m in request.messages]
         )
         completion_tokens = int(
             self.params.get("max_tokens")
@@ -335,12 +343,82 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, (when - datetime.now(UTC)).total_seconds()) if when else None
 
 
-def _describe(exc: BaseException, secret: str | None) -> str:
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and every exception it was raised from or while handling."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is not None and all(current is not seen for seen in found):
+            found.append(current)
+            todo += [current.__cause__, current.__context__]
+    return found
+
+
+def _fault(exc: BaseException) -> str:
+    """The kind of fault, named as it happened.
+
+    litellm reports a dropped connection and a body that is not JSON as an
+    InternalServerError (500), like a server's own 500; what really happened is in the
+    exceptions it was raised from.
+    """
+    openai = _litellm().exceptions.openai
+    causes = _causes(exc)
+    if not any(isinstance(c, openai.APITimeoutError) for c in causes):
+        if any(isinstance(c, openai.APIConnectionError) for c in causes):
+            return "dropped connection"
+        if any(isinstance(c, json.JSONDecodeError) for c in causes):
+            return "malformed body"
     status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}{f' ({status})' if status else ''}"
+
+
+def _describe(exc: BaseException, secret: str | None) -> str:
     text = " ".join(str(exc).split())[:300]
     if secret:
         text = text.replace(secret, "***")
-    return f"{type(exc).__name__}{f' ({status})' if status else ''}: {text}"
+    return f"{_fault(exc)}: {text}"
+
+
+class _Limiter:
+    """Sends in flight, adapted to rate limits: additive increase, multiplicative decrease.
+
+    It starts at the config's concurrency, its ceiling. A 429 halves the limit (down to
+    one), once per round: the other 429s to sends that went out before the cut were caused
+    by the old limit and say nothing new. Each send that is not rate limited adds
+    1/limit, so the limit grows by about one per limit's worth of good answers. A send
+    waiting out a Retry-After holds no slot. litellm offers only fixed rpm/tpm budgets
+    (its Router), not this.
+    """
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        self.limit = float(ceiling)
+        self.in_flight = 0
+        self.round = 0  # bumped by every cut
+        self.cuts = 0
+        self.lowest = ceiling
+        self._changed = asyncio.Event()
+
+    async def acquire(self) -> int:
+        """Wait for a free slot and take it; returns the round the send goes out in."""
+        while self.in_flight >= int(self.limit):
+            self._changed.clear()
+            await self._changed.wait()
+        self.in_flight += 1
+        return self.round
+
+    def release(self, sent_in: int, rate_limited: bool) -> None:
+        """Give the slot back, cutting the limit on a 429 and raising it otherwise."""
+        self.in_flight -= 1
+        if not rate_limited:
+            self.limit = min(float(self.ceiling), self.limit + 1 / self.limit)
+        elif sent_in == self.round:
+            self.limit = max(1.0, self.limit / 2)
+            self.round += 1
+            self.cuts += 1
+            self.lowest = min(self.lowest, int(self.limit))
+        self._changed.set()
 
 
 @dataclass
@@ -407,6 +485,7 @@ class _Run:
         self.unreachable = False
         self.secret = self.spec.api_key()
         self.send = _sender(self.spec, _litellm())
+        self.limiter = _Limiter(self.spec.concurrency)
 
     async def run(
         self, pending: Sequence[tuple[str, Request, dict[str, Any]]]
@@ -447,22 +526,32 @@ class _Run:
         return results
 
     async def call(self, request: Request, params: dict[str, Any]) -> Completion:
-        """One request, sent until it succeeds, fails for good, or runs out of attempts."""
+        """One request, sent until it succeeds, fails for good, or runs out of retries.
+
+        Rate limits are waited out for up to `rate_limit_patience_s` from the first send;
+        other transient faults count against `max_attempts`.
+        """
         litellm = _litellm()
         openai = litellm.exceptions.openai
         messages = [dict(m) for m in request.messages]
         started = time.perf_counter()
-        error = ""
-        for attempt in range(1, self.spec.max_attempts + 1):
+        attempt = 0  # sends
+        counted = 0  # sends that count against max_attempts: all but the rate-limited ones
+        limited = 0  # sends answered with a 429
+        while True:
+            attempt += 1
             self.stats.attempts += 1
             if self.unreachable:
                 # Another call found nothing listening: do not spend retries on it.
                 return self._failure(f"not sent: {self.stop}", attempt)
+            sent_in = await self.limiter.acquire()
+            rate_limited = False
             try:
                 response = await self.send(messages=messages, **params)
             except openai.APIError as exc:
                 error = _describe(exc, self.secret)
                 status = getattr(exc, "status_code", None)
+                rate_limited = status == 429
                 if _refused(exc):
                     # litellm may report a refused connection as a 500; say what it was.
                     error = f"could not connect: {error}"
@@ -511,12 +600,25 @@ class _Run:
                     )
                 error = f"empty reply (finish_reason {choice.finish_reason})"
                 wait = None
-            if attempt < self.spec.max_attempts:
-                self.stats.retried[error.split(":")[0]] += 1
-                await asyncio.sleep(
-                    min(MAX_WAIT_S, wait if wait is not None else self._backoff(attempt))
-                )
-        return self._failure(f"{error} (after {self.spec.max_attempts} attempts)", attempt)
+            finally:
+                self.limiter.release(sent_in, rate_limited)
+            if rate_limited:
+                limited += 1
+                wait = min(MAX_WAIT_S, wait if wait is not None else self._backoff(limited))
+                waited = time.perf_counter() - started
+                if waited + wait > self.spec.rate_limit_patience_s:
+                    return self._failure(
+                        f"{error} (still rate limited after {waited:.0f} s and {attempt} "
+                        f"attempts; rate_limit_patience_s is {self.spec.rate_limit_patience_s:g})",
+                        attempt,
+                    )
+            else:
+                counted += 1
+                if counted >= self.spec.max_attempts:
+                    return self._failure(f"{error} (after {attempt} attempts)", attempt)
+                wait = min(MAX_WAIT_S, wait if wait is not None else self._backoff(counted))
+            self.stats.retried[error.split(":")[0]] += 1
+            await asyncio.sleep(wait)
 
     def _endpoint(self) -> str:
         """Where the calls go, as the config names it."""
@@ -700,7 +802,10 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
         requests=len(requests),
         cached=sum(1 for key, _ in keyed if key in found),
         estimated_cost_usd=cost,
-        estimate_basis=f"prompt tokens counted, {basis}, price from {prepared.price_source}",
+        estimate_basis=(
+            f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
+            f"price from {prepared.price_source}"
+        ),
     )
 
 
@@ -738,10 +843,23 @@ def _run_log(
         "attempts": stats.attempts,
         "retried_errors": dict(stats.retried),
         "failures": dict(stats.failures),
+        # How the sends in flight adapted to rate limits (see _Limiter).
+        "concurrency": {
+            "configured": run.limiter.ceiling,
+            "lowest": run.limiter.lowest,
+            "at_end": int(run.limiter.limit),
+            "cuts_on_429": run.limiter.cuts,
+        },
         "stopped": run.stop,
         "cost_usd_this_run": round(run.budget.spent, 6),
         "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
         "price_from": run.prepared.price_source,
+        # Only a capped run estimates each call before sending it.
+        "estimate_tokenizer": (
+            run.prepared.tokenizer.describe()
+            if run.budget.cap is not None and run.prepared.price_source != "unknown"
+            else None
+        ),
         "prompt_tokens_this_run": stats.prompt_tokens,
         "completion_tokens_this_run": stats.completion_tokens,
         "latency_s": {

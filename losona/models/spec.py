@@ -62,7 +62,10 @@ class ModelSpec:
     endpoints: tuple[str, ...] = ()  # several endpoints serving the same model (Router)
     concurrency: int = 8  # calls in flight at once
     timeout_s: float = 120.0  # per attempt
-    max_attempts: int = 6  # then the call is recorded as failed
+    max_attempts: int = 6  # sends per call, rate-limited ones aside; then it is recorded as failed
+    # How long a call may keep being rate limited (429) before it is recorded as failed:
+    # a time, not a count, since a quota refills with time whatever the number of tries.
+    rate_limit_patience_s: float = 600.0
     backoff_s: float = 1.0  # first retry delay; doubles each attempt, with jitter
     drop_params: tuple[str, ...] = ()  # params removed before sending (provider rejects them)
     seed_per_trial: bool = False  # send a seed derived from the prompt and the trial index
@@ -171,6 +174,9 @@ class _SpecReader:
             timeout_s=float(self.number("timeout_s", ModelSpec.timeout_s)),
             max_attempts=self.number("max_attempts", ModelSpec.max_attempts, integer=True),
             backoff_s=float(self.number("backoff_s", ModelSpec.backoff_s)),
+            rate_limit_patience_s=float(
+                self.number("rate_limit_patience_s", ModelSpec.rate_limit_patience_s)
+            ),
             drop_params=self.names("drop_params"),
             seed_per_trial=seed_per_trial,
             price=self.price(),

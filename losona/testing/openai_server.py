@@ -94,6 +94,20 @@ def fail_first(
     return plan
 
 
+def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
+    """About `share` of all sends, retries included, answered with 429 and Retry-After.
+
+    Each send is drawn independently (from the body and how often it came before), as a
+    quota that is overdrawn all the time would answer: a call can be refused many times.
+    """
+
+    def plan(body: Body, seen: int) -> Fault | None:
+        draw = int(hashlib.sha256(f"{body_digest(body)}:{seen}".encode()).hexdigest()[:8], 16)
+        return Fault("rate_limit", retry_after) if draw < share * 16**8 else None
+
+    return plan
+
+
 def _words(text: Any) -> int:
     return len(text.split()) if isinstance(text, str) else 0
 
@@ -121,6 +135,7 @@ class OpenAIServer:
         self.request_count = 0
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests ever being handled at once
+        self.in_flight_at_arrival: list[int] = []  # per request, in arrival order, itself included
         self.faults_injected: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
         self._loop = asyncio.new_event_loop()
@@ -184,6 +199,7 @@ class OpenAIServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.in_flight_at_arrival.append(self.in_flight)
         try:
             return await self._answer(request)
         finally:

@@ -1,0 +1,85 @@
+"""Token counting for cost estimates: offline, never waiting on the network.
+
+The machine the tests run on has no network, so a tokenizer lookup that tried the
+Hugging Face Hub would hang here (minutes of huggingface_hub retries), and the timeouts
+below would fail the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import REPO
+
+from losona.datasets import fetch_scenarios
+from losona.io import write_parquet
+from losona.models.calls import _litellm
+from losona.models.tokens import DEFAULT_ENCODING, select_tokenizer
+from losona.render import render_prompts
+
+MODEL_CONFIGS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))
+MESSAGES = [{"role": "user", "content": "Noor, did the nightly load finish? " * 20}]
+
+
+def test_a_llama_model_falls_back_to_the_bundled_default_and_says_what_it_skipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty Hugging Face cache
+    chosen = select_tokenizer(_litellm(), "deepinfra/meta-llama/Llama-3.3-70B-Instruct")
+    assert DEFAULT_ENCODING in chosen.name and chosen.skipped == "Xenova/llama-3-tokenizer"
+    assert "skipped" in chosen.describe() and "Hugging Face Hub" in chosen.describe()
+    assert 150 < chosen.count(_litellm(), "deepinfra/x", MESSAGES) < 250
+
+
+def test_models_litellm_has_a_bundled_tokenizer_for_use_it() -> None:
+    claude = select_tokenizer(_litellm(), "anthropic/claude-opus-4-8")
+    gpt = select_tokenizer(_litellm(), "openai/gpt-5.5")
+    assert claude.name.startswith("litellm's Anthropic tokenizer") and claude.skipped is None
+    assert gpt.name == "tiktoken o200k_base (bundled with litellm)" and gpt.skipped is None
+    assert claude.count(_litellm(), "anthropic/claude-opus-4-8", MESSAGES) > 150
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scratch repo root with the bundled set rendered under one condition."""
+    root = tmp_path_factory.mktemp("dry")
+    (root / "conf").symlink_to(REPO / "conf")
+    (root / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    table = render_prompts(fetch_scenarios({"name": "bundled", "kind": "bundled"}), ["naive"])
+    write_parquet(table, root / "data" / "prompts.parquet")
+    return root
+
+
+@pytest.mark.slow  # about 10 s per config, most of it importing litellm
+@pytest.mark.parametrize("model", MODEL_CONFIGS)
+def test_every_model_config_dry_runs_offline_within_seconds(model: str, rendered: Path) -> None:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("HF_HUB_OFFLINE", None)  # the stage itself must not need it
+    env.pop("TIKTOKEN_CACHE_DIR", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "stages" / "sample.py"),
+            f"model={model}",
+            "condition=naive",
+            "sampling.dry_run=true",
+            f"paths.call_cache={rendered / 'calls.sqlite'}",
+        ],
+        cwd=rendered,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,  # a Hub download attempt would still be retrying
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    prompts = pl.read_parquet(rendered / "data" / "prompts.parquet").height
+    assert f"{model}: {prompts * 3} calls" in result.stdout
+    counted = r"prompt tokens counted with (tiktoken \w+|litellm's Anthropic)"
+    assert re.search(counted, result.stdout)
