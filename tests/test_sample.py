@@ -167,7 +167,8 @@ def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     result = sample_stage(workdir, server, max_attempts=2)
     assert result.returncode == 2
     assert (
-        "3 of 18 calls to 'local' failed after their retries; nothing was written" in result.stderr
+        "3 of 18 calls to 'local' failed after their retries (3 InternalServerError (500)); "
+        "nothing was written" in result.stderr
     )
     assert "3 x InternalServerError (500)" in result.stderr and "Traceback" not in result.stderr
     assert not responses_path(workdir).exists()
