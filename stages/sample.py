@@ -3,6 +3,7 @@
 python stages/sample.py condition=naive                        # smollm2, the offline default
 python stages/sample.py model=claude_opus condition=style_adaptation
 python stages/sample.py model=claude_opus condition=naive sampling.dry_run=true
+python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a batch job
 """
 
 import json
@@ -58,6 +59,7 @@ def main(cfg: DictConfig) -> None:
         # Beside the table, not in it: latency, cache hits and spend differ between runs.
         run_log=log,
         progress=f"sample {spec.name}/{condition}",
+        batch=settings.batch,
     )
     responses = sampled.responses
     write_parquet(responses, out)
@@ -68,6 +70,13 @@ def main(cfg: DictConfig) -> None:
         f"{settings.trials} trials; {facts['cache_hits']} from the call cache, "
         f"{facts['completed']} new calls, ${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
+    if "batch" in facts:
+        batch = facts["batch"]
+        print(
+            f"sample: {batch['completed']} of them answered by batch job(s) "
+            f"{', '.join(batch['batch_ids']) or '(none needed)'}, "
+            f"${batch['cost_usd_batch_price']:.4f} at batch prices"
+        )
 
 
 if __name__ == "__main__":
