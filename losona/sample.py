@@ -11,7 +11,7 @@ returns the same K samples from the cache without a call. In batch mode
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class SamplingSettings:
     trials: int
     dry_run: bool
     max_cost_usd: float | None
-    batch: BatchSettings = BatchSettings()
+    batch: BatchSettings = field(default_factory=BatchSettings)
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any]) -> SamplingSettings:

@@ -56,9 +56,7 @@ def sampled_bytes(
 ) -> bytes:
     """The response table one sample run writes (12 calls), as bytes."""
     spec = ModelSpec.from_config(server.model_config("local"))
-    sampled = sample_cell(
-        prompts, spec, "naive", 3, cache_path=cache, batch=batch, run_log=run_log
-    )
+    sampled = sample_cell(prompts, spec, "naive", 3, cache_path=cache, batch=batch, run_log=run_log)
     write_parquet(sampled.responses, out)
     return out.read_bytes()
 
@@ -74,7 +72,7 @@ def test_a_batch_run_writes_the_same_table_as_a_normal_run(
     prompts: pl.DataFrame, normal_table: bytes, tmp_path: Path
 ) -> None:
     cache, log = tmp_path / "calls.sqlite", tmp_path / "run.log.json"
-    with OpenAIServer(batch_delay=0.1) as server:
+    with OpenAIServer(batch_delay=1.0) as server:
         table = sampled_bytes(prompts, server, cache, FAST, tmp_path / "b.pq", log)
         assert table == normal_table
         # Every reply came from the one batch: no single call was made.
@@ -124,9 +122,8 @@ def test_a_partial_failure_resends_only_the_failed_lines(
         first, second = server.batches["batch_1"], server.batches["batch_2"]
     assert table == normal_table
     assert server.batches_created == 2 and 0 < first.failed < 12
-    failed_ids = {
-        json.loads(line)["custom_id"] for line in server.files[str(first.error_file_id)].splitlines()
-    }
+    error_file = server.files[str(first.error_file_id)]
+    failed_ids = {json.loads(line)["custom_id"] for line in error_file.splitlines()}
     # The second batch is exactly the failed lines, nothing that had come back.
     assert [line["custom_id"] for line in second.lines] == sorted(
         failed_ids, key=[line["custom_id"] for line in first.lines].index
@@ -202,7 +199,8 @@ def test_bad_batch_settings_are_refused(node: dict[str, Any], message: str) -> N
 
 def test_a_judge_in_batch_mode_writes_the_same_verdicts(workdir: Path, tmp_path: Path) -> None:
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(3)
-    items = [(sid, t, "Yes." if t else "So sorry!") for sid in scenarios["scenario_id"] for t in (0, 1)]
+    ids = scenarios["scenario_id"].to_list()
+    items = [(sid, t, "Yes." if t else "So sorry!") for sid in ids for t in (0, 1)]
     responses = responses_table(items)
 
     def verdicts(server: OpenAIServer, cache: Path, batch: bool) -> pl.DataFrame:
@@ -215,7 +213,12 @@ def test_a_judge_in_batch_mode_writes_the_same_verdicts(workdir: Path, tmp_path:
         }
         judge = make_judge(config, cache_path=cache, run_log=tmp_path / "judge")
         return judge_responses(
-            scenarios, responses, judge, "local_openai", model="smollm2", condition="naive",
+            scenarios,
+            responses,
+            judge,
+            "local_openai",
+            model="smollm2",
+            condition="naive",
             origin="responses",
         )
 

@@ -94,9 +94,7 @@ class BatchSettings:
         if isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0:
             raise LosonaError(f"{where}batch_poll_s: expected a positive number, found {poll!r}")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise LosonaError(
-                f"{where}batch_rounds: expected a positive integer, found {rounds!r}"
-            )
+            raise LosonaError(f"{where}batch_rounds: expected a positive integer, found {rounds!r}")
         return cls(enabled=enabled, poll_interval_s=float(poll), rounds=rounds, where=where)
 
 
@@ -165,9 +163,7 @@ def fill_cache_by_batch(
     Afterwards `complete` finds every request in the cache. Raises BatchFailed when a
     batch ends without completing, CallsFailed when lines still fail after `rounds`.
     """
-    return asyncio.run(
-        _BatchJob(spec, settings, cache_path, progress).run(requests, max_cost_usd)
-    )
+    return asyncio.run(_BatchJob(spec, settings, cache_path, progress).run(requests, max_cost_usd))
 
 
 def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
@@ -237,7 +233,7 @@ class _BatchJob:
     # --- the flow ---------------------------------------------------------------------
 
     async def run(self, requests: Sequence[Request], max_cost_usd: float | None) -> BatchReport:
-        keyed = {}
+        keyed: dict[str, tuple[Request, dict[str, Any]]] = {}
         for request in requests:
             key, params = self.prepared.key_and_params(request)
             keyed.setdefault(key, (request, params))
@@ -424,7 +420,11 @@ class _BatchJob:
                 batch = await self._call(
                     "check the batch",
                     lambda: self.litellm.aretrieve_batch(
-                        batch_id=state.batch_id, **self._connection()
+                        batch_id=state.batch_id,
+                        # litellm's own switch for pollers: otherwise its logging downloads
+                        # the whole output file again to price it, on every finished look.
+                        litellm_metadata={"batch_ignore_default_logging": True},
+                        **self._connection(),
                     ),
                 )
                 counts = getattr(batch, "request_counts", None)

@@ -331,7 +331,6 @@ class OpenAIServer:
             },
         }
 
-
     # --- the Batch API ---------------------------------------------------------------
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
@@ -413,7 +412,8 @@ class OpenAIServer:
                 self.faults_injected[f"batch_{fault.kind}"] += 1
                 status = FAULT_STATUS[fault.kind]
                 error = {"message": f"injected {fault.kind}", "type": "test_fault", "code": status}
-                errors.append(entry | {"response": {"status_code": status, "body": {"error": error}}})
+                response = {"status_code": status, "body": {"error": error}}
+                errors.append(entry | {"response": response})
                 continue
             self.batch_lines_answered += 1
             completion = self._completion(body, self.reply(body))
