@@ -19,6 +19,7 @@ from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
 from losona.models import ModelSpec
+from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
 from losona.sample import SamplingSettings, plan_sampling, sample_cell
 
@@ -37,6 +38,8 @@ def main(cfg: DictConfig) -> None:
         )
     condition = cfg.condition.name
     settings = SamplingSettings.from_config(plain(cfg.sampling))
+    if settings.batch.enabled:
+        batch_provider(spec, settings.batch)  # a provider without batch jobs fails first
     store = call_store(cfg.paths)
     if not settings.dry_run and not (store.published and store.published.expected):
         # Before any work: a missing key fails at once. A run with published calls reruns

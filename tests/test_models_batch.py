@@ -184,6 +184,39 @@ def test_a_provider_without_batch_jobs_gets_a_clear_error(tmp_path: Path) -> Non
     assert "provider 'gemini'" in message and "openai, azure" in message
 
 
+def test_a_provider_without_batch_jobs_stops_the_stage_before_the_key_is_asked(
+    workdir: Path,
+) -> None:
+    result = run_stage("sample", "model=gemini_pro", "condition=naive", "sampling.batch=true")
+    assert result.returncode == 2
+    assert "error: sampling.batch=true, but model 'gemini_pro'" in result.stderr
+    assert "provider 'gemini'" in result.stderr and "GEMINI_API_KEY" not in result.stderr
+    judge = {
+        "name": "claude_opus",
+        "kind": "llm",
+        "batch": True,
+        "model": {"name": "claude_opus", "model": "anthropic/claude-opus-4-8"},
+    }
+    with pytest.raises(LosonaError, match=r"judge.batch=true, .* provider 'anthropic'"):
+        make_judge(judge, cache_path=workdir / "c.sqlite")
+
+
+def test_the_run_log_prices_the_batch_at_litellms_batch_prices(
+    prompts: pl.DataFrame, tmp_path: Path
+) -> None:
+    with OpenAIServer() as server:
+        # A model litellm prices (gpt-4o: batches at half its list price), served locally.
+        node = server.model_config("local", model="openai/gpt-4o")
+        del node["price"]
+        spec = ModelSpec.from_config(node)
+        report = fill_cache_by_batch(
+            spec, sample_requests(prompts, 1), cache_path=tmp_path / "c.sqlite", settings=FAST
+        )
+    assert report.batch_price_from.startswith("litellm")
+    assert report.cost_usd_list_price > 0
+    assert report.cost_usd_batch_price == pytest.approx(report.cost_usd_list_price / 2)
+
+
 @pytest.mark.parametrize(
     ("node", "message"),
     [

@@ -20,6 +20,7 @@ from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
 from losona.models import BatchSettings, CacheLocation, CallStore, ModelSpec, calls_table
+from losona.models.batch import batch_provider
 
 JUDGE_KINDS = ("lexicon", "llm")
 # What a conf/judge/*.yaml node may set.
@@ -83,6 +84,8 @@ def make_judge(
         )
     spec = ModelSpec.from_config(dict(config["model"]), origin=f"judge '{name}': model")
     batch = BatchSettings.from_config(config, where="judge.")
+    if batch.enabled:
+        batch_provider(spec, batch)  # before the key: no key makes a provider batchable
     published = cache_path.published if isinstance(cache_path, CallStore) else None
     if not (published and published.expected):
         # A missing key fails now, before any work; a run with published calls rejudges
