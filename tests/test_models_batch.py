@@ -7,6 +7,7 @@ while it waits for its batch.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -29,7 +30,7 @@ from losona.errors import LosonaError
 from losona.io import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import BatchFailed, BatchSettings, CallsFailed, ModelSpec
-from losona.models.batch import fill_cache_by_batch, state_dir
+from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir
 from losona.render import render_prompts
 from losona.sample import SamplingSettings, sample_cell, sample_requests
 from losona.testing.openai_server import OpenAIServer, fail_first
@@ -184,6 +185,7 @@ def test_a_provider_without_batch_jobs_gets_a_clear_error(tmp_path: Path) -> Non
     assert "provider 'gemini'" in message and "openai, azure" in message
 
 
+@pytest.mark.slow  # runs the stage script
 def test_a_provider_without_batch_jobs_stops_the_stage_before_the_key_is_asked(
     workdir: Path,
 ) -> None:
@@ -261,6 +263,39 @@ def test_a_judge_in_batch_mode_writes_the_same_verdicts(workdir: Path, tmp_path:
         assert server.batches_created == 1 and len(server.batches["batch_1"].lines) == 6
     assert batched.equals(normal)
     assert json.loads((tmp_path / "judge.log.json").read_text())["batch"]["completed"] == 6
+
+
+class Killed(Exception):
+    """Stands for a SIGKILL in an in-process test."""
+
+
+def test_a_batch_created_but_not_yet_recorded_is_found_again_not_resubmitted(
+    prompts: pl.DataFrame, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cache = tmp_path / "calls.sqlite"
+    save = _BatchJob._save
+
+    def save_without_batch_id(job: _BatchJob, state: _State) -> None:
+        save(job, dataclasses.replace(state, batch_id=None))
+
+    def killed(job: _BatchJob, state: _State) -> None:
+        raise Killed
+
+    with OpenAIServer() as server:
+        spec = ModelSpec.from_config(server.model_config("local"))
+        requests = sample_requests(prompts, 1)
+        # Killed after the provider created the batch, before its id reached the record.
+        with monkeypatch.context() as patched:
+            patched.setattr(_BatchJob, "_save", save_without_batch_id)
+            patched.setattr(_BatchJob, "_wait", killed)
+            with pytest.raises(Killed):
+                fill_cache_by_batch(spec, requests, cache_path=cache, settings=FAST)
+        [record] = [json.loads(p.read_text()) for p in state_dir(cache).glob("*.json")]
+        assert record["input_file_id"] and record["batch_id"] is None
+        report = fill_cache_by_batch(spec, requests, cache_path=cache, settings=FAST)
+        # Found by its job id in the provider's batch metadata, and collected.
+        assert server.batches_created == 1 and report.resumed == ["batch_1"]
+        assert report.completed == 4
 
 
 @pytest.fixture
