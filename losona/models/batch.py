@@ -56,9 +56,10 @@ from losona.models.calls import (
 from losona.models.spec import Completion, ModelSpec, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
-# back in OpenAI's shape. litellm's other batch providers need what a model config cannot
-# say (Vertex AI a Cloud Storage bucket, Bedrock an S3 bucket and a role) or take no
-# chat-completions file (Anthropic, Gemini's AI Studio: not in litellm's create_batch).
+# back in OpenAI's shape. Of litellm's other batch providers (its create_batch), Vertex AI
+# and Bedrock need what a model config cannot say (a Cloud Storage bucket; an S3 bucket
+# and a role), and Mistral and xAI have their own formats, not checked here; Anthropic and
+# Gemini's AI Studio are not among them.
 BATCH_PROVIDERS = ("openai", "azure")
 # The only window OpenAI and Azure offer.
 COMPLETION_WINDOW = "24h"
