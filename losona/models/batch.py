@@ -268,7 +268,7 @@ class _BatchJob:
             if missing:
                 require_every_call(
                     [failures.get(k) or _failure("not answered by any batch") for k in missing],
-                    to=f"'{self.spec.name}' in batch mode ({rounds} batches)",
+                    to=f"'{self.spec.name}' in batch mode ({rounds} batch{'es' * (rounds != 1)})",
                 )
         return self.report
 
@@ -280,7 +280,7 @@ class _BatchJob:
         self, missing: list[str], keyed: Mapping[str, tuple[Request, Any]], cap: float
     ) -> None:
         # A batch cannot be stopped halfway as single calls can: refuse it whole, before
-        # it is sent, when its estimate (at list price, an upper bound) passes the cap.
+        # it is sent, when its estimate at list price passes the cap.
         estimate = sum(self.prepared.estimate(keyed[k][0]) for k in missing)
         if estimate > cap:
             raise LosonaError(
