@@ -91,7 +91,7 @@ def measure(
 
 
 def aiohttp_for_openai() -> bool:
-    """Whether openai can send over aiohttp here (`pip install httpx-aiohttp`, or openai[aiohttp])."""
+    """Whether openai can send over aiohttp here (openai[aiohttp], i.e. httpx-aiohttp)."""
     try:
         import httpx_aiohttp  # noqa: F401
     except ImportError:
@@ -114,7 +114,8 @@ def bare_openai(url: str, concurrency: int, count: int) -> tuple[float, float]:
         async def one(request: Request) -> None:
             async with gate:
                 reply = await client.chat.completions.create(
-                    model="bench", messages=list(request.messages)  # type: ignore[arg-type]
+                    model="bench",
+                    messages=list(request.messages),  # type: ignore[arg-type]
                 )
                 assert reply.choices[0].message.content
 
@@ -208,7 +209,9 @@ def main() -> None:
         cache = Path(tmp) / "calls.sqlite"
         measure(url, args.provider, 8, 40, cache, "warm-up")  #: imports, connections
         bare_openai(url, 8, 40)
-        transport = "aiohttp" if aiohttp_for_openai() else "httpx (pip install httpx-aiohttp for aiohttp)"
+        transport = (
+            "aiohttp" if aiohttp_for_openai() else "httpx (pip install httpx-aiohttp for aiohttp)"
+        )
         print(f"bare client: openai.AsyncOpenAI over {transport}, with an asyncio.Semaphore")
         print(
             f"{'concurrency':>11} {'calls':>6} {'ideal/s':>8} {'ours/s':>7} {'bare/s':>7} "

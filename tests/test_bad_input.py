@@ -313,7 +313,7 @@ LIMIT = ["conf/dataset/bundled.yaml", "'limit'", "a positive whole number of sce
         ),
         (
             ["dataset.scenario_ids=[no_such_scenario]"],
-            ["conf/dataset/bundled.yaml", "'scenario_ids'", "not in the dataset", "no_such_scenario"],
+            ["conf/dataset/bundled.yaml", "'scenario_ids'", "not in the dataset", "no_such"],
         ),
         (
             [f"dataset.scenario_ids=[{SID},{SID}]"],
