@@ -39,6 +39,7 @@ def scenario_table(n: int) -> pl.DataFrame:
             "scenario_id": [f"scenario_{i:05d}" for i in range(n)],
             "event_type": [f"event_{i % 17}" for i in range(n)],
             "norm_id": [f"norm_{i % 22}" for i in range(n)],
+            "source": ["benchmark"] * n,
         }
     )
 

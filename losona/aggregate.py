@@ -23,6 +23,7 @@ from losona.contracts import (
     OUTCOME_SCHEMA,
     RESULT_SCHEMA,
     breakdown_schema,
+    subset_note,
     table,
 )
 from losona.errors import LosonaError
@@ -230,7 +231,8 @@ def aggregate(
     }
     unscored = _unscored_by_status(verdicts)
     metrics = _metrics(results, deltas, means, unscored, bootstrap)
-    return Reports(tables, _table1(results, means, unscored, bootstrap, n_scenarios), metrics)
+    table1 = _table1(results, means, unscored, bootstrap, n_scenarios, subset_note(scenarios))
+    return Reports(tables, table1, metrics)
 
 
 def _estimate(
@@ -594,10 +596,16 @@ def _table1(
     unscored: dict[str, dict[str, int]],
     bootstrap: Bootstrap,
     n_scenarios: int,
+    subset: str | None,
 ) -> str:
-    """Table 1 in the paper's layout, one table per judge, with what it rests on below."""
+    """Table 1 in the paper's layout, one table per judge, with what it rests on below.
+
+    A run on a subset of the dataset says so under the title, before any figure.
+    """
     confidence = f"{pct(bootstrap.confidence):g}%"
     parts = ["# LoSoNA results (the paper's Table 1)\n"]
+    if subset is not None:
+        parts.append(f"> **Subset:** {subset_warning(subset)}\n")
     for (judge,), rows in results.group_by("judge", maintain_order=True):
         ks = sorted(set(rows["k"].to_list()))
         k = str(ks[0]) if len(ks) == 1 else "K"
@@ -636,6 +644,14 @@ def _table1(
             "",
         ]
     return "\n".join(parts)
+
+
+def subset_warning(subset: str) -> str:
+    """What Table 1 and the HTML report say, after "Subset:", of a run on part of its dataset."""
+    return (
+        f"this run covers {subset}, not the whole dataset; its figures are not comparable "
+        "with a full run's."
+    )
 
 
 def _non_answer_note(rows: pl.DataFrame) -> str:

@@ -44,6 +44,35 @@ SCENARIO_SCHEMA = pl.Schema(
     }
 )
 
+# A subset's rows carry this after the dataset's own source in `source`:
+# "<source>; subset of <total>: <how chosen>" (written by losona.datasets.Subset), so that
+# every table and report downstream can say that a run covers only part of a dataset.
+SUBSET_MARK = "; subset of "
+
+
+def subset_source(source: str, total: int, how: str) -> str:
+    """A subset row's `source`: the dataset's own, then of how many and how it was chosen."""
+    return f"{source}{SUBSET_MARK}{total}: {how}"
+
+
+def subset_note(scenarios: pl.DataFrame) -> str | None:
+    """For a run on part of a dataset, e.g. "5 of 44 scenarios (limit 5 stratified by norm,
+    seed 0)", read from the `source` column; None when the run covers the whole dataset."""
+    subsets = sorted(
+        {
+            tuple(source.rpartition(SUBSET_MARK)[2].split(": ", 1))
+            for source in scenarios["source"].unique()
+            if SUBSET_MARK in source
+        }
+    )
+    if not subsets:
+        return None
+    # fetch writes one subset note; a table put together from several says each.
+    totals = " + ".join(total for total, _ in subsets)
+    how = "; ".join(how for _, how in subsets)
+    return f"{scenarios['scenario_id'].n_unique()} of {totals} scenarios ({how})"
+
+
 PROMPT_SCHEMA = pl.Schema(
     {
         "scenario_id": pl.String(),

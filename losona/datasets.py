@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import Catalog, load_catalog
-from losona.contracts import SCENARIO_SCHEMA, table
+from losona.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.errors import LosonaError
 from losona.io import display_path, read_yaml, sha256_file, sha256_text
 from losona.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
@@ -126,8 +126,8 @@ class Subset:
             notes.append(f"limit {self.limit} stratified by norm, seed {self.seed}")
         if not notes:
             return rows
-        note = f"; subset of {total}: {', '.join(notes)}"
-        return [{**row, "source": f"{row['source']}{note}"} for row in rows]
+        how = ", ".join(notes)
+        return [{**row, "source": subset_source(row["source"], total, how)} for row in rows]
 
     def _stratified(self, rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
         def rank(value: str) -> str:

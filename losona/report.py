@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from losona.aggregate import Reports
-from losona.contracts import Scenario, scenarios_from_table
+from losona.aggregate import Reports, subset_warning
+from losona.contracts import Scenario, scenarios_from_table, subset_note
 from losona.metrics import BASELINE_CONDITION, UNSCORED_POLICY
 from losona.plots import Figure
 
@@ -51,7 +51,7 @@ def build_report(
         breakdown_section(reports),
         browser_section(view),
     ]
-    return render_page("LoSoNA report", _summary(reports), sections)
+    return render_page("LoSoNA report", _summary(reports, subset_note(scenarios)), sections)
 
 
 def render_page(title: str, lead: str, sections: Sequence[Section]) -> str:
@@ -72,7 +72,7 @@ def render_page(title: str, lead: str, sections: Sequence[Section]) -> str:
 # -- the numbers ---------------------------------------------------------------------------
 
 
-def _summary(reports: Reports) -> str:
+def _summary(reports: Reports, subset: str | None) -> str:
     results = reports["results.csv"]
     judges = results.select("judge", "judge_model").unique(maintain_order=True).iter_rows()
     ks = sorted(set(results["k"].to_list()))
@@ -86,6 +86,14 @@ def _summary(reports: Reports) -> str:
         f"K = {', '.join(map(str, ks))} trials each; "
         f"{results['unscored_trials'].sum()} of {results['trials'].sum()} trials unscored, "
         f"{results['undetermined'].sum()} scenario results undetermined.</p>"
+    ) + (_subset_banner(subset) if subset is not None else "")
+
+
+def _subset_banner(subset: str) -> str:
+    # Styled inline: the shared CSS, and so a full run's page, stays byte for byte the same.
+    return (
+        '<p class="lead" style="background:#fff4d6;border-left:4px solid #d89b00;'
+        f'padding:6px 10px"><b>Subset:</b> {escape(subset_warning(subset))}</p>'
     )
 
 

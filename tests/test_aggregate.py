@@ -39,12 +39,13 @@ Cell = tuple[str, str, str]
 
 
 def scenario_table(n: int = 6, norms: int = 3) -> pl.DataFrame:
-    """The three scenario columns aggregate reads: ids, events and norms."""
+    """The scenario columns aggregate reads: ids, events, norms and source (a whole set)."""
     return pl.DataFrame(
         {
             "scenario_id": [f"s{i:02d}" for i in range(n)],
             "event_type": [f"event_{i % 2}" for i in range(n)],
             "norm_id": [f"norm_{i % norms}" for i in range(n)],
+            "source": ["test"] * n,
         }
     )
 
@@ -380,6 +381,25 @@ def test_a_run_without_naive_has_no_paired_effects() -> None:
     assert reports["results.csv"]["acc_at_k"].to_list() == [50.0]
 
 
+SUBSET_SOURCE = "bundled:losona-bundled@1.0; subset of 44: limit 6 stratified by norm, seed 0"
+
+
+def test_table1_says_that_a_subset_run_is_a_subset_and_a_full_run_says_nothing() -> None:
+    full = aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP)
+    subset = scenario_table().with_columns(source=pl.lit(SUBSET_SOURCE))
+    part = aggregate(small_run(), subset, bootstrap=BOOTSTRAP)
+    assert "subset" not in full.table1.lower()
+    # Under the title, before any figure, and nothing else changes.
+    title = "# LoSoNA results (the paper's Table 1)\n"
+    warning = (
+        "> **Subset:** this run covers 6 of 44 scenarios (limit 6 stratified by norm, "
+        "seed 0), not the whole dataset; its figures are not comparable with a full run's.\n"
+    )
+    assert part.table1.startswith(title + "\n" + warning)
+    assert part.table1.replace(warning + "\n", "") == full.table1
+    assert part.metrics == full.metrics
+
+
 def test_reports_round_trip_through_their_files(tmp_path: Path) -> None:
     reports = aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP)
     write_reports(reports, tmp_path)
@@ -529,7 +549,7 @@ def test_verdicts_outside_the_sweep_are_named() -> None:
 def write_inputs(root: Path, scenario_row: Callable[..., dict[str, Any]]) -> None:
     rows = [
         scenario_row(scenario_id=sid, event_type=event, norm_id=norm, source="test")
-        for sid, event, norm in scenario_table().iter_rows()
+        for sid, event, norm, _ in scenario_table().iter_rows()
     ]
     write_parquet(table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"]), root / "scenarios.parquet")
     write_run(root / "verdicts", small_run())

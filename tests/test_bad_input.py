@@ -295,6 +295,67 @@ def test_fetch_refuses_a_broken_hub_snapshot(
     assert_names(message, *fragments)
 
 
+LIMIT = ["conf/dataset/bundled.yaml", "'limit'", "a positive whole number of scenarios"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        (["dataset.limit=0"], [*LIMIT, "found 0"]),
+        (["dataset.limit=-3"], [*LIMIT, "found -3"]),
+        (["dataset.limit=five"], [*LIMIT, "found 'five'"]),
+        (["dataset.limit=2.5"], [*LIMIT, "found 2.5"]),
+        (["dataset.limit=nan"], [*LIMIT, "found nan"]),
+        (["dataset.limit=true"], [*LIMIT, "found True"]),
+        (
+            ["dataset.limit_seed=x"],
+            ["conf/dataset/bundled.yaml", "'limit_seed'", "an integer", "found 'x'"],
+        ),
+        (
+            ["dataset.scenario_ids=[no_such_scenario]"],
+            ["conf/dataset/bundled.yaml", "'scenario_ids'", "not in the dataset", "no_such"],
+        ),
+        (
+            [f"dataset.scenario_ids=[{SID},{SID}]"],
+            ["conf/dataset/bundled.yaml", "'scenario_ids'", "listed twice", SID],
+        ),
+        (
+            ["dataset.scenario_ids=just_one"],
+            ["conf/dataset/bundled.yaml", "'scenario_ids'", "a list of ids", "just_one"],
+        ),
+        (
+            ["dataset=local", "dataset.path=s.jsonl", "dataset.scenario_ids=[other]"],
+            ["conf/dataset/local.yaml", "'scenario_ids'", "not in the dataset", "'other'"],
+        ),
+    ],
+    ids=[
+        "limit-zero",
+        "limit-negative",
+        "limit-not-a-number",
+        "limit-fractional",
+        "limit-nan",
+        "limit-boolean",
+        "seed-not-an-integer",
+        "unknown-id",
+        "id-twice",
+        "ids-not-a-list",
+        "unknown-id-in-a-local-file",
+    ],
+)
+def test_fetch_refuses_a_bad_subset(run: Path, overrides: list[str], fragments: list[str]) -> None:
+    # fetch's output is already there: a refused subset must leave it as it was.
+    (run / "s.jsonl").write_bytes(jsonl(row()))
+    assert_names(refused(run, "fetch", *overrides), *fragments)
+
+
+def test_a_limit_larger_than_the_dataset_fetches_all_of_it(run: Path) -> None:
+    """Not an error: a limit is an upper bound, and the whole set is not marked a subset."""
+    before = (run / "data" / "scenarios.parquet").read_bytes()
+    result = run_stage("fetch", "dataset.limit=1000", cwd=run)
+    assert result.returncode == 0, result.stderr
+    assert (run / "data" / "scenarios.parquet").read_bytes() == before
+
+
 # -- broken stage inputs ----------------------------------------------------------------
 
 

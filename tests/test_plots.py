@@ -36,6 +36,7 @@ def scenario_frame() -> pl.DataFrame:
             "scenario_id": IDS,
             "event_type": [sid.split("__")[0] for sid in IDS],
             "norm_id": [sid.split("__")[1] for sid in IDS],
+            "source": ["test"] * len(IDS),
         }
     )
 
@@ -144,7 +145,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     """aggregate, audit and plot under DVC, with verdicts in place of the judge stages' outputs."""
     rows = [
         scenario_row(scenario_id=sid, event_type=event, norm_id=norm, source="test")
-        for sid, event, norm in scenario_frame().iter_rows()
+        for sid, event, norm, _ in scenario_frame().iter_rows()
     ]
     write_parquet(
         table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"]),
@@ -179,7 +180,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
             "complies": example == "compliant",
             "judge_status": "ok",
         }
-        for sid, event, norm in scenario_frame().iter_rows()
+        for sid, event, norm, _ in scenario_frame().iter_rows()
         for example in ("compliant", "breaching")
     ]
     write_parquet(

@@ -139,6 +139,21 @@ def test_an_extra_section_is_listed_and_placed_before_the_casebook(
     assert page.index('id="effects"') < page.index('id="audit"') < page.index('id="casebook"')
 
 
+def test_a_subset_run_says_so_at_the_top_and_a_full_run_does_not(
+    page: str, inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]
+) -> None:
+    reports, figures, verdicts, scenarios = inputs
+    note = "test; subset of 44: limit 4 stratified by norm, seed 3"
+    subset = build_report(reports, figures, verdicts, scenarios.with_columns(source=pl.lit(note)))
+    assert "subset" not in page.lower()
+    header = subset[subset.index("<header>") : subset.index("<nav>")]
+    text = " ".join("".join(Elements(header).text).split())
+    assert (
+        "Subset: this run covers 4 of 44 scenarios (limit 4 stratified by norm, seed 3), "
+        "not the whole dataset" in text
+    )
+
+
 def test_the_page_is_identical_on_rerun(
     page: str, inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]
 ) -> None:

@@ -46,6 +46,10 @@ def test_a_limit_of_five_runs_every_stage_on_five_scenarios(
     assert set(responses["scenario_id"]) == set(scenarios["scenario_id"])
     results = pl.read_csv(repo_copy / "reports" / "results.csv")
     assert results["scenarios"].to_list() == [5]
+    # Both reports say that the run covers a subset, of how many and how chosen.
+    covers = "this run covers 5 of 44 scenarios (limit 5 stratified by norm, seed 0)"
+    assert f"> **Subset:** {covers}" in (repo_copy / "reports" / "table1.md").read_text()
+    assert f"<b>Subset:</b> {covers}" in (repo_copy / "reports" / "index.html").read_text()
     record = json.loads((repo_copy / "reports" / "provenance.json").read_text())
     assert record["dataset"]["config"]["limit"] == 5
     assert any("subset" in source for source in record["dataset"]["sources"])
