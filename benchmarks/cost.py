@@ -60,8 +60,9 @@ from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_controls, judge_responses
 from losona.models import ModelSpec, Request
+from losona.models.batch import BATCH_PROVIDERS
 from losona.models.caching import content_words, plan_reuse
-from losona.models.calls import prepare
+from losona.models.calls import prepare, provider_of
 from losona.models.pricing import Estimate, below, estimate
 from losona.render import render_prompts
 from losona.sample import condition_prompts, sample_cell, sample_requests
@@ -82,25 +83,26 @@ class Line:
 
     label: str
     calls: int = 0
-    prices: dict[str, list[float]] = field(default_factory=dict)  # basis -> [list, cache, batch]
+    # basis -> [list, with caching, with caching and batch, and batch where batch mode can]
+    prices: dict[str, list[float]] = field(default_factory=dict)
     cached_tokens: int = 0
     prompt_tokens: int = 0
 
-    def add(self, basis: str, found: Estimate) -> None:
-        totals = self.prices.setdefault(basis, [0.0, 0.0, 0.0])
+    def add(self, basis: str, found: Estimate, batch_mode: bool) -> None:
+        totals = self.prices.setdefault(basis, [0.0, 0.0, 0.0, 0.0])
         totals[0] += found.list_usd
         totals[1] += found.caching_usd
         totals[2] += found.batch_usd
+        totals[3] += found.batch_usd if batch_mode else found.caching_usd
 
     def merge(self, other: Line) -> None:
         self.calls += other.calls
         self.cached_tokens += other.cached_tokens
         self.prompt_tokens += other.prompt_tokens
-        for basis, (a, b, c) in other.prices.items():
-            totals = self.prices.setdefault(basis, [0.0, 0.0, 0.0])
-            totals[0] += a
-            totals[1] += b
-            totals[2] += c
+        for basis, prices in other.prices.items():
+            totals = self.prices.setdefault(basis, [0.0, 0.0, 0.0, 0.0])
+            for i, price in enumerate(prices):
+                totals[i] += price
 
 
 def paper_config() -> Any:
@@ -151,6 +153,8 @@ class Pricer:
     def __init__(self, spec: ModelSpec, short_completion: int) -> None:
         self.prepared = prepare(spec)
         self.short = short_completion
+        # Whether the pipeline's batch mode can send this model's calls (losona/models/batch.py).
+        self.batch_mode = provider_of(spec) in BATCH_PROVIDERS
         self.counts: dict[str, int] = {}
 
     def tokens(self, request: Request) -> int:
@@ -164,8 +168,8 @@ class Pricer:
         reuse = self.prepared.reuse(requests)
         rates = self.prepared.rates
         default = estimate(rates, prompt, self.prepared.completion_tokens, reuse)
-        line.add("default", default)
-        line.add("short", estimate(rates, prompt, self.short, reuse))
+        line.add("default", default, self.batch_mode)
+        line.add("short", estimate(rates, prompt, self.short, reuse), self.batch_mode)
         line.calls += len(requests)
         line.cached_tokens += default.cached_tokens
         line.prompt_tokens += default.prompt_tokens
@@ -235,19 +239,23 @@ def describe(pricer: Pricer, line: Line) -> str:
 
 
 def print_table(basis: str, rows: list[Line], total: Line, alternate: Line) -> tuple[float, float]:
-    print("| stage | calls | list | with prompt caching | with caching and batch |")
-    print("|---|---|---|---|---|")
+    print(
+        "| stage | calls | list | with prompt caching | with caching and batch "
+        "| ... batch where batch mode can send it |"
+    )
+    print("|---|---|---|---|---|---|")
     for line in [*rows, total, alternate]:
-        listed, cached, batched = line.prices[basis]
+        listed, cached, batched, possible = line.prices[basis]
         label = f"**{line.label}**" if line is total else line.label
         if line is alternate:
             label += " (not in the total)"
         print(
             f"| {label} | {line.calls:,} | ${listed:,.2f} "
             f"| ${cached:,.2f} ({below(cached, listed)}) "
-            f"| ${batched:,.2f} ({below(batched, listed)}) |"
+            f"| ${batched:,.2f} ({below(batched, listed)}) "
+            f"| ${possible:,.2f} ({below(possible, listed)}) |"
         )
-    listed, cached, batched = total.prices[basis]
+    listed, cached, batched, _ = total.prices[basis]
     return 100 * (cached / listed - 1), 100 * (batched / listed - 1)
 
 

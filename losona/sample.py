@@ -3,13 +3,15 @@
 Requests go out prompt by prompt, with a prompt's K trials back to back, so a local model
 reuses the prompt it has just read. Each trial is a distinct sample: the trial index is
 part of the call's cache key (and of its seed, for models that take one), so a rerun
-returns the same K samples from the cache without a call.
+returns the same K samples from the cache without a call. In batch mode
+(`sampling.batch=true`) the missing calls are first answered by provider batch jobs
+(losona/models/batch.py), and the table is then built from the cache the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +20,16 @@ import polars as pl
 from losona.contracts import RESPONSE_SCHEMA, table
 from losona.errors import LosonaError
 from losona.models import (
+    BatchSettings,
     CacheLocation,
     CallPlan,
     ModelSpec,
     Request,
     calls_table,
     complete,
+    fill_cache_by_batch,
     plan,
+    record_in_run_log,
     require_every_call,
 )
 
@@ -36,6 +41,7 @@ class SamplingSettings:
     trials: int
     dry_run: bool
     max_cost_usd: float | None
+    batch: BatchSettings = field(default_factory=BatchSettings)
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any]) -> SamplingSettings:
@@ -51,7 +57,12 @@ class SamplingSettings:
             raise LosonaError(
                 f"sampling.max_cost_usd: expected null or a non-negative number, found {cap!r}"
             )
-        return cls(trials=trials, dry_run=dry_run, max_cost_usd=None if cap is None else float(cap))
+        return cls(
+            trials=trials,
+            dry_run=dry_run,
+            max_cost_usd=None if cap is None else float(cap),
+            batch=BatchSettings.from_config(node, where="sampling."),
+        )
 
 
 def condition_prompts(prompts: pl.DataFrame, condition: str) -> pl.DataFrame:
@@ -130,10 +141,21 @@ def sample_cell(
     max_cost_usd: float | None = None,
     run_log: str | Path | None = None,
     progress: str | None = None,
+    batch: BatchSettings | None = None,
 ) -> Sampled:
     """One model's K replies to every prompt of one condition, with the calls behind them."""
     rows = condition_prompts(prompts, condition)
     requests = sample_requests(rows, trials)
+    batched = None
+    if batch is not None and batch.enabled:
+        batched = fill_cache_by_batch(
+            spec,
+            requests,
+            cache_path=cache_path,
+            settings=batch,
+            max_cost_usd=max_cost_usd,
+            progress=progress,
+        )
     completions = complete(
         spec,
         requests,
@@ -142,6 +164,8 @@ def sample_cell(
         progress=progress,
         run_log=run_log,
     )
+    if batched is not None:
+        record_in_run_log(run_log, batched)
     require_every_call(completions, to=f"'{spec.name}'", run_log=run_log)
     prompt_rows = [row for row in rows.iter_rows(named=True) for _ in range(trials)]
     responses = table(

@@ -3,6 +3,7 @@
 python stages/sample.py condition=naive                        # smollm2, the offline default
 python stages/sample.py model=claude_opus condition=style_adaptation
 python stages/sample.py model=claude_opus condition=naive sampling.dry_run=true
+python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a batch job
 """
 
 import json
@@ -18,6 +19,7 @@ from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
 from losona.models import ModelSpec
+from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
 from losona.sample import SamplingSettings, plan_sampling, sample_cell
 
@@ -36,6 +38,8 @@ def main(cfg: DictConfig) -> None:
         )
     condition = cfg.condition.name
     settings = SamplingSettings.from_config(plain(cfg.sampling))
+    if settings.batch.enabled:
+        batch_provider(spec, settings.batch)  # a provider without batch jobs fails first
     store = call_store(cfg.paths)
     if not settings.dry_run and not (store.published and store.published.expected):
         # Before any work: a missing key fails at once. A run with published calls reruns
@@ -58,6 +62,7 @@ def main(cfg: DictConfig) -> None:
         # Beside the table, not in it: latency, cache hits and spend differ between runs.
         run_log=log,
         progress=f"sample {spec.name}/{condition}",
+        batch=settings.batch,
     )
     responses = sampled.responses
     write_parquet(responses, out)
@@ -68,6 +73,13 @@ def main(cfg: DictConfig) -> None:
         f"{settings.trials} trials; {facts['cache_hits']} from the call cache, "
         f"{facts['completed']} new calls, ${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
+    if "batch" in facts:
+        batch = facts["batch"]
+        print(
+            f"sample: {batch['completed']} of them answered by batch job(s) "
+            f"{', '.join(batch['batch_ids']) or '(none needed)'}, "
+            f"${batch['cost_usd_batch_price']:.4f} at batch prices"
+        )
 
 
 if __name__ == "__main__":

@@ -151,7 +151,8 @@ def test_three_prices_from_litellms_map_and_from_a_config() -> None:
                                   "price": PRICE})  # fmt: skip
     rates = rates_for(mine, "openai", True, None)
     assert rates.cost(Usage(1000, 10, cache_read_tokens=1000)) == pytest.approx((100 + 20) / 1e6)
-    assert rates.batch is None and rates.batch_basis == "a server of your own: no batch API"
+    assert rates.batch is None
+    assert rates.batch_basis == "a server of your own: batch at its list price"
     # A config's list price is computed exactly as before caching was known.
     assert rates.list_cost(Usage(7, 3)) == mine.price.cost(7, 3)  # type: ignore[union-attr]
 

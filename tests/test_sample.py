@@ -215,7 +215,9 @@ def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     )
     assert three and three.group(1) == cost.group(1)
     assert float(three.group(2)) <= float(three.group(1))
-    assert three.group(4) == "a server of your own: no batch API"
+    assert three.group(4) == (
+        "a server of your own: batch at its list price, batch mode can send it"
+    )
     assert server.request_count == 0 and not responses_path(workdir).exists()
 
 

@@ -27,13 +27,16 @@ from losona.errors import LosonaError
 from losona.io import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.models import (
+    BatchSettings,
     CacheLocation,
     CallsFailed,
     Completion,
     ModelSpec,
     Request,
     complete,
+    fill_cache_by_batch,
     provider_of,
+    record_in_run_log,
     require_every_call,
     unsupported_params,
 )
@@ -206,6 +209,7 @@ class LLMJudge:
         max_cost_usd: float | None = None,
         run_log: Path | None = None,
         structured_output: str = "none",
+        batch: BatchSettings | None = None,
     ) -> None:
         if structured_output not in RESPONSE_FORMATS:
             raise LosonaError(
@@ -230,6 +234,9 @@ class LLMJudge:
         self.cache_path = cache_path
         self.use_cache = use_cache
         self.max_cost_usd = max_cost_usd
+        # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
+        # it (the determinism audit) calls the model directly.
+        self.batch = batch if batch is not None and batch.enabled and use_cache else None
         # Latency, cache hits and spend of each round of calls (`<run_log>.log.json`, then
         # `<run_log>.repair.log.json`), kept out of the verdicts: they differ between runs.
         self.run_logs = (
@@ -258,6 +265,16 @@ class LLMJudge:
         # are sent once.
         unique = {_key(m): m for m in conversations}
         requests = [Request(messages=m, trial=0) for m in unique.values()]
+        batched = None
+        if self.batch is not None:
+            batched = fill_cache_by_batch(
+                self.spec,
+                requests,
+                cache_path=self.cache_path,
+                settings=self.batch,
+                max_cost_usd=self.max_cost_usd,
+                progress="judge",
+            )
         results = complete(
             self.spec,
             requests,
@@ -267,6 +284,8 @@ class LLMJudge:
             progress="judge",
             run_log=run_log,
         )
+        if batched is not None:
+            record_in_run_log(run_log, batched)
         self.calls.extend(results)
         by_key = dict(zip(unique, results, strict=True))
         return [by_key[_key(m)] for m in conversations]

@@ -19,11 +19,24 @@ from losona.errors import LosonaError
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
-from losona.models import CacheLocation, CallStore, ModelSpec, calls_table
+from losona.models import BatchSettings, CacheLocation, CallStore, ModelSpec, calls_table
+from losona.models.batch import batch_provider
 
 JUDGE_KINDS = ("lexicon", "llm")
 # What a conf/judge/*.yaml node may set.
-JUDGE_KEYS = frozenset({"name", "label", "kind", "model", "max_cost_usd", "structured_output"})
+JUDGE_KEYS = frozenset(
+    {
+        "name",
+        "label",
+        "kind",
+        "model",
+        "max_cost_usd",
+        "structured_output",
+        "batch",
+        "batch_poll_s",
+        "batch_rounds",
+    }
+)
 
 
 def check_judge_name(config: Mapping[str, Any], option: str) -> None:
@@ -55,6 +68,8 @@ def make_judge(
             raise LosonaError(f"judge '{name}': the lexicon judge takes no 'model' node")
         if "structured_output" in config:
             raise LosonaError(f"judge '{name}': the lexicon judge takes no 'structured_output'")
+        if config.get("batch"):
+            raise LosonaError(f"judge '{name}': the lexicon judge calls no model: no batch")
         return LexiconJudge()
     if kind != "llm":
         raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected one of {JUDGE_KINDS}")
@@ -68,6 +83,9 @@ def make_judge(
             f"judge '{name}': max_cost_usd: expected null or a non-negative number, found {cap!r}"
         )
     spec = ModelSpec.from_config(dict(config["model"]), origin=f"judge '{name}': model")
+    batch = BatchSettings.from_config(config, where="judge.")
+    if batch.enabled:
+        batch_provider(spec, batch)  # before the key: no key makes a provider batchable
     published = cache_path.published if isinstance(cache_path, CallStore) else None
     if not (published and published.expected):
         # A missing key fails now, before any work; a run with published calls rejudges
@@ -80,6 +98,7 @@ def make_judge(
         max_cost_usd=None if cap is None else float(cap),
         run_log=run_log,
         structured_output=structured_output(config),
+        batch=batch,
     )
 
 

@@ -6,7 +6,8 @@
 
 `spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
 `published` a run's calls as a read-only layer below it, `calls` the async runner built on
-litellm, `smollm2` the embedded default model.
+litellm, `batch` the opt-in provider batch jobs that fill the cache before `complete`,
+`smollm2` the embedded default model.
 """
 
 import os
@@ -15,6 +16,12 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from losona.models.batch import (
+    BatchFailed,
+    BatchSettings,
+    fill_cache_by_batch,
+    record_in_run_log,
+)
 from losona.models.cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
     CallFailed,
@@ -31,6 +38,8 @@ from losona.models.published import PublishedCalls, calls_table, read_calls
 from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 
 __all__ = [
+    "BatchFailed",
+    "BatchSettings",
     "CacheLocation",
     "CallFailed",
     "CallNotFound",
@@ -46,9 +55,11 @@ __all__ = [
     "call_key",
     "calls_table",
     "complete",
+    "fill_cache_by_batch",
     "plan",
     "provider_of",
     "read_calls",
+    "record_in_run_log",
     "require_every_call",
     "unsupported_params",
 ]

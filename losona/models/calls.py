@@ -911,7 +911,15 @@ def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
             f"{found.cached_tokens} of {found.prompt_tokens} prompt tokens read from the "
             f"cache{written} ({rule.describe()}; {rates.cache_basis})"
         )
-    return f"{how}; batch: {rates.batch_basis}"
+    from losona.models.batch import BATCH_PROVIDERS  # batch imports this module
+
+    provider = _provider(prepared.spec)[1]
+    mode = (
+        "batch mode can send it"
+        if provider in BATCH_PROVIDERS and not prepared.spec.endpoints
+        else f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}"
+    )
+    return f"{how}; batch: {rates.batch_basis}, {mode}"
 
 
 def prepare(spec: ModelSpec) -> _Prepared:

@@ -157,7 +157,7 @@ def rates_for(
             price.input_usd_per_mtok,
         )
         config_batch, batch_basis = (
-            (None, "a server of your own: no batch API")
+            (None, "a server of your own: batch at its list price")
             if own_server
             else _half_price(provider, four)
         )
@@ -198,7 +198,7 @@ def rates_for(
         batch_basis = "litellm's batch prices"
     else:
         batch, batch_basis = (
-            (None, "a server of your own: no batch API")
+            (None, "a server of your own: batch at its list price")
             if own_server
             else _half_price(provider, four)
         )

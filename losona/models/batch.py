@@ -1,0 +1,611 @@
+"""Batch jobs: a model's missing calls sent as one provider batch, at the batch price.
+
+Opt-in (`sampling.batch`, a judge config's `batch`), for the providers whose Batch API
+litellm speaks in OpenAI's format (BATCH_PROVIDERS). A batch only fills the call cache;
+the table is then built by `complete` as usual, from cache hits alone, so it comes out
+byte for byte as a run that made the same calls one by one would write it.
+
+1. The keys are `complete`'s own (calls._Prepared.key_and_params), and only requests the
+   cache lacks are sent. Each becomes one line of a JSONL file whose custom_id is its key.
+2. Before anything is uploaded, and again after the upload and after the batch is created,
+   the job's state is written to `<call cache>.batches/<job>.json`: the model, the
+   endpoint, the keys it covers, the file id and the batch id, never an API key. A stage
+   killed or stopped while it waits finds that file on rerun and polls the same batch: it
+   never submits the same requests twice. (The batch is created with the job id in its
+   metadata, so even a kill between the provider creating it and the file recording its
+   id is recovered by listing the provider's batches.)
+3. It polls every `poll_interval_s`, with a progress bar, until the batch ends; then the
+   output file is read and each good line is stored in the cache exactly as `complete`
+   stores a call (text, finish reason, tokens, cost at the list price the table records).
+4. Lines that failed with a transient fault (or never came back) are sent again in a new
+   batch of those alone, up to `rounds` batches in all; what still fails stops the stage
+   as failed calls do, with nothing written. A batch that ends failed, expired or
+   cancelled stops the stage with that status; what it did answer is kept.
+
+The batch price is recorded in the run log under `batch` (losona/models/pricing.py:
+litellm's `input_cost_per_token_batches` and `output_cost_per_token_batches`, cache hits at
+its batch cache price).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+from losona.errors import LosonaError
+from losona.io import write_json
+from losona.models.cache import CacheLocation, CallCache, CallStore
+from losona.models.calls import (
+    FATAL_STATUSES,
+    NO_KEY,
+    RETRY_STATUSES,
+    _litellm,
+    _prepare,
+    _Prepared,
+    provider_of,
+    require_every_call,
+)
+from losona.models.pricing import Usage
+from losona.models.spec import Completion, ModelSpec, Request
+
+# Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
+# back in OpenAI's shape. Of litellm's other batch providers (its create_batch), Vertex AI
+# and Bedrock need what a model config cannot say (a Cloud Storage bucket; an S3 bucket
+# and a role), and Mistral and xAI have their own formats, not checked here; Anthropic and
+# Gemini's AI Studio are not among them.
+BATCH_PROVIDERS = ("openai", "azure")
+# The only window OpenAI and Azure offer.
+COMPLETION_WINDOW = "24h"
+ENDPOINT = "/v1/chat/completions"
+# What a provider reports for a batch that will change no more.
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+# The state file's format; bumped when its fields change.
+STATE_FORMAT = 1
+# How many of the provider's most recent batches are searched for one whose creation
+# was not recorded (see `_recover`).
+LIST_LIMIT = 100
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """Batch mode as a config sets it: `sampling.batch*` or a judge config's `batch*`."""
+
+    enabled: bool = False
+    poll_interval_s: float = 30.0  # seconds between two looks at a batch's status
+    rounds: int = 3  # batches in all: the first, then one per retry of its failed lines
+    where: str = "sampling."  # the settings' prefix, for messages: "sampling." or "judge."
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any], where: str) -> BatchSettings:
+        """Read `batch`, `batch_poll_s` and `batch_rounds` (each optional) from a node."""
+        enabled = node.get("batch", cls.enabled)
+        poll = node.get("batch_poll_s", cls.poll_interval_s)
+        rounds = node.get("batch_rounds", cls.rounds)
+        if not isinstance(enabled, bool):
+            raise LosonaError(f"{where}batch: expected true or false, found {enabled!r}")
+        if isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0:
+            raise LosonaError(f"{where}batch_poll_s: expected a positive number, found {poll!r}")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+            raise LosonaError(f"{where}batch_rounds: expected a positive integer, found {rounds!r}")
+        return cls(enabled=enabled, poll_interval_s=float(poll), rounds=rounds, where=where)
+
+
+class BatchFailed(LosonaError):
+    """A batch ended failed, expired or cancelled; what it answered is in the cache."""
+
+
+@dataclass
+class BatchReport:
+    """What batch mode did in one run, for the run log (facts that differ between runs)."""
+
+    batch_ids: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)  # batches found waiting from a killed run
+    lines_sent: int = 0  # request lines over every batch, retries included
+    completed: int = 0  # results stored in the call cache
+    retried: int = 0  # lines sent again after a failure
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd_batch_price: float = 0.0
+    cost_usd_list_price: float = 0.0
+    batch_price_from: str = ""
+    state_dir: str = ""
+
+    def as_log(self) -> dict[str, Any]:
+        """The run log's `batch` section."""
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(self).items()}
+
+
+def state_dir(cache_path: CacheLocation) -> Path:
+    """Where batch jobs waiting for results are recorded: beside the call cache."""
+    path = Path(cache_path.path if isinstance(cache_path, CallStore) else cache_path)
+    path = path.expanduser()
+    return path.with_name(path.name + ".batches")
+
+
+def batch_provider(spec: ModelSpec, settings: BatchSettings) -> str:
+    """The litellm provider batches go to, or a LosonaError naming the setting and provider."""
+    provider = provider_of(spec)
+    turn_off = f"set {settings.where}batch=false to call the model one call at a time"
+    if provider not in BATCH_PROVIDERS:
+        raise LosonaError(
+            f"{settings.where}batch=true, but model '{spec.name}' ({spec.model}) goes to the "
+            f"provider '{provider}', for which litellm offers no batch jobs this pipeline can "
+            f"run (it runs them for {', '.join(BATCH_PROVIDERS)}); {turn_off}"
+        )
+    if spec.endpoints:
+        raise LosonaError(
+            f"{settings.where}batch=true, but model '{spec.name}' spreads its calls over "
+            f"{len(spec.endpoints)} endpoints; a batch goes to one provider account: use "
+            f"api_base, or {turn_off}"
+        )
+    return provider
+
+
+def fill_cache_by_batch(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    *,
+    cache_path: CacheLocation,
+    settings: BatchSettings,
+    max_cost_usd: float | None = None,
+    progress: str | None = None,
+) -> BatchReport:
+    """Answer the requests the call cache lacks through batch jobs and store the results.
+
+    Afterwards `complete` finds every request in the cache. Raises BatchFailed when a
+    batch ends without completing, CallsFailed when lines still fail after `rounds`.
+    """
+    return asyncio.run(_BatchJob(spec, settings, cache_path, progress).run(requests, max_cost_usd))
+
+
+def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
+    """Add the batch facts to the run log `complete` wrote (under `batch`)."""
+    if run_log is None:
+        return
+    path = Path(run_log)
+    facts = json.loads(path.read_text(encoding="utf-8"))
+    facts["batch"] = report.as_log()
+    write_json(facts, path)
+
+
+@dataclass
+class _State:
+    """One batch job as recorded on disk: enough to find its batch again after a kill."""
+
+    job: str
+    model_config: str
+    model: str
+    provider: str
+    endpoint: str | None
+    keys: list[str]
+    round: int
+    input_file_id: str | None = None
+    batch_id: str | None = None
+
+    @classmethod
+    def read(cls, path: Path) -> _State | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise LosonaError(
+                f"{path}: a batch job's record cannot be read ({exc}); if its batch is done "
+                "or abandoned, delete the file and rerun"
+            ) from None
+        if data.get("format") != STATE_FORMAT:
+            return None
+        data.pop("format")
+        return cls(**data)
+
+
+class _BatchJob:
+    """Batch mode for one model and one set of requests."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        settings: BatchSettings,
+        cache_path: CacheLocation,
+        progress: str | None,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.provider = batch_provider(spec, settings)
+        self.prepared: _Prepared = _prepare(spec)
+        self.cache_path = cache_path
+        self.progress = progress
+        self.dir = state_dir(cache_path)
+        self.litellm = _litellm()
+        self.model_name = self.litellm.get_llm_provider(spec.model)[0]
+        self.report = BatchReport(
+            batch_price_from=self._batch_price_source(), state_dir=str(self.dir)
+        )
+        self.secret = spec.api_key()
+        self.cache: CallCache  # open while `run` runs
+
+    # --- the flow ---------------------------------------------------------------------
+
+    async def run(self, requests: Sequence[Request], max_cost_usd: float | None) -> BatchReport:
+        keyed: dict[str, tuple[Request, dict[str, Any]]] = {}
+        for request in requests:
+            key, params = self.prepared.key_and_params(request)
+            keyed.setdefault(key, (request, params))
+        with CallCache.open(self.cache_path) as cache:
+            self.cache = cache
+            missing = self._missing(keyed)
+            if not missing:
+                return self.report
+            if isinstance(self.cache_path, CallStore) and self.cache_path.offline:
+                return self.report  # `complete` says which calls are missing
+            self.spec.check_credentials()
+            waiting = [s for s in self._waiting_jobs() if set(s.keys) & set(missing)]
+            if not waiting and max_cost_usd is not None:
+                self._check_cap(missing, keyed, max_cost_usd)
+            failures: dict[str, Completion] = {}
+            rounds = 0
+            for state in waiting:
+                # A batch submitted by a run that was killed or stopped: wait for it.
+                failures.update(await self._finish(state, resumed=True))
+                rounds = max(rounds, state.round)
+            missing = self._missing(keyed)
+            while missing and rounds < self.settings.rounds:
+                if any(not _retryable(failures[k].error) for k in missing if k in failures):
+                    break  # a request the provider refused will be refused again
+                rounds += 1
+                if rounds > 1:
+                    self.report.retried += len(missing)
+                state = await self._submit(rounds, {k: keyed[k] for k in missing})
+                failures.update(await self._finish(state, resumed=False))
+                missing = self._missing(keyed)
+            if missing:
+                require_every_call(
+                    [failures.get(k) or _failure("not answered by any batch") for k in missing],
+                    to=f"'{self.spec.name}' in batch mode ({rounds} batch{'es' * (rounds != 1)})",
+                )
+        return self.report
+
+    def _missing(self, keyed: Mapping[str, Any]) -> list[str]:
+        found = self.cache.get_many(list(keyed))
+        return [k for k in keyed if k not in found]
+
+    def _check_cap(
+        self, missing: list[str], keyed: Mapping[str, tuple[Request, Any]], cap: float
+    ) -> None:
+        # A batch cannot be stopped halfway as single calls can: refuse it whole, before
+        # it is sent, when its estimate at list price passes the cap.
+        estimate = sum(self.prepared.estimate(keyed[k][0]) for k in missing)
+        if estimate > cap:
+            raise LosonaError(
+                f"model '{self.spec.name}': the batch of {len(missing)} calls is estimated at "
+                f"${estimate:.4f} at list price, above the cost cap of ${cap:.4f}; a batch is "
+                "sent whole, so raise the cap or send fewer calls"
+            )
+
+    async def _submit(
+        self, round_: int, pending: Mapping[str, tuple[Request, dict[str, Any]]]
+    ) -> _State:
+        state = _State(
+            job=uuid.uuid4().hex,
+            model_config=self.spec.name,
+            model=self.spec.model,
+            provider=self.provider,
+            endpoint=self.spec.api_base,
+            keys=list(pending),
+            round=round_,
+        )
+        # Recorded before the upload, so that nothing is ever sent unrecorded.
+        self._save(state)
+        await self._create(state, pending)
+        return state
+
+    async def _create(
+        self, state: _State, pending: Mapping[str, tuple[Request, dict[str, Any]]] | None
+    ) -> None:
+        """Upload the job's requests (unless uploaded already) and create its batch."""
+        if state.input_file_id is None:
+            if pending is None:
+                raise LosonaError(f"{self._state_path(state)}: recorded before its upload")
+            lines = "".join(self._line(k, *pending[k]) for k in state.keys).encode("utf-8")
+            uploaded = await self._call(
+                "upload the batch file",
+                lambda: self.litellm.acreate_file(
+                    file=(f"losona-{state.job}.jsonl", lines, "application/jsonl"),
+                    purpose="batch",
+                    **self._connection(),
+                ),
+            )
+            state.input_file_id = uploaded.id
+            self._save(state)
+        created = await self._call(
+            "create the batch",
+            lambda: self.litellm.acreate_batch(
+                completion_window=COMPLETION_WINDOW,
+                endpoint=ENDPOINT,
+                input_file_id=state.input_file_id,
+                metadata={"losona_job": state.job},
+                **self._connection(),
+            ),
+            # A create whose answer was lost may have created the batch all the same.
+            before_retry=lambda: self._recover(state),
+        )
+        if state.batch_id is None:
+            state.batch_id = created.id
+            self._save(state)
+        self.report.batch_ids.append(state.batch_id)
+        self.report.lines_sent += len(state.keys)
+
+    async def _recover(self, state: _State) -> bool:
+        """Adopt the provider's batch for this job if one was created; whether it was."""
+        listed = await self._call(
+            "list batches",
+            lambda: self.litellm.alist_batches(limit=LIST_LIMIT, **self._connection()),
+        )
+        for batch in getattr(listed, "data", None) or []:
+            if (getattr(batch, "metadata", None) or {}).get("losona_job") == state.job:
+                state.batch_id = batch.id
+                self._save(state)
+                return True
+        return False
+
+    async def _finish(self, state: _State, *, resumed: bool) -> dict[str, Completion]:
+        """Wait for a job's batch, store its results; the failed lines' errors, by key."""
+        if state.batch_id is None:
+            if state.input_file_id is None:
+                # Killed before its upload was recorded: nothing was submitted.
+                self._state_path(state).unlink()
+                return {}
+            if await self._recover(state):
+                self._note_resumed(state)
+            else:
+                # Killed between the upload and the batch's creation: create it now.
+                await self._create(state, None)
+        elif resumed:
+            self._note_resumed(state)
+        assert state.batch_id is not None
+        batch = await self._wait(state)
+        failures: dict[str, Completion] = {}
+        answered: set[str] = set()
+        wanted = set(state.keys)
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                for key, outcome in self._read_lines(await self._content(file_id), wanted):
+                    answered.add(key)
+                    if outcome.ok:
+                        self._store(key, outcome)
+                    else:
+                        failures[key] = outcome
+        for key in wanted - answered:
+            failures[key] = _failure(f"no result in batch {state.batch_id} ({batch.status})")
+        self._state_path(state).unlink()
+        if batch.status != "completed":
+            came_back = sum(1 for key in answered if key not in failures)
+            errors = getattr(batch, "errors", None)
+            said = "; ".join(
+                f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}"
+                for e in (getattr(errors, "data", None) or [])
+            )
+            raise BatchFailed(
+                f"model '{self.spec.name}': batch {state.batch_id} ended {batch.status}"
+                f"{f' ({said})' if said else ''}. {came_back} "
+                f"of its {len(wanted)} requests came back and are in the call cache; nothing "
+                "was written. Rerun to send the rest in a new batch, or set "
+                f"{self.settings.where}batch=false to call the model one call at a time."
+            )
+        return failures
+
+    def _note_resumed(self, state: _State) -> None:
+        assert state.batch_id is not None
+        self.report.batch_ids.append(state.batch_id)
+        self.report.resumed.append(state.batch_id)
+        self.report.lines_sent += len(state.keys)
+
+    async def _wait(self, state: _State) -> Any:
+        """Poll the batch until it ends, with a progress bar; the final batch object."""
+        bar = tqdm(
+            total=len(state.keys),
+            desc=f"{self.progress or self.spec.name} (batch {state.batch_id})",
+            unit="call",
+            disable=self.progress is None or not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        )
+        with bar:
+            while True:
+                batch = await self._call(
+                    "check the batch",
+                    lambda: self.litellm.aretrieve_batch(
+                        batch_id=state.batch_id,
+                        # litellm's own switch for pollers: otherwise its logging downloads
+                        # the whole output file again to price it, on every finished look.
+                        litellm_metadata={"batch_ignore_default_logging": True},
+                        **self._connection(),
+                    ),
+                )
+                counts = getattr(batch, "request_counts", None)
+                done = (getattr(counts, "completed", 0) or 0) + (getattr(counts, "failed", 0) or 0)
+                bar.update(max(0, min(done, bar.total) - bar.n))
+                bar.set_postfix_str(str(batch.status), refresh=True)
+                if batch.status in TERMINAL:
+                    return batch
+                await asyncio.sleep(self.settings.poll_interval_s)
+
+    async def _content(self, file_id: str) -> bytes:
+        response = await self._call(
+            "download the batch results",
+            lambda: self.litellm.afile_content(file_id=file_id, **self._connection()),
+        )
+        return bytes(response.content)
+
+    # --- lines ------------------------------------------------------------------------
+
+    def _line(self, key: str, request: Request, params: Mapping[str, Any]) -> str:
+        """One request of the batch file: what `complete` would send, with the key as id."""
+        body = {"model": self.model_name, "messages": [dict(m) for m in request.messages]}
+        line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body | dict(params)}
+        return json.dumps(line, ensure_ascii=False) + "\n"
+
+    def _read_lines(self, content: bytes, wanted: set[str]) -> list[tuple[str, Completion]]:
+        """Each result line for a key of this job, as a completion (ok or failed)."""
+        results = []
+        for raw in content.decode("utf-8", errors="replace").splitlines():
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # no custom_id to pin it on: its request counts as not answered
+            key = entry.get("custom_id") if isinstance(entry, dict) else None
+            if key not in wanted:
+                continue  # never store what this job did not ask for
+            results.append((key, self._outcome(entry)))
+        return results
+
+    def _outcome(self, entry: Mapping[str, Any]) -> Completion:
+        """What one result line says: a completion to store, or why the request failed."""
+        error = entry.get("error")
+        response = entry.get("response") or {}
+        status = response.get("status_code")
+        body = response.get("body") or {}
+        if error or status != 200:
+            detail = error or (body.get("error") if isinstance(body, dict) else None) or {}
+            message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+            if self.secret:
+                message = message.replace(self.secret, "***")
+            return _failure(f"batch line error ({status}): {' '.join(message.split())[:300]}")
+        try:
+            choice = body["choices"][0]
+            text = choice["message"]["content"]
+            usage = body.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            completion_tokens = int(usage.get("completion_tokens") or 0)
+            cached_tokens = int(
+                (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            )
+        except (KeyError, IndexError, TypeError, ValueError):
+            return _failure("malformed body: a batch result line without a chat completion")
+        if not (isinstance(text, str) and text.strip()):
+            return _failure(f"empty reply (finish_reason {choice.get('finish_reason')})")
+        return Completion(
+            text=text,
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            # The list price, as `complete` records it: the table must not depend on how
+            # the call was made. The batch price, cache hits included, goes to the run log.
+            cost_usd=self.prepared.rates.list_cost(Usage(prompt_tokens, completion_tokens)),
+            error=None,
+            cached=False,
+            attempts=1,
+            billed_usd=self.prepared.rates.batch_cost(
+                Usage(prompt_tokens, completion_tokens, cache_read_tokens=cached_tokens)
+            ),
+        )
+
+    def _store(self, key: str, completion: Completion) -> None:
+        self.cache.put(key, self.spec.model, completion)
+        self.report.completed += 1
+        self.report.prompt_tokens += completion.prompt_tokens
+        self.report.completion_tokens += completion.completion_tokens
+        self.report.cost_usd_list_price += completion.cost_usd
+        self.report.cost_usd_batch_price += completion.billed_usd or 0.0
+
+    # --- prices -----------------------------------------------------------------------
+
+    def _batch_price_source(self) -> str:
+        """Where the batch price comes from (losona/models/pricing.py), for the run log."""
+        rates = self.prepared.rates
+        return f"{rates.source} ({rates.batch_basis})"
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _connection(self) -> dict[str, Any]:
+        """The provider, endpoint and key of every batch call (the key read now, never kept)."""
+        key = self.spec.api_key()
+        if key is None and self.spec.api_base:
+            key = NO_KEY  # as `complete` sends to a server of your own
+        return {
+            "custom_llm_provider": self.provider,
+            "api_base": self.spec.api_base,
+            "api_key": key,
+            "timeout": self.spec.timeout_s,
+            "max_retries": 0,  # ours, below
+        }
+
+    async def _call(
+        self,
+        what: str,
+        send: Callable[[], Awaitable[T]],
+        before_retry: Callable[[], Awaitable[bool]] | None = None,
+    ) -> T:
+        """One request of the Batch API, retried on transient faults like a model call."""
+        openai = self.litellm.exceptions.openai
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await send()
+            except openai.APIError as exc:
+                status = getattr(exc, "status_code", None)
+                transient = isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
+                if status in FATAL_STATUSES or not transient or attempt >= self.spec.max_attempts:
+                    text = " ".join(str(exc).split())[:300]
+                    if self.secret:
+                        text = text.replace(self.secret, "***")
+                    raise LosonaError(
+                        f"model '{self.spec.name}': could not {what} ({type(exc).__name__}"
+                        f"{f' ({status})' if status else ''}, after {attempt} attempts): "
+                        f"{text}. Batch jobs waiting for results are recorded in {self.dir}; "
+                        "a rerun resumes them"
+                    ) from None
+            await asyncio.sleep(min(60.0, self.spec.backoff_s * 2 ** (attempt - 1)))
+            if before_retry is not None and await before_retry():
+                return None  # type: ignore[return-value]  # the caller reads the state
+
+    def _waiting_jobs(self) -> list[_State]:
+        """Recorded jobs of this model and endpoint that have not been collected."""
+        if not self.dir.is_dir():
+            return []
+        states = (_State.read(path) for path in sorted(self.dir.glob("*.json")))
+        return [
+            s
+            for s in states
+            if s is not None and s.model == self.spec.model and s.endpoint == self.spec.api_base
+        ]
+
+    def _state_path(self, state: _State) -> Path:
+        return self.dir / f"{state.job}.json"
+
+    def _save(self, state: _State) -> None:
+        # Written atomically (a temporary file moved into place): a kill leaves the old
+        # record or the new one, never half of one.
+        write_json({"format": STATE_FORMAT, **dataclasses.asdict(state)}, self._state_path(state))
+
+
+def _failure(error: str) -> Completion:
+    return Completion(
+        text=None,
+        finish_reason=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        error=error,
+        cached=False,
+        attempts=1,
+    )
+
+
+def _retryable(error: str | None) -> bool:
+    """Whether a failed line is worth another batch: a transient fault, or no answer at all."""
+    if error is None or not error.startswith("batch line error ("):
+        return True
+    status = error[len("batch line error (") :].split(")")[0]
+    return not status.isdigit() or int(status) in RETRY_STATUSES
