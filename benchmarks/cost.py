@@ -18,7 +18,9 @@ alternate judge, is shown beside the total, not in it).
    lengths are shown: the dry run's 500 tokens when a config sets no max_tokens, and a
    chat message (the example replies' mean length) or a verdict (150 tokens) with no
    hidden reasoning tokens. Cells are estimated on their own: reuse across cells, which a
-   provider may grant when cells run back to back, is not counted.
+   provider may grant when cells run back to back, is not counted. The batch column uses
+   every provider's batch price; the last column only that of the models this pipeline's
+   batch mode can send (losona/models/batch.py: OpenAI and Azure), the rest with caching.
 
 2. The server check. The same request structure (two subjects, the four conditions,
    K = 3, every bundled scenario, the judge on all eight cells and its controls) runs
