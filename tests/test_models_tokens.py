@@ -83,3 +83,6 @@ def test_every_model_config_dry_runs_offline_within_seconds(model: str, rendered
     assert f"{model}: {prompts * 3} calls" in result.stdout
     counted = r"prompt tokens counted with (tiktoken \w+|litellm's Anthropic)"
     assert re.search(counted, result.stdout)
+    # The three prices, each with where its figures come from.
+    assert re.search(r"list \$[\d.]+, with prompt caching \$[\d.]+", result.stdout)
+    assert "with caching and batch $" in result.stdout and "; batch: " in result.stdout

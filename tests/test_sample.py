@@ -207,6 +207,17 @@ def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     cost = re.search(r"estimated cost \$(\d+\.\d{4}) \(", result.stdout)
     # Counted prompt tokens at $2/Mtok plus 500 expected completion tokens at $8/Mtok.
     assert cost and 18 * 500 * 8e-6 < float(cost.group(1)) < 18 * (1500 * 2 + 500 * 8) * 1e-6
+    # The three prices: list, with the provider's prompt caching, with caching and batch.
+    three = re.search(
+        r"list \$(\d+\.\d{4}), with prompt caching \$(\d+\.\d{4}) \([+-]\d+\.\d%\), "
+        r"with caching and batch \$(\d+\.\d{4}) \([+-]\d+\.\d%\) \(.*batch: (.*)\)",
+        result.stdout,
+    )
+    assert three and three.group(1) == cost.group(1)
+    assert float(three.group(2)) <= float(three.group(1))
+    assert three.group(4) == (
+        "a server of your own: batch at its list price, batch mode can send it"
+    )
     assert server.request_count == 0 and not responses_path(workdir).exists()
 
 

@@ -22,8 +22,9 @@ byte for byte as a run that made the same calls one by one would write it.
    as failed calls do, with nothing written. A batch that ends failed, expired or
    cancelled stops the stage with that status; what it did answer is kept.
 
-The batch price is recorded in the run log under `batch` (litellm's
-`input_cost_per_token_batches` and `output_cost_per_token_batches`).
+The batch price is recorded in the run log under `batch` (losona/models/pricing.py:
+litellm's `input_cost_per_token_batches` and `output_cost_per_token_batches`, cache hits at
+its batch cache price).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from losona.models.calls import (
     provider_of,
     require_every_call,
 )
+from losona.models.pricing import Usage
 from losona.models.spec import Completion, ModelSpec, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -485,6 +487,9 @@ class _BatchJob:
             usage = body.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
+            cached_tokens = int(
+                (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            )
         except (KeyError, IndexError, TypeError, ValueError):
             return _failure("malformed body: a batch result line without a chat completion")
         if not (isinstance(text, str) and text.strip()):
@@ -495,11 +500,14 @@ class _BatchJob:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             # The list price, as `complete` records it: the table must not depend on how
-            # the call was made. The batch price goes to the run log.
-            cost_usd=self.prepared.cost(prompt_tokens, completion_tokens, response=None),
+            # the call was made. The batch price, cache hits included, goes to the run log.
+            cost_usd=self.prepared.rates.list_cost(Usage(prompt_tokens, completion_tokens)),
             error=None,
             cached=False,
             attempts=1,
+            billed_usd=self.prepared.rates.batch_cost(
+                Usage(prompt_tokens, completion_tokens, cache_read_tokens=cached_tokens)
+            ),
         )
 
     def _store(self, key: str, completion: Completion) -> None:
@@ -508,33 +516,14 @@ class _BatchJob:
         self.report.prompt_tokens += completion.prompt_tokens
         self.report.completion_tokens += completion.completion_tokens
         self.report.cost_usd_list_price += completion.cost_usd
-        self.report.cost_usd_batch_price += self._batch_cost(
-            completion.prompt_tokens, completion.completion_tokens
-        )
+        self.report.cost_usd_batch_price += completion.billed_usd or 0.0
 
     # --- prices -----------------------------------------------------------------------
 
     def _batch_price_source(self) -> str:
-        if self.spec.price is not None:
-            return "config (its list price: a config's price has no batch price)"
-        if self.prepared.price_source == "unknown":
-            return "unknown (recorded as $0)"
-        return "litellm (input_cost_per_token_batches, output_cost_per_token_batches)"
-
-    def _batch_cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        if self.spec.price is not None:
-            return self.spec.price.cost(prompt_tokens, completion_tokens)
-        if self.prepared.price_source == "unknown":
-            return 0.0
-        usage = self.litellm.Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
-        )
-        prompt_cost, completion_cost = self.litellm.cost_calculator.batch_cost_calculator(
-            usage=usage, model=self.spec.model
-        )
-        return float(prompt_cost + completion_cost)
+        """Where the batch price comes from (losona/models/pricing.py), for the run log."""
+        rates = self.prepared.rates
+        return f"{rates.source} ({rates.batch_basis})"
 
     # --- plumbing ---------------------------------------------------------------------
 

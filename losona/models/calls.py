@@ -18,9 +18,13 @@ the import takes seconds). Every subject and judge call in the project comes thr
   Other client errors fail the request at once; a refused key or an unknown model stops
   the run, since every other call would fail the same way, and so does an endpoint that
   refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
-- Cost: from the config's `price`, else litellm's price map, per call. `max_cost_usd`
-  stops dispatching before actual spend plus the estimates of calls in flight would pass
-  the cap (see `_Budget`).
+- Prompt caching: a call that can reuse a prefix of an earlier call of the run is sent once
+  that call is answered, and Anthropic calls carry cache_control markers
+  (losona/models/caching.py). The cache key and what is sent as the prompt do not change.
+- Cost: from the config's `price`, else litellm's price map (losona/models/pricing.py).
+  A completion's `cost_usd` is its list price; what it was billed, cache discounts
+  included, goes to the run log. `max_cost_usd` stops dispatching before actual spend plus
+  the estimates of calls in flight would pass the cap (see `_Budget`).
 - Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log,
   never into a returned value that ends up in a data file.
 """
@@ -53,14 +57,15 @@ from tqdm import tqdm
 
 from losona.errors import LosonaError
 from losona.io import write_json
+from losona.models import pricing
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
+from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
+from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
 
 # Bumped when the key's recipe changes, so old entries are never misread.
 KEY_VERSION = 1
-# Completion length assumed for cost estimates when the config sets no max_tokens.
-EXPECTED_COMPLETION_TOKENS = 500
 # Never wait longer than this between attempts, whatever a Retry-After says.
 MAX_WAIT_S = 120.0
 # Statuses worth another attempt: timeouts, conflicts, rate limits, server trouble.
@@ -158,8 +163,14 @@ class _Prepared:
     spec: ModelSpec
     params: dict[str, Any]  # what is sent, after drops
     dropped: list[str]
-    price_source: str  # "config", "litellm" or "unknown"
+    rates: Rates  # its prices: list, cache, batch (losona/models/pricing.py)
+    rule: CacheRule | None  # how its provider caches prompts; None: not at all, or turned off
     key_prefix: str  # the canonical JSON of what the key covers besides messages and trial
+
+    @property
+    def price_source(self) -> str:
+        """Where the price comes from: "config", "litellm" or "unknown"."""
+        return self.rates.source
 
     def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
         """The request's cache key and the parameters to send with it."""
@@ -170,51 +181,51 @@ class _Prepared:
         """What estimates count prompt tokens with: chosen once, from what is on disk."""
         return select_tokenizer(_litellm(), self.spec.model)
 
-    def estimate(self, request: Request) -> float:
-        """A cost estimate for one call (0 when the price is unknown)."""
-        if self.price_source == "unknown":
-            return 0.0
-        prompt_tokens = self.tokenizer.count(
-            _litellm(), self.spec.model, [dict(m) for m in request.messages]
-        )
-        completion_tokens = int(
+    @property
+    def completion_tokens(self) -> int:
+        """The completion length estimates assume: max_tokens, else a guess."""
+        return int(
             self.params.get("max_tokens")
             or self.params.get("max_completion_tokens")
             or EXPECTED_COMPLETION_TOKENS
         )
-        return self.cost(prompt_tokens, completion_tokens, response=None)
 
-    def cost(self, prompt_tokens: int, completion_tokens: int, response: Any) -> float:
-        """The cost of a call, from the config's price or litellm's price map."""
-        if self.spec.price is not None:
-            return self.spec.price.cost(prompt_tokens, completion_tokens)
-        if self.price_source == "unknown":
-            return 0.0
-        litellm = _litellm()
-        if response is not None:
-            cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-            if cost is not None:
-                return float(cost)
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=self.spec.model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+    def prompt_tokens(self, request: Request) -> int:
+        """A request's prompt tokens, counted offline."""
+        return self.tokenizer.count(
+            _litellm(), self.spec.model, [dict(m) for m in request.messages]
         )
-        return float(prompt_cost + completion_cost)
+
+    def estimate(self, request: Request, reuse: Reuse = NO_REUSE) -> float:
+        """A cost estimate for one call that it cannot exceed with max_tokens set (0 when
+        the price is unknown): list price, or with cache_control markers every prompt
+        token written to the cache, should the read it expects miss."""
+        if not self.rates.known:
+            return 0.0
+        prompt = self.prompt_tokens(request)
+        written = prompt if reuse.markers else 0
+        return self.rates.cost(Usage(prompt, self.completion_tokens, cache_write_tokens=written))
+
+    def reuse(self, requests: Sequence[Request]) -> list[Reuse]:
+        """What each request, sent in this order, can reuse of an earlier one's prefix."""
+        if self.rule is None:
+            return [NO_REUSE] * len(requests)
+        encode = token_encoder(self.tokenizer.encode)
+        return plan_reuse([r.messages for r in requests], encode, self.rule)
 
 
 @functools.cache
-def _litellm_prices(model: str) -> bool:
-    """Whether litellm's price map knows the model (asked once per process).
+def _model_info(model: str) -> dict[str, Any] | None:
+    """litellm's price map entry for the model, None if it has none (asked once per process).
 
     Once, because a litellm Router registers the models it serves in that same map, with
     no price: asked again after a Router ran, litellm would price an unknown model at $0.
     """
     try:
-        _litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
-    except Exception:  # litellm raises a bare Exception for a model it cannot price
-        return False
-    return True
+        info = dict(_litellm().get_model_info(model))
+    except Exception:  # litellm raises a bare Exception for a model it does not map
+        return None
+    return info if info.get("input_cost_per_token") is not None else None
 
 
 def _provider(spec: ModelSpec) -> tuple[str, str]:
@@ -260,12 +271,13 @@ def _prepare(spec: ModelSpec) -> _Prepared:
             f"under drop_params in conf/model/{spec.name}.yaml so the drop is recorded"
         )
     # Asked even when the config sets a price, so the answer is in before any Router runs.
-    litellm_prices = _litellm_prices(spec.model)
-    if spec.price is not None:
-        price_source = "config"
-    else:
-        price_source = "litellm" if litellm_prices else "unknown"
-    return _Prepared(spec, params, dropped, price_source, _key_prefix(spec))
+    info = _model_info(spec.model)
+    # An OpenAI-compatible server of your own; an address for Anthropic's or Gemini's API
+    # (a proxy, a test double) keeps that provider's caching and prices.
+    own_server = bool(spec.api_base or spec.endpoints) and provider not in ("anthropic", "gemini")
+    rates = pricing.rates_for(spec, provider, own_server, info)
+    rule = cache_rule(provider, spec.model, own_server=own_server) if spec.prompt_caching else None
+    return _Prepared(spec, params, dropped, rates, rule, _key_prefix(spec))
 
 
 def _key_prefix(spec: ModelSpec) -> str:
@@ -456,6 +468,11 @@ class _Stats:
     latencies: list[float] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0  # prompt tokens the provider billed as read from its cache
+    cache_write_tokens: int = 0  # prompt tokens it billed as written to its cache
+    calls_with_cache_hits: int = 0
+    list_usd: float = 0.0  # the calls made, at list price
+    sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
 
 
 class _Run:
@@ -490,23 +507,55 @@ class _Run:
     async def run(
         self, pending: Sequence[tuple[str, Request, dict[str, Any]]]
     ) -> dict[str, Completion]:
-        queue = collections.deque(pending)
+        """Send every pending request; results by key.
+
+        Requests go out in order, except that one that can reuse the prefix of an earlier
+        one (`reuse[i].parent`) waits for that one's answer, then goes first.
+        """
+        reuse = self.prepared.reuse([request for _, request, _ in pending])
+        ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
+        held: dict[int, list[int]] = collections.defaultdict(list)
+        for i, plan in enumerate(reuse):
+            if plan.parent is not None:
+                held[plan.parent].append(i)
+        self.stats.sent_after_parent = len(pending) - len(ready)
+        taken = 0  # requests a worker took and has not finished
+        finished = asyncio.Condition()
         results: dict[str, Completion] = {}
         estimates = self.budget.cap is not None and self.prepared.price_source != "unknown"
 
         async def worker() -> None:
-            while queue and self.stop is None:
-                key, request, params = queue[0]
-                estimate = self.prepared.estimate(request) if estimates else 0.0
+            nonlocal taken
+            while self.stop is None:
+                if not ready:
+                    if not taken:
+                        return  # nothing left: no call in flight can release a held one
+                    async with finished:
+                        await finished.wait()
+                    continue
+                i = ready[0]
+                key, request, params = pending[i]
+                estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
                     self.stop = (
                         f"the cost cap of ${self.budget.cap:.4f} would be passed "
                         f"(${self.budget.spent:.4f} spent in this run)"
                     )
                     return
-                queue.popleft()
-                completion = await self.call(request, params)
-                self.budget.settle(estimate, completion.cost_usd)
+                ready.popleft()
+                taken += 1
+                try:
+                    completion = await self.call(request, params, reuse[i])
+                finally:
+                    taken -= 1
+                    # The calls that reuse its prefix go next: the provider has it now.
+                    ready.extendleft(reversed(held.pop(i, [])))
+                    async with finished:
+                        finished.notify_all()
+                self.budget.settle(
+                    estimate,
+                    completion.cost_usd if completion.billed_usd is None else completion.billed_usd,
+                )
                 if completion.ok:
                     kept = self.cache.put(key, self.spec.model, completion)
                     # Reading from the cache, every run must see the answer it keeps; a
@@ -525,7 +574,9 @@ class _Run:
         await asyncio.gather(*(worker() for _ in range(workers)))
         return results
 
-    async def call(self, request: Request, params: dict[str, Any]) -> Completion:
+    async def call(
+        self, request: Request, params: dict[str, Any], reuse: Reuse = NO_REUSE
+    ) -> Completion:
         """One request, sent until it succeeds, fails for good, or runs out of retries.
 
         Rate limits are waited out for up to `rate_limit_patience_s` from the first send;
@@ -534,6 +585,15 @@ class _Run:
         litellm = _litellm()
         openai = litellm.exceptions.openai
         messages = [dict(m) for m in request.messages]
+        if reuse.markers and self.prepared.rule is not None and self.prepared.rule.markers:
+            # Anthropic caches a prefix only up to a marker. Added by litellm to what it
+            # sends; never part of the cache key.
+            params = {
+                **params,
+                "cache_control_injection_points": [
+                    {"location": "message", "index": index} for index in reuse.markers
+                ],
+            }
         started = time.perf_counter()
         attempt = 0  # sends
         counted = 0  # sends that count against max_attempts: all but the rate-limited ones
@@ -581,23 +641,10 @@ class _Run:
                 self.refused_in_a_row = 0
                 choice = response.choices[0]
                 text = choice.message.content
-                usage = getattr(response, "usage", None)
-                prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-                completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                usage = usage_of(response)
                 if text and text.strip():
                     self.stats.latencies.append(time.perf_counter() - started)
-                    self.stats.prompt_tokens += prompt_tokens
-                    self.stats.completion_tokens += completion_tokens
-                    return Completion(
-                        text=text,
-                        finish_reason=choice.finish_reason,
-                        prompt_tokens=prompt_tokens,
-                        completion_tokens=completion_tokens,
-                        cost_usd=self.prepared.cost(prompt_tokens, completion_tokens, response),
-                        error=None,
-                        cached=False,
-                        attempts=attempt,
-                    )
+                    return self._completed(text, choice.finish_reason, usage, attempt)
                 error = f"empty reply (finish_reason {choice.finish_reason})"
                 wait = None
             finally:
@@ -619,6 +666,30 @@ class _Run:
                 wait = min(MAX_WAIT_S, wait if wait is not None else self._backoff(counted))
             self.stats.retried[error.split(":")[0]] += 1
             await asyncio.sleep(wait)
+
+    def _completed(
+        self, text: str, finish_reason: str | None, usage: Usage, attempts: int
+    ) -> Completion:
+        """A good answer: counted for the run log, priced at list and as billed."""
+        stats, rates = self.stats, self.prepared.rates
+        stats.prompt_tokens += usage.prompt_tokens
+        stats.completion_tokens += usage.completion_tokens
+        stats.cache_read_tokens += usage.cache_read_tokens
+        stats.cache_write_tokens += usage.cache_write_tokens
+        stats.calls_with_cache_hits += usage.cache_read_tokens > 0
+        list_cost = rates.list_cost(usage)
+        stats.list_usd += list_cost
+        return Completion(
+            text=text,
+            finish_reason=finish_reason,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=list_cost,
+            error=None,
+            cached=False,
+            attempts=attempts,
+            billed_usd=rates.cost(usage),
+        )
 
     def _endpoint(self) -> str:
         """Where the calls go, as the config names it."""
@@ -792,21 +863,68 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
         if tokens
         else (f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call")
     )
-    cost = (
-        None
-        if prepared.price_source == "unknown"
-        else sum(prepared.estimate(r) for r in todo.values())
-    )
-    return CallPlan(
+    counted = CallPlan(
         model=spec.name,
         requests=len(requests),
         cached=sum(1 for key, _ in keyed if key in found),
-        estimated_cost_usd=cost,
+        estimated_cost_usd=None,
         estimate_basis=(
             f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
             f"price from {prepared.price_source}"
         ),
     )
+    if not prepared.rates.known:
+        return counted
+    three = estimate_prices(prepared, list(todo.values()))
+    return dataclasses.replace(
+        counted,
+        estimated_cost_usd=three.list_usd,
+        with_caching_usd=three.caching_usd,
+        with_batch_usd=three.batch_usd,
+        pricing_basis=describe_estimate(prepared, three),
+    )
+
+
+def estimate_prices(prepared: _Prepared, requests: Sequence[Request]) -> pricing.Estimate:
+    """List, caching and batch prices of these requests, sent in this order (offline)."""
+    return pricing.estimate(
+        prepared.rates,
+        [prepared.prompt_tokens(r) for r in requests],
+        prepared.completion_tokens,
+        prepared.reuse(requests),
+    )
+
+
+def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
+    """How the caching and batch prices were estimated, for the reader."""
+    rates, rule = prepared.rates, prepared.rule
+    if rule is None:
+        how = (
+            "prompt caching is off (prompt_caching: false)"
+            if not prepared.spec.prompt_caching
+            else f"no prompt caching known for {_provider(prepared.spec)[1]}"
+        )
+    else:
+        written = f", {found.written_tokens} written to it" if found.written_tokens else ""
+        how = (
+            f"caching: {found.reusing} of {found.calls} calls reuse a shared prefix, "
+            f"{found.cached_tokens} of {found.prompt_tokens} prompt tokens read from the "
+            f"cache{written} ({rule.describe()}; {rates.cache_basis})"
+        )
+    from losona.models.batch import BATCH_PROVIDERS  # batch imports this module
+
+    provider = _provider(prepared.spec)[1]
+    mode = (
+        "batch mode can send it"
+        if provider in BATCH_PROVIDERS and not prepared.spec.endpoints
+        else f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}"
+    )
+    return f"{how}; batch: {rates.batch_basis}, {mode}"
+
+
+def prepare(spec: ModelSpec) -> _Prepared:
+    """A model's provider, parameters, prices and caching rule, checked (for estimates)."""
+    return _prepare(spec)
 
 
 def _run_log(
@@ -851,9 +969,29 @@ def _run_log(
             "cuts_on_429": run.limiter.cuts,
         },
         "stopped": run.stop,
+        # What this run's calls were billed, cache discounts included, and the same calls
+        # at list price; the response tables' cost_usd is always the list price.
         "cost_usd_this_run": round(run.budget.spent, 6),
+        "list_cost_usd_this_run": round(stats.list_usd, 6),
         "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
         "price_from": run.prepared.price_source,
+        "prompt_cache": {
+            "rule": (
+                run.prepared.rule.describe()
+                if run.prepared.rule is not None
+                else (
+                    "off (prompt_caching: false)"
+                    if not spec.prompt_caching
+                    else "none known for this provider"
+                )
+            ),
+            "cache_read_tokens_this_run": stats.cache_read_tokens,
+            "cache_write_tokens_this_run": stats.cache_write_tokens,
+            "calls_with_cache_hits": stats.calls_with_cache_hits,
+            # Held back until the call whose prefix they reuse was answered.
+            "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
+            "prices": run.prepared.rates.cache_basis,
+        },
         # Only a capped run estimates each call before sending it.
         "estimate_tokenizer": (
             run.prepared.tokenizer.describe()

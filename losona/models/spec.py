@@ -41,9 +41,11 @@ class Price:
 
     input_usd_per_mtok: float
     output_usd_per_mtok: float
+    # What a prompt token read from the provider's prompt cache costs; None: the input price.
+    cached_input_usd_per_mtok: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """The cost in dollars of one call with these token counts."""
+        """The list cost in dollars of one call with these token counts."""
         return (
             prompt_tokens * self.input_usd_per_mtok + completion_tokens * self.output_usd_per_mtok
         ) / 1e6
@@ -70,6 +72,9 @@ class ModelSpec:
     drop_params: tuple[str, ...] = ()  # params removed before sending (provider rejects them)
     seed_per_trial: bool = False  # send a seed derived from the prompt and the trial index
     price: Price | None = None  # overrides litellm's price map
+    # Send calls so the provider can cache their shared prefixes (billing only: what is sent
+    # as the prompt and the cache key are the same either way; losona/models/caching.py).
+    prompt_caching: bool = True
 
     @property
     def display_name(self) -> str:
@@ -162,6 +167,9 @@ class _SpecReader:
         seed_per_trial = node.get("seed_per_trial", False)
         if not isinstance(seed_per_trial, bool):
             raise self.fail("seed_per_trial", "true or false", seed_per_trial)
+        prompt_caching = node.get("prompt_caching", ModelSpec.prompt_caching)
+        if not isinstance(prompt_caching, bool):
+            raise self.fail("prompt_caching", "true or false", prompt_caching)
         return ModelSpec(
             name=name,
             model=model,
@@ -180,6 +188,7 @@ class _SpecReader:
             drop_params=self.names("drop_params"),
             seed_per_trial=seed_per_trial,
             price=self.price(),
+            prompt_caching=prompt_caching,
         )
 
     def params(self, seed_per_trial: bool) -> dict[str, Any]:
@@ -200,12 +209,21 @@ class _SpecReader:
         if price is None:
             return None
         keys = {"input_usd_per_mtok", "output_usd_per_mtok"}
-        if not isinstance(price, Mapping) or set(price) != keys:
-            raise self.fail("price", f"a mapping with exactly {sorted(keys)}", price)
-        values = [price["input_usd_per_mtok"], price["output_usd_per_mtok"]]
-        if any(isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in values):
+        optional = {"cached_input_usd_per_mtok"}
+        if not isinstance(price, Mapping) or not keys <= set(price) <= keys | optional:
+            raise self.fail(
+                "price",
+                f"a mapping with {sorted(keys)} and optionally {sorted(optional)}",
+                price,
+            )
+        values = [price[k] for k in ("input_usd_per_mtok", "output_usd_per_mtok")]
+        cached = price.get("cached_input_usd_per_mtok")
+        if any(
+            isinstance(v, bool) or not isinstance(v, int | float) or v < 0
+            for v in [*values, *([] if cached is None else [cached])]
+        ):
             raise self.fail("price", "non-negative dollars per million tokens", price)
-        return Price(float(values[0]), float(values[1]))
+        return Price(float(values[0]), float(values[1]), None if cached is None else float(cached))
 
 
 @dataclass(frozen=True)
@@ -229,6 +247,9 @@ class Completion:
     cached: bool  # served from the call cache
     attempts: int = 0  # calls sent for it in this run (0 when cached)
     key: str | None = None  # its call-cache key, set by `complete` on every result
+    # What the call was billed, cache discounts included (None when it came from the call
+    # cache). A run fact like latency: it goes to the run log, never into a table.
+    billed_usd: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -243,8 +264,13 @@ class CallPlan:
     model: str
     requests: int
     cached: int
-    estimated_cost_usd: float | None  # None when nobody knows the model's price
+    estimated_cost_usd: float | None  # at list price; None when nobody knows the model's price
     estimate_basis: str  # how the estimate was made, for the reader
+    # The same calls with the provider's prompt caching, and with caching through its batch
+    # API (losona/models/pricing.py); None when the price is unknown.
+    with_caching_usd: float | None = None
+    with_batch_usd: float | None = None
+    pricing_basis: str = ""  # how those two were estimated, for the reader
 
     @property
     def to_call(self) -> int:
@@ -258,7 +284,25 @@ class CallPlan:
             if self.estimated_cost_usd is None
             else f"${self.estimated_cost_usd:.4f}"
         )
-        return (
+        line = (
             f"{self.model}: {self.requests} calls, {self.cached} already cached, "
             f"{self.to_call} to make; estimated cost {cost} ({self.estimate_basis})"
+        )
+        if self.estimated_cost_usd is None or self.with_caching_usd is None:
+            return line
+        return f"{line}\n  {self.prices()} ({self.pricing_basis})"
+
+    def prices(self) -> str:
+        """The three prices on one line: list, with caching, with caching and batch."""
+        list_price = self.estimated_cost_usd or 0.0
+
+        def off(price: float | None) -> str:
+            if price is None:
+                return "unknown"
+            share = f" ({100 * (price / list_price - 1):+.1f}%)" if list_price else ""
+            return f"${price:.4f}{share}"
+
+        return (
+            f"list ${list_price:.4f}, with prompt caching {off(self.with_caching_usd)}, "
+            f"with caching and batch {off(self.with_batch_usd)}"
         )

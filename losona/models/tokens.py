@@ -56,6 +56,13 @@ class Tokenizer:
             litellm.token_counter(model=model, messages=messages, custom_tokenizer=self.custom)
         )
 
+    def encode(self, text: str) -> list[int]:
+        """The token ids of a text (for finding the prefix two prompts share, in tokens)."""
+        tokenizer = self.custom["tokenizer"]
+        if self.custom["type"] == "openai_tokenizer":
+            return list(tokenizer.encode(text, disallowed_special=()))
+        return list(tokenizer.encode(text).ids)  # a Hugging Face `tokenizers` tokenizer
+
 
 def _bundled_encoding(litellm: ModuleType, name: str) -> Tokenizer | None:
     """A tiktoken encoding from the files litellm ships, or None when it ships none."""

@@ -21,6 +21,16 @@ into the batch's error file, while `batch_fate` can end a whole batch as failed 
         ...  # point a model config's api_base at server.url
         assert server.request_count == ...
 
+Prompt caching as OpenAI bills it: the server keeps every answered prompt and reports
+`usage.prompt_tokens_details.cached_tokens`, the longest prefix a prompt shares with an
+earlier answered one, counted in the server's tokens (the words of the messages' text,
+losona.models.caching.content_words) and cut as OpenAI cuts it: nothing below 1,024
+tokens, then 128-token steps (`cache_min_tokens`, `cache_step`). A prompt is cached once
+it has been answered, so prompts sent side by side miss, as they do at OpenAI. It also
+answers Anthropic's `POST /v1/messages`, caching only up to `cache_control` markers and
+reporting `cache_read_input_tokens` and `cache_creation_input_tokens` as Anthropic does,
+so that an `anthropic/...` model config pointed at it runs offline.
+
 `python -m losona.testing.openai_server --latency 0.2` serves the default replies until
 SIGINT or SIGTERM (or `--lifetime` seconds), in its own process (the throughput benchmark
 uses it that way so that the server does not compete with the client for the
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import hashlib
 import json
 import signal
@@ -44,6 +55,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiohttp import web
+
+from losona.models.caching import CacheRule, common_prefix, content_words
 
 FaultKind = Literal[
     "rate_limit",  # 429 with a Retry-After header
@@ -172,8 +185,14 @@ class OpenAIServer:
         batch_delay: float = 0.0,  # seconds from a batch's creation to its completion
         batch_faults: FaultPlan | None = None,  # (line body, times seen before) -> fault
         batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
+        cache_min_tokens: int = 1024,  # OpenAI's minimum cached prefix
+        cache_step: int = 128,  # ... and its steps past that
     ) -> None:
         self.latency = latency
+        self.cache_rule = CacheRule("the test server", False, cache_min_tokens, cache_step)
+        self._prompts: list[tuple[str, ...]] = []  # every answered prompt's words, sorted
+        self._marked: set[tuple[str, ...]] = set()  # Anthropic: prefixes written to the cache
+        self.cached_tokens: list[int] = []  # reported per chat completion, in answer order
         self.reply = reply
         self.faults = faults
         self.hang_s = hang_s
@@ -237,6 +256,8 @@ class OpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle_anthropic)
+        app.router.add_post("/v1/v1/messages", self._handle_anthropic)
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/files", self._upload)
             app.router.add_get(f"{prefix}/files/{{file_id}}/content", self._file_content)
@@ -288,6 +309,77 @@ class OpenAIServer:
             self.answered.append(body)
         return web.json_response(self._completion(body, text))
 
+    def forget_prompts(self) -> None:
+        """Empty the prompt cache, as a provider's does after some minutes."""
+        self._prompts.clear()
+        self._marked.clear()
+
+    def _cached(self, words: tuple[str, ...]) -> int:
+        """The tokens of a prompt that an earlier answered prompt shares, cut as OpenAI does."""
+        at = bisect.bisect_left(self._prompts, words)
+        # The longest prefix shared with a sorted set is shared with a neighbour.
+        shared = max(
+            (
+                common_prefix(words, self._prompts[i])
+                for i in (at - 1, at)
+                if 0 <= i < len(self._prompts)
+            ),
+            default=0,
+        )
+        return self.cache_rule.cached(shared)
+
+    def _remember(self, words: tuple[str, ...]) -> None:
+        at = bisect.bisect_left(self._prompts, words)
+        if at == len(self._prompts) or self._prompts[at] != words:
+            self._prompts.insert(at, words)
+
+    async def _handle_anthropic(self, request: web.Request) -> web.StreamResponse:
+        """Anthropic's Messages API, with its prompt caching: only up to cache_control marks."""
+        body: Body = await request.json()
+        self.request_count += 1
+        if self.keep_bodies:
+            self.requests.append(body)
+        blocks = _anthropic_blocks(body)
+        words: list[str] = []
+        ends: list[tuple[int, bool]] = []  # (words so far, marked) at the end of each block
+        for text, marked in blocks:
+            words += text.split()
+            ends.append((len(words), marked))
+        marks = [end for end, marked in ends if marked and end >= self.cache_rule.min_tokens]
+        read = max(
+            (
+                end
+                for end, _ in ends
+                if end <= max(marks, default=0) and tuple(words[:end]) in self._marked
+            ),
+            default=0,
+        )
+        write = max(0, max(marks, default=0) - read)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        for end in marks:
+            self._marked.add(tuple(words[:end]))
+        text = self.reply({"messages": body.get("messages"), "seed": None})
+        if self.keep_bodies:
+            self.answered.append(body)
+        return web.json_response(
+            {
+                "id": f"msg_{self.request_count}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", "test"),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": len(words) - read - write,
+                    "output_tokens": _words(text),
+                    "cache_read_input_tokens": read,
+                    "cache_creation_input_tokens": write,
+                },
+            }
+        )
+
     async def _inject(self, request: web.Request, body: Body, fault: Fault) -> web.StreamResponse:
         if fault.kind == "rate_limit":
             return _error(429, "rate limited", {"Retry-After": f"{fault.retry_after:g}"})
@@ -311,7 +403,11 @@ class OpenAIServer:
         return web.json_response(self._completion(body, ""))
 
     def _completion(self, body: Body, text: str) -> Body:
-        prompt_tokens = sum(_words(m.get("content")) for m in body.get("messages", []))
+        words = tuple(content_words(body.get("messages", [])))
+        prompt_tokens = len(words)
+        cached = self._cached(words)
+        self._remember(words)
+        self.cached_tokens.append(cached)
         return {
             "id": f"chatcmpl-{self.request_count}",
             "object": "chat.completion",
@@ -328,6 +424,7 @@ class OpenAIServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": _words(text),
                 "total_tokens": prompt_tokens + _words(text),
+                "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
 
@@ -471,6 +568,25 @@ def _file_object(file_id: str, size: int, filename: str, purpose: str) -> Body:
         "purpose": purpose,
         "status": "processed",
     }
+
+
+def _anthropic_blocks(body: Body) -> list[tuple[str, bool]]:
+    """The text blocks of an Anthropic request in prompt order, each with its cache mark."""
+    found: list[tuple[str, bool]] = []
+
+    def add(content: Any, marked: bool) -> None:
+        if isinstance(content, str):
+            found.append((content, marked))
+        elif isinstance(content, list):
+            for i, block in enumerate(content):
+                if isinstance(block, dict) and isinstance(block.get("text"), str):
+                    last = i == len(content) - 1
+                    found.append((block["text"], "cache_control" in block or (marked and last)))
+
+    add(body.get("system"), False)
+    for message in body.get("messages", []):
+        add(message.get("content"), "cache_control" in message)
+    return found
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
