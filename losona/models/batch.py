@@ -591,16 +591,7 @@ class _BatchJob:
 
 
 def _failure(error: str) -> Completion:
-    return Completion(
-        text=None,
-        finish_reason=None,
-        prompt_tokens=0,
-        completion_tokens=0,
-        cost_usd=0.0,
-        error=error,
-        cached=False,
-        attempts=1,
-    )
+    return Completion.failed(error, attempts=1)
 
 
 def _retryable(error: str | None) -> bool:

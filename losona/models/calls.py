@@ -704,16 +704,7 @@ class _Run:
 
     def _failure(self, error: str, attempts: int) -> Completion:
         self.stats.failures[error.split(":")[0]] += 1
-        return Completion(
-            text=None,
-            finish_reason=None,
-            prompt_tokens=0,
-            completion_tokens=0,
-            cost_usd=0.0,
-            error=error,
-            cached=False,
-            attempts=attempts,
-        )
+        return Completion.failed(error, attempts)
 
 
 def _keys(prepared: _Prepared, requests: Sequence[Request]) -> list[tuple[str, dict[str, Any]]]:

@@ -256,6 +256,20 @@ class Completion:
         """Whether the call produced a message."""
         return self.text is not None
 
+    @classmethod
+    def failed(cls, error: str, attempts: int) -> Completion:
+        """A request that produced no message: why, and after how many sends."""
+        return cls(
+            text=None,
+            finish_reason=None,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost_usd=0.0,
+            error=error,
+            cached=False,
+            attempts=attempts,
+        )
+
 
 @dataclass(frozen=True)
 class CallPlan:
