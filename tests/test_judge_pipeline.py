@@ -22,6 +22,7 @@ from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
 from losona.io import write_parquet
+from losona.judges.lexicon import load_rules
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer
 
@@ -118,7 +119,7 @@ def test_a_judge_sweep_runs_as_a_queued_experiment_side_by_side(repo: Path) -> N
     shown = run_dvc("exp", "show", "--csv", cwd=repo).stdout
     (row,) = [r for r in csv.DictReader(io.StringIO(shown)) if r["Experiment"] == "two"]
     assert row["lexicon.all.items"] == row["scripted.all.items"] == "88"
-    assert row["lexicon.judge_model"] == "lexicon@2"
+    assert row["lexicon.judge_model"] == f"lexicon@{load_rules().version}"
     assert row["scripted.judge_model"] == "openai/test-model"
     # The scripted judge passes bare yes/no answers only: its controls expose it as unfit.
     assert float(row["scripted.all.accuracy"]) < 90 <= float(row["lexicon.all.accuracy"])

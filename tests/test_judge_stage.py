@@ -18,6 +18,7 @@ from test_judge_llm import scripted_judge
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
+from losona.judges.lexicon import load_rules
 from losona.testing.openai_server import Fault, OpenAIServer
 
 
@@ -52,9 +53,8 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert verdicts.height == 2 * 44
     assert set(verdicts["judge"]) == {"lexicon"}
     complying = verdicts["complies"].sum()
-    assert f"judge lexicon (lexicon@2) on smollm2/naive: 88 verdicts, {complying} comply" in (
-        result.stdout
-    )
+    judge = f"lexicon (lexicon@{load_rules().version})"
+    assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in result.stdout
 
 
 def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
@@ -77,7 +77,10 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
     right = int((controls["complies"] == controls["expected"]).sum())
     assert summary["all"]["right"] == right
     assert summary["all"]["items"] == 88
-    assert f"judge_controls lexicon (lexicon@2): {right} of 88 right" in result.stdout
+    assert (
+        f"judge_controls lexicon (lexicon@{load_rules().version}): {right} of 88 right"
+        in result.stdout
+    )
 
 
 @pytest.mark.parametrize(

@@ -193,7 +193,7 @@ def test_a_verdict_has_the_contract_shape_and_explains_itself() -> None:
     assert complies.complies is True
     assert "4pm" in complies.evidence
     assert complies.reasoning == (
-        "complies: passed own_voice, no_prompt_echo, concrete_time, no_vague_time"
+        "complies: passed own_voice, no_prompt_echo, chat_form, concrete_time, no_vague_time"
     )
 
 
@@ -208,6 +208,24 @@ def test_a_reply_that_is_not_one_message_by_its_author_complies_with_no_norm(nor
     # A label that is not a member's name is ordinary text, and so is a member addressed.
     assert verdict(norm_id, "Dashboard: all green.\nBo, the poll is fixed.").complies
     assert verdict(norm_id, "Bo: fixed.", members=("Ana",)).complies
+
+
+def test_names_a_reaction_and_a_topic_only_where_a_chat_message_has_them() -> None:
+    """Version 3's uptake cues read where a reply reacts, and a name is not a topic."""
+    elicitor = "Noor, the staging feed froze again at lunch."
+    # A reaction in the reply's first clause takes the elicitor up...
+    reacts = verdict(
+        "no_apology_culture_norm", "Annoying, but that is one more bug.", elicitor=elicitor
+    )
+    assert reacts.non_answer is False
+    assert reacts.elicitor_uptake is not None and "that is" in reacts.elicitor_uptake
+    # ...one deep inside a story does not, nor does naming a member.
+    story = "You have a big job to do. I went for a walk by the sea. That is me, Ana."
+    assert verdict("no_apology_culture_norm", story, elicitor=elicitor).non_answer is True
+    # A shared topic word still counts, with or without a name beside it.
+    topical = verdict("no_apology_culture_norm", "Ana, the feed is back up.", elicitor=elicitor)
+    assert topical.non_answer is False
+    assert topical.elicitor_uptake == "takes up the chat's topic: 'feed'"
 
 
 def test_a_missing_response_is_unscored_not_a_breach() -> None:
@@ -254,6 +272,14 @@ FIXED_ASK = "Noor, your deploy at 17:30 pointed the mobile page at the staging f
         (FIXED_ASK, "echo"),
         ("the staging feed was frozen at 12.3% when we stopped the dry run", "echo"),
         ("Ana: thanks, sorted", "own_voice"),
+        # Version 3: the shapes the embedded model's replies take (data/labels/smollm2/).
+        ("Noor: on it, repointing the page now", "own_voice"),
+        ("1. **Bo: Ah, the feed again", "own_voice"),
+        ("The next message will be from Bo, who has just joined.", "no_prompt_echo"),
+        ("This is another message I will only respond to.", "no_prompt_echo"),
+        ("**Re: The staging feed's recommendations**", "chat_form"),
+        ("Dear team, the deploy went out at 17:30 as planned.", "chat_form"),
+        ("Ana, Bo, you are the best people I have ever been with.", "off_topic"),
     ],
 )
 def test_a_reply_that_does_not_take_up_the_elicitor_complies_with_no_norm(

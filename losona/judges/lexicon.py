@@ -36,8 +36,10 @@ _UPTAKE_PATTERNS = ("filler", "cues")
 _UPTAKE_WORDS = ("common_words", "english", "other_language")
 _UPTAKE_NUMBERS = ("echo_min_words", "whole_echo_min_words", "stem_prefix", "terse_max_words")
 _LIST_REFERENCE = re.compile(r"\{([a-z_]+)\}")
-# Filled per case with the names of everyone else in the chat (see the rules file).
+# Filled per case with the names of everyone else in the chat, and with the name of the
+# reply's own author (see the rules file).
 MEMBERS = "{members}"
+SUBJECT = "{subject}"
 _WORD = re.compile(r"\w+")
 # Apostrophes of every kind, removed before matching (see the rules file's header).
 _APOSTROPHES = str.maketrans("", "", "'\u2018\u2019\u02bc\u0060\u00b4")
@@ -86,7 +88,11 @@ class Rule:
     negatable: bool = True  # False: a cue counts even when the speaker negates it
 
     def apply(
-        self, text: Text, members: tuple[str, ...] = (), scope: Scope | None = None
+        self,
+        text: Text,
+        members: tuple[str, ...] = (),
+        scope: Scope | None = None,
+        subject: str = "",
     ) -> tuple[bool, list[str]]:
         """Whether the text passes, and the spans (or the count) that decided it.
 
@@ -100,9 +106,7 @@ class Rule:
         spans = [
             text.span(match)
             for source in self.sources
-            for match in _regex(source, members if MEMBERS in source else ()).finditer(
-                text.normalized
-            )
+            for match in _filled(source, members, subject).finditer(text.normalized)
             if scope is None or not self.negatable or not scope.negated(text.normalized, match)
         ]
         spans = list(dict.fromkeys(s for s in spans if s.strip()))
@@ -164,12 +168,23 @@ def _word_bounded(pattern: str) -> str:
     return rf"(?:(?<!\w)|(?=\W))(?:{pattern})(?:(?!\w)|(?<=\W))"
 
 
+def _any_of(names: Sequence[str]) -> str:
+    escaped = [re.escape(Text.of(name).normalized) for name in names if name]
+    # With no such name, a pattern about it can never match.
+    return "(?:" + "|".join(escaped) + ")" if escaped else "(?!)"
+
+
 @cache
-def _regex(source: str, members: tuple[str, ...]) -> re.Pattern[str]:
-    names = [re.escape(Text.of(name).normalized) for name in members]
-    # With nobody else in the chat, a pattern about other members can never match.
-    filled = source.replace(MEMBERS, "(?:" + "|".join(names) + ")" if names else "(?!)")
+def _regex(source: str, members: tuple[str, ...] = (), subject: str = "") -> re.Pattern[str]:
+    filled = source.replace(MEMBERS, _any_of(members)).replace(SUBJECT, _any_of([subject]))
     return re.compile(_word_bounded(filled), re.IGNORECASE)
+
+
+def _filled(source: str, members: tuple[str, ...], subject: str) -> re.Pattern[str]:
+    """A pattern with the case's names filled in (cached per distinct filling)."""
+    return _regex(
+        source, members if MEMBERS in source else (), subject if SUBJECT in source else ""
+    )
 
 
 def _expand(pattern: Any, lists: Mapping[str, list[str]], where: str) -> str:
@@ -179,15 +194,15 @@ def _expand(pattern: Any, lists: Mapping[str, list[str]], where: str) -> str:
 
     def expand(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name == MEMBERS[1:-1]:
-            return MEMBERS
+        if name in (MEMBERS[1:-1], SUBJECT[1:-1]):
+            return match.group(0)
         if name not in lists:
             raise LosonaError(f"{where}: pattern {pattern!r} names an unknown list '{name}'")
         return "(?:" + "|".join(f"(?:{entry})" for entry in lists[name]) + ")"
 
     source = _LIST_REFERENCE.sub(expand, pattern)
     try:
-        _regex(source, ("someone",))
+        _regex(source, ("someone",), "author")
     except re.error as exc:
         raise LosonaError(f"{where}: pattern {pattern!r} is not a valid regex ({exc})") from None
     return source
@@ -420,7 +435,7 @@ def check_uptake(
     if not text.normalized.strip():
         return None, NoUptake("empty", "a message with some text", "an empty message")
     for rule in rulebook.shared:
-        ok, spans = rule.apply(text, case.members)
+        ok, spans = rule.apply(text, case.members, subject=case.subject)
         if not ok:
             found = ", ".join(repr(s) for s in spans)
             return None, NoUptake(rule.id, rule.checks, found, "; ".join(spans) or None)
@@ -454,14 +469,16 @@ def check_uptake(
     cues = [
         text.span(m)
         for source in uptake.cues
-        for m in _regex(source, case.members if MEMBERS in source else ()).finditer(text.normalized)
+        for m in _filled(source, case.members, case.subject).finditer(text.normalized)
     ]
     if cues:
         return "answers or reacts to it: " + ", ".join(repr(c) for c in dict.fromkeys(cues)), None
     if len(words) <= uptake.terse_max_words:
         return "a terse answer: " + repr(text.original.strip()), None
-    reply = _content(words, uptake)
-    said = _content([w for m in (chat.elicitor, *chat.earlier) for w in m], uptake)
+    # A name is not a topic: a story that mentions members shares nothing with the chat.
+    names = set(_tokens(" ".join((*case.members, case.subject))))
+    reply = _content(words, uptake) - names
+    said = _content([w for m in (chat.elicitor, *chat.earlier) for w in m], uptake) - names
     shared = _shared(reply, said, uptake.stem_prefix)
     if shared:
         return "takes up the chat's topic: " + ", ".join(repr(w) for w in shared[:5]), None
@@ -479,12 +496,16 @@ def judge_text(
     members: tuple[str, ...] = (),
     scope: Scope | None = None,
     uptake: str | None = None,
+    subject: str = "",
 ) -> Judgement:
-    """Apply one norm's rules to a reply that takes up its elicitor; `members` are the others."""
+    """Apply one norm's rules to a reply that takes up its elicitor.
+
+    `members` are the chat's other members and `subject` the reply's author.
+    """
     text = Text.of(response)
     passed: list[str] = []
     for rule in rules:
-        ok, spans = rule.apply(text, members, scope)
+        ok, spans = rule.apply(text, members, scope, subject)
         if not ok:
             if rule.test == "forbid":
                 found = ", ".join(repr(s) for s in spans)
@@ -562,5 +583,11 @@ class LexiconJudge:
             )
         rules = self.rulebook.norms[case.norm_id]
         return judge_text(
-            rules, case.response, requirement, case.members, self.rulebook.scope, uptake
+            rules,
+            case.response,
+            requirement,
+            case.members,
+            self.rulebook.scope,
+            uptake,
+            case.subject,
         )
