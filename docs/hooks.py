@@ -141,6 +141,7 @@ def schema_docs(source: str) -> dict[str, SchemaDoc]:
 
     docs: dict[str, SchemaDoc] = {}
     for node in ast.parse(source).body:
+        call: ast.expr | None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if not (isinstance(target, ast.Name) and target.id.endswith("_SCHEMA")):
