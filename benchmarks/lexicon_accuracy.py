@@ -6,7 +6,7 @@ example elicitor, and every demonstration turn of the bundled scenario set as a 
 the message right before it (expected: complies), then prints the share it got right.
 
     python benchmarks/lexicon_accuracy.py             # the table
-    python benchmarks/lexicon_accuracy.py --markdown  # the same table for the README
+    python benchmarks/lexicon_accuracy.py --markdown  # the same table for docs/judges.md
     python benchmarks/lexicon_accuracy.py --errors    # and every item it got wrong
 
 Demonstrations only test the compliant side and the breaching examples are one per norm,

@@ -2,7 +2,8 @@
 
 Each stage builds its output through one of these schemas, so a table's shape is
 written down once, here, and a rerun cannot drift in column order or dtype.
-See README, "Data contracts", for what each column means.
+docs/contracts.md shows every schema here, column by column, with the comment written beside
+each column (docs/hooks.py reads them): say what a column means in that comment.
 """
 
 from __future__ import annotations

@@ -279,7 +279,7 @@ def test_the_papers_human_audit_comes_out_as_the_paper_reports_it() -> None:
     )
     # kappa = (100 * 85 - (29 * 38 + 71 * 62)) / (100^2 - 5504) = 2996 / 4496 = 0.666
     assert row["kappa"] == 0.666
-    # The README shows this interval (seed 0, 10,000 resamples).
+    # docs/judge-audit.md shows this interval (seed 0, 10,000 resamples).
     assert (row["agreement_low"], row["agreement_high"]) == (78.0, 92.0)
 
 

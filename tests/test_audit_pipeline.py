@@ -1,9 +1,9 @@
 """The audit as a user meets it: two judges under `dvc repro`, then a labelling round trip.
 
 On a temporary copy of the repo, the sweep is one model x two conditions and the judges
-are the lexicon and `local_openai`, the scripted judge the test server serves (as the
-README's `python -m losona.testing.openai_server --judge`). The sampled responses are
-written by the test and recorded with `dvc commit`: no model runs.
+are the lexicon and `local_openai`, the scripted judge the test server serves (as
+`python -m losona.testing.openai_server --judge` in docs/offline.md). The sampled responses
+are written by the test and recorded with `dvc commit`: no model runs.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def test_dvc_repro_audits_two_judges_and_a_labelling_round_trip(repo: Path) -> N
     assert stages_run(run_dvc("repro", cwd=repo).stdout) == set()
 
 
-# -- the scripted judge the README's local server runs ------------------------------------------
+# -- the scripted judge the docs' local server runs --------------------------------------------
 
 
 def judge_case(response: str) -> JudgeCase:

@@ -32,7 +32,8 @@ from losona.sample import sample_responses
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).parent.parent / "README.md"
+# The documented llama.cpp server config (docs, "OpenAI-compatible servers").
+MODELS_PAGE = Path(__file__).parent.parent / "docs" / "models.md"
 # Room for a judge prompt, a repair round and the replies.
 CONTEXT_TOKENS = 4096
 START_TIMEOUT_S = 120
@@ -179,20 +180,20 @@ def test_a_server_that_rejects_the_schema_gets_the_advice(
     assert STRUCTURED_ADVICE in str(refused.value)
 
 
-def readme_llamacpp_config() -> dict[str, Any]:
-    """The README's `conf/model/my_llamacpp.yaml` example, as written there."""
-    blocks = re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+def documented_llamacpp_config() -> dict[str, Any]:
+    """The docs' `conf/model/my_llamacpp.yaml` example (docs/models.md), as written there."""
+    blocks = re.findall(r"```yaml\n(.*?)```", MODELS_PAGE.read_text(encoding="utf-8"), re.S)
     (block,) = [b for b in blocks if b.startswith("# conf/model/my_llamacpp.yaml")]
     config: dict[str, Any] = yaml.safe_load(block)
     return config
 
 
-def test_a_subject_samples_through_llama_cpp_as_the_readme_says(
+def test_a_subject_samples_through_llama_cpp_as_the_docs_say(
     llama_server: str, tmp_path: Path
 ) -> None:
-    config = readme_llamacpp_config()
+    config = documented_llamacpp_config()
     assert config["model"].startswith("openai/") and "api_base" in config
-    # Only the address differs: the README's server listens on 8080, ours on a free port.
+    # Only the address differs: the documented server listens on 8080, ours on a free port.
     params = {**config["params"], "max_tokens": 48}  # a chat message; keeps the test short
     spec = ModelSpec.from_config(config | {"api_base": llama_server, "params": params})
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
