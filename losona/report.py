@@ -2,9 +2,10 @@
 
 The page is a list of `Section`s (anchor, title, body) with a table of contents, laid out
 by losona/pages. A stage adds its own part by writing a function that returns a Section
-and passing it to `build_report(..., extra=[...])`; extra sections appear after the paired
-effects, before the casebook and the scenario browser. Each function here computes the
-data of one section; its template (losona/pages/templates/report/) lays it out. Figures
+(`losona.pages.section`: a template of its own and the data it shows) and passing it to
+`build_report(..., extra=[...])`; extra sections appear after the paired effects, before
+the casebook and the scenario browser. Each function here computes the data of one
+section; its template (losona/pages/templates/report/) lays it out. Figures
 are embedded as data URIs and the styles are inline, so the file opens offline and can be
 mailed or archived as it is. No script.
 """
@@ -23,8 +24,6 @@ from losona.contracts import scenarios_from_table, subset_note
 from losona.metrics import BASELINE_CONDITION, UNSCORED_POLICY
 from losona.pages import Section, fragment, render_page, section
 from losona.plots import Figure
-
-__all__ = ["Section", "build_report"]
 
 
 def build_report(
