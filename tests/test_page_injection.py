@@ -34,6 +34,7 @@ from losona.audit_report import audit_section
 from losona.contracts import CANDIDATE_SCHEMA, SCENARIO_SCHEMA, SUBSET_MARK, table
 from losona.generation.curate import review_html
 from losona.labels import labelling_sheet, sheet_html
+from losona.pages import ENVIRONMENT, TEMPLATES
 from losona.plots import draw_figures
 from losona.report import build_report
 
@@ -384,3 +385,14 @@ def test_the_detector_sees_a_payload_that_runs(kind: int, tmp_path: Path) -> Non
     )
     ran = RAN.search(loaded_dom(html, tmp_path))
     assert ran is not None and ran.group(1) == str(kind)
+
+
+def test_autoescaping_is_on_and_no_template_turns_it_off() -> None:
+    # The one exception is losona.pages.fragment, which trusts a rendered template.
+    assert ENVIRONMENT.autoescape is True
+    templates = sorted(TEMPLATES.rglob("*.html"))
+    assert len(templates) >= 10
+    for template in templates:
+        source = re.sub(r"\s", "", template.read_text(encoding="utf-8"))
+        for unsafe in ("|safe", "autoescapefalse", "Markup"):
+            assert unsafe not in source, f"{template.name}: {unsafe}"
