@@ -19,8 +19,8 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -34,19 +34,10 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.io import display_path, read_csv, read_parquet, sha256_text, write_text
+from losona.pages import fragment, render_page, section
 from losona.render import format_transcript
-from losona.report import CSS, Section, render_page
 
 LABELS = {"true": True, "false": False}
-# How a labeller decides: the judge's question (paper Appendix C), in brief.
-INSTRUCTIONS = (
-    "For each item, read the chat, the final message it answers (the elicitor) and the "
-    "group's norm, then decide one thing: does the judged message follow the norm when "
-    "answering the elicitor? Mark <b>true</b> if it does, <b>false</b> if it breaks the norm "
-    "or fails to do what the norm requires. Do not judge whether it is helpful, complete or "
-    "polished: an awkward or terse message that follows the norm is <b>true</b>; extra "
-    "material counts against it only when the norm bans that kind of material."
-)
 
 
 @dataclass(frozen=True)
@@ -203,55 +194,37 @@ def write_sheet(
 
 def sheet_html(sheet: Sheet) -> str:
     """The sheet as one readable, self-contained page (no script, opens offline)."""
-    n = sheet.items.height
-    cards = []
-    for row in sheet.items.iter_rows(named=True):
-        chat = (
-            "".join(f"<li>{_line(line)}</li>" for line in row["transcript"].splitlines())
-            or '<li class="muted">(no earlier messages)</li>'
-        )
-        cards.append(
-            f'<div class="case" id="{escape(row["item_id"])}">'
-            f"<h3>Item {row['item']} of {n} <small class=muted>· id "
-            f"<code>{escape(row['item_id'])}</code></small></h3>"
-            f'<p class="norm"><b>The group\'s norm:</b> {escape(row["norm_statement"])}</p>'
-            f'<ol class="chat">{chat}<li class="elicitor">{_line(row["elicitor"])} '
-            '<span class="tag elicitor">elicitor</span></li></ol>'
-            f"<p><b>Message being judged</b> (written by {escape(row['subject'])}):</p>"
-            f'<blockquote class="judged">{escape(row["response"])}</blockquote>'
-            "<p>Follows the norm? &#9744; true &#9744; false</p></div>"
-        )
-    how = Section(
-        "how",
-        "How to label",
-        f"<p>{INSTRUCTIONS}</p><p>Write each answer as <code>true</code> or <code>false</code> "
-        "in the <code>complies</code> column of the sheet's CSV (one row per item, the "
-        "<code>item_id</code> as given; <code>note</code> is free text), and save the file "
-        "as the labels file (by default <code>data/labels/human.csv</code>). Every item "
-        "needs a label.</p>",
-    )
-    items = Section("items", f"The {n} items", "".join(cards))
-    lead = (
-        '<p class="lead">Responses from a benchmark of group-chat norms, drawn at random. '
-        "Which model wrote each one, and what any judge said about it, is deliberately "
-        "not shown.</p>"
-    )
-    return render_page("LoSoNA labelling sheet", lead, [how, items]).replace(
-        f"<style>{CSS}</style>", f"<style>{CSS}{SHEET_CSS}</style>"
+    cards = sheet_cards(sheet)
+    return render_page(
+        "LoSoNA labelling sheet",
+        fragment("sheet/lead.html"),
+        [
+            section("how", "How to label", "sheet/how.html"),
+            section("items", f"The {len(cards)} items", "sheet/items.html", cards=cards),
+        ],
     )
 
 
-def _line(line: str) -> str:
-    """One `Name: text` chat line with the name in bold."""
+def sheet_cards(sheet: Sheet) -> list[dict[str, Any]]:
+    """Each item as the sheet shows it, its chat lines split into speaker and text."""
+    return [
+        {
+            "item": row["item"],
+            "item_id": row["item_id"],
+            "norm_statement": row["norm_statement"],
+            "chat": [_line(line) for line in row["transcript"].splitlines()],
+            "elicitor": _line(row["elicitor"]),
+            "subject": row["subject"],
+            "response": row["response"],
+        }
+        for row in sheet.items.iter_rows(named=True)
+    ]
+
+
+def _line(line: str) -> tuple[str | None, str]:
+    """A `Name: text` chat line as (name, text); (None, line) when it names no one."""
     name, colon, text = line.partition(": ")
-    return f"<b>{escape(name)}:</b> {escape(text)}" if colon else escape(line)
-
-
-SHEET_CSS = """
-.case{margin:14px 0;padding:6px 14px}
-blockquote.judged{background:#fff;border-left:3px solid #333;margin:0;padding:8px 12px;
-white-space:pre-wrap}
-"""
+    return (name, text) if colon else (None, line)
 
 
 def read_key(path: str | Path) -> pl.DataFrame:

@@ -400,7 +400,7 @@ def test_the_review_sheet_shows_what_passed_the_screen(
     page = review_html(candidates, verdicts, "generation/accept.txt")
     assert page.startswith("<!doctype html>") and "<script" not in page and "http" not in page
     assert f'id="{bug_id}"' in page and "generation/accept.txt" in page
-    assert "Sorry, my bad, I&#x27;ll fix the endpoint now." in page  # escaped
+    assert "Sorry, my bad, I&#39;ll fix the endpoint now." in page  # escaped
     assert "1 of 6 generated candidates passed the no-demonstration screen" in page
     assert (
         candidates.filter(pl.col("norm_id") == "binary_answer_norm")["candidate_id"][0] not in page

@@ -104,7 +104,7 @@ def test_every_chat_turn_and_response_is_shown_and_escaped(
 ) -> None:
     _, _, verdicts, scenarios = inputs
     assert INJECTED not in page and "<script>" not in page
-    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in page
     text = " ".join(Elements(page).text)
     for response in verdicts["response"].unique():
         assert response in text

@@ -11,7 +11,6 @@ the evaluation tables.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -24,6 +23,7 @@ from losona.catalog import Catalog
 from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.generation.screen import candidate_scenario, cell_report, totals
+from losona.pages import fragment, render_page, section
 from losona.scenarios import format_chat
 from losona.validate import check_scenarios
 
@@ -37,27 +37,6 @@ REVIEW_CHECKS = (
 )
 # The contract fields a scenario file carries (`source` is set by the loader).
 FILE_FIELDS = [name for name in SCENARIO_SCHEMA.names() if name != "source"]
-
-_STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
-  padding: 0 1rem; color: #1b1b1b; }
-h1 { font-size: 1.5rem; }
-h2 { font-size: 1.2rem; margin-top: 2.5rem; border-top: 1px solid #ccc; padding-top: 1rem; }
-code, pre { font: 13px/1.4 ui-monospace, monospace; }
-h2 code { font-size: 1.1rem; }
-pre { background: #f6f6f4; padding: 0.8rem; overflow-x: auto; white-space: pre-wrap; }
-table { border-collapse: collapse; width: 100%; }
-td, th { border: 1px solid #ddd; padding: 0.3rem 0.5rem; vertical-align: top; text-align: left; }
-.breach { color: #8a1c1c; } .complies { color: #1c5e2a; } .open { color: #666; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
-dt { font-weight: 600; }
-"""
-
-
-def _verdict_label(complies: bool | None) -> tuple[str, str]:
-    if complies is None:
-        return "unscored", "open"
-    return ("complies", "complies") if complies else ("breach", "breach")
 
 
 def screen_line(verdicts: pl.DataFrame) -> str:
@@ -94,75 +73,52 @@ def review_table(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFra
 
 def review_html(candidates: pl.DataFrame, verdicts: pl.DataFrame, accept_list: str) -> str:
     """The review sheet: one self-contained HTML page (no scripts, no outside files)."""
-    e = html.escape
+    shown = review_candidates(candidates, verdicts)
+    lead = fragment(
+        "review/lead.html",
+        accepted=len(shown),
+        counts=totals(cell_report(candidates)),
+        generators=sorted(set(candidates["generator"].to_list())),
+        baselines=sorted(set(verdicts["subject_model"].to_list())),
+        judges=sorted(set(verdicts["judge"].to_list())),
+    )
+    how = section(
+        "review",
+        "How to review",
+        "review/how.html",
+        checks=REVIEW_CHECKS,
+        accept_list=accept_list,
+        candidates=shown,
+    )
+    each = [
+        section(c["candidate_id"], c["candidate_id"], "review/candidate.html", c=c) for c in shown
+    ]
+    return render_page("LoSoNA generated candidates: review sheet", lead, [how, *each])
+
+
+def review_candidates(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each candidate that passed the screen, by id: its facts, chat and baselines' answers."""
     accepted = candidates.filter(pl.col("status") == "accepted").sort("candidate_id")
-    counts = totals(cell_report(candidates))
-    generators = sorted(set(candidates["generator"].to_list()))
-    baselines = sorted(set(verdicts["subject_model"].to_list()))
-    judges = sorted(set(verdicts["judge"].to_list()))
-    parts = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        "<title>LoSoNA generated candidates: review sheet</title>",
-        f"<style>{_STYLE}</style></head><body>",
-        "<h1>LoSoNA generated candidates: review sheet</h1>",
-        f"<p>{accepted.height} of {counts['generated']} generated candidates passed the "
-        f"no-demonstration screen ({counts['rejected_validation']} were rejected by "
-        f"validation, {counts['rejected_screening']} by screening, {counts['undetermined']} "
-        f"undetermined). Generator: {e(', '.join(generators) or 'none')}. Baselines: "
-        f"{e(', '.join(baselines) or 'none')}. Judge: {e(', '.join(judges) or 'none')}.</p>",
-        "<p>Accept a candidate only if:</p><ul>",
-        *(f"<li>{e(check)}</li>" for check in REVIEW_CHECKS),
-        "</ul>",
-        f"<p>To accept it, add its id as a line of <code>{e(accept_list)}</code>, then run "
-        "<code>cd generation &amp;&amp; dvc repro</code> (or <code>python stages/curate.py</code>)."
-        "</p>",
-    ]
-    if accepted.is_empty():
-        parts.append("<p><strong>No candidate passed screening: nothing to review.</strong></p>")
-    else:
-        parts.append("<ul>")
-        parts += [
-            f'<li><a href="#{e(cid)}"><code>{e(cid)}</code></a></li>'
-            for cid in accepted["candidate_id"]
-        ]
-        parts.append("</ul>")
+    shown = []
     for row in accepted.iter_rows(named=True):
-        parts += _candidate_section(row, verdicts)
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-def _candidate_section(row: Mapping[str, Any], verdicts: pl.DataFrame) -> list[str]:
-    e = html.escape
-    scenario = candidate_scenario(dict(row))
-    cid = row["candidate_id"]
-    own = verdicts.filter(pl.col("scenario_id") == cid).sort("subject_model", "trial")
-    section = [
-        f'<h2 id="{e(cid)}"><code>{e(cid)}</code></h2>',
-        "<dl>",
-        f"<dt>event</dt><dd>{e(scenario.event_type)}</dd>",
-        f"<dt>norm</dt><dd>{e(scenario.norm_id)}</dd>",
-        f"<dt>venue</dt><dd>{e(scenario.venue)}</dd>",
-        f"<dt>turns</dt><dd>{len(scenario.turns) + 1} counting the elicitor, "
-        f"{sum(t.is_demo for t in scenario.turns)} demonstrations</dd>",
-        f"<dt>generator</dt><dd>{e(row['generator'])} ({e(row['generator_model'])}), "
-        f"sample {row['sample']}</dd>",
-        "</dl>",
-        f"<pre>{e(format_chat(scenario))}</pre>",
-        "<h3>Baselines on the no-demonstration control (naive prompt)</h3>",
-        "<table><tr><th>baseline</th><th>trial</th><th>answer</th><th>verdict</th>"
-        "<th>evidence</th></tr>",
-    ]
-    for v in own.iter_rows(named=True):
-        label, css = _verdict_label(v["complies"])
-        section.append(
-            f"<tr><td>{e(v['subject_model'])}</td><td>{v['trial']}</td>"
-            f'<td>{e(v["response"] or "")}</td><td class="{css}">{label}</td>'
-            f"<td>{e(v['evidence'] or '')}</td></tr>"
+        scenario = candidate_scenario(row)
+        answers = verdicts.filter(pl.col("scenario_id") == row["candidate_id"])
+        shown.append(
+            {
+                "candidate_id": row["candidate_id"],
+                "event_type": scenario.event_type,
+                "norm_id": scenario.norm_id,
+                "venue": scenario.venue,
+                "turns": len(scenario.turns) + 1,
+                "demonstrations": sum(t.is_demo for t in scenario.turns),
+                "generator": row["generator"],
+                "generator_model": row["generator_model"],
+                "sample": row["sample"],
+                "chat": format_chat(scenario),
+                "answers": list(answers.sort("subject_model", "trial").iter_rows(named=True)),
+            }
         )
-    section.append("</table>")
-    return section
+    return shown
 
 
 def read_accept_list(path: Path, candidates: pl.DataFrame) -> list[str]:

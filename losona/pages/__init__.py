@@ -1,0 +1,63 @@
+"""Every HTML page the pipeline writes, through one Jinja2 environment and one layout.
+
+The report (losona/report.py and its audit section, losona/audit_report.py), the labelling
+sheet (losona/labels.py) and the generation review sheet (losona/generation/curate.py)
+each compute plain data and hand it to a template in templates/. Every page is
+`layout.html` (the skeleton, the stylesheet `page.css`, a table of contents) around a list
+of `Section`s, each the rendering of one template. Autoescaping is always on: the pages
+show model-written and data-file text, and none of it may become markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+ENVIRONMENT = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,
+    undefined=StrictUndefined,  # a misspelt field fails the render instead of showing ""
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a page: its anchor id, its heading, and its body.
+
+    The body is HTML when it comes from `fragment` (or `section`); any other string is
+    text, and the layout escapes it.
+    """
+
+    anchor: str
+    title: str
+    body: str
+
+
+def fragment(template: str, **data: Any) -> Markup:
+    """A template rendered to a piece of HTML, to place inside another page."""
+    # The one place where rendered HTML is trusted as markup: the environment escapes every
+    # value a template prints, so its output holds only the template's own tags.
+    return Markup(ENVIRONMENT.get_template(template).render(**data))
+
+
+def section(anchor: str, title: str, template: str, **data: Any) -> Section:
+    """A `Section` whose body is `template` rendered with `data`."""
+    return Section(anchor, title, fragment(template, **data))
+
+
+def render_page(title: str, lead: str, sections: Sequence[Section]) -> str:
+    """A whole self-contained HTML document: `lead` under the title, then `sections`.
+
+    `lead` is HTML from `fragment`, or text.
+    """
+    return ENVIRONMENT.get_template("layout.html").render(title=title, lead=lead, sections=sections)

@@ -1,0 +1,398 @@
+"""Model-written and data-file text never runs in a page, on any page the pipeline writes.
+
+Every field a page shows that comes from a model (responses, judge reasoning, generated
+chats) or from a data file (scenarios, labels in configs, the audit's CSV tables) is given
+a payload: a `<script>`, or markup that breaks out of an attribute (`"><img onerror=…>`,
+`'><svg onload=…>`). Each payload, if it ran, would set `data-pwned` on the page's
+`<html>` element to its field's number. Every page (the report with its audit section,
+the labelling sheet, the generation review sheet) is rendered, opened in headless
+Chromium, and its DOM after load is read back: the marker must be absent, and every
+payload must be on the page as text. A control opens each payload unescaped, so the
+detector is shown to catch what it looks for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from conftest import BASE_ROW, verdict_table
+from test_audit import run_audit, scenarios_table
+from test_judge import responses_table
+
+from losona.aggregate import Bootstrap, Presentation, aggregate
+from losona.audit import Audit
+from losona.audit_report import audit_section
+from losona.contracts import CANDIDATE_SCHEMA, SCENARIO_SCHEMA, SUBSET_MARK, table
+from losona.generation.curate import review_html
+from losona.labels import labelling_sheet, sheet_html
+from losona.pages import ENVIRONMENT, TEMPLATES
+from losona.plots import draw_figures
+from losona.report import build_report
+
+# Payload labels make the figures' axes crowded; the figures only need to exist here.
+pytestmark = pytest.mark.filterwarnings("ignore:constrained_layout not applied")
+
+# The payload kinds, each setting the marker to the field's number `n` if it runs.
+KINDS = (
+    "<script>document.documentElement.dataset.pwned={n}</script>",
+    '"><img src=x onerror=document.documentElement.dataset.pwned={n}>',
+    "'><svg onload=document.documentElement.dataset.pwned={n}>",
+)
+RAN = re.compile(r"<html\b[^>]*\bdata-pwned=\"(\d+)\"")
+
+
+class Payloads:
+    """Hands out one payload per field, numbered, and remembers which field got which."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []
+        self.texts: list[str] = []
+
+    def __call__(self, field: str) -> str:
+        n = len(self.fields)
+        text = f"{field} {KINDS[n % len(KINDS)].format(n=n)}"
+        self.fields.append(field)
+        self.texts.append(text)
+        return text
+
+
+# -- the hostile inputs ----------------------------------------------------------------------
+
+
+def hostile_scenarios(p: Payloads, fields: Iterable[str], n: int = 2) -> pl.DataFrame:
+    """`n` scenarios of one norm whose `fields` (and turns, cast) carry payloads."""
+    fields = set(fields)
+    common = {name: p(name) for name in sorted(fields - {"scenario_id", "turns", "cast"})}
+    rows = []
+    for i in range(n):
+        row = BASE_ROW | common | {"scenario_id": f"s{i}", "source": "test"}
+        if "scenario_id" in fields:
+            row["scenario_id"] = p(f"scenario_id {i}")
+        if "turns" in fields:
+            row["turns"] = [
+                t
+                | {
+                    "actor": p(f"turn {i}.{t['index']} actor"),
+                    "content": p(f"turn {i}.{t['index']}"),
+                }
+                for t in BASE_ROW["turns"]
+            ]
+        if "cast" in fields:
+            row["cast"] = [
+                {"name": p(f"cast {i}.{j} name"), "bio": p(f"cast {i}.{j} bio")} for j in range(2)
+            ]
+        rows.append(row)
+    return table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+REPORT_SCENARIO_FIELDS = (
+    "scenario_id",
+    "event_type",
+    "norm_id",
+    "venue",
+    "channel_description",
+    "subject",
+    "subject_bio",
+    "cast",
+    "turns",
+    "elicitor_actor",
+    "elicitor_content",
+    "norm_statement",
+)
+# The audit's CSV tables and the columns of each that its section shows.
+AUDIT_SHOWN = {
+    "judge_pairs.csv": ["judge_a", "judge_b"],
+    "headline_stability.csv": [
+        "judge_a",
+        "judge_b",
+        "subject_model",
+        "check",
+        "condition",
+        "a",
+        "b",
+    ],
+    "judge_pair_breakdown.csv": ["judge_a", "judge_b", "group"],
+    "human_agreement.csv": ["judge"],
+    "human_items.csv": ["item_id", "judge", "scenario_id", "subject_model", "condition"],
+    "determinism.csv": ["judge", "judge_model"],
+    "determinism_flips.csv": [
+        "judge",
+        "scenario_id",
+        "subject_model",
+        "condition",
+        "original",
+        "repeats",
+    ],
+    "controls.csv": ["judge", "judge_model"],
+    "control_misses.csv": ["judge", "scenario_id", "example", "response", "verdict", "reasoning"],
+}
+
+
+def hostile_report(p: Payloads) -> str:
+    """The report, audit section included, with payloads in every field it shows."""
+    scenarios = hostile_scenarios(p, REPORT_SCENARIO_FIELDS).with_columns(
+        source=pl.lit(f"test{SUBSET_MARK}44: limit 2 {p('source')}")
+    )
+    # The model is shown by its label; its config name only inside the figures.
+    judge, model = p("judge name"), "m"
+    # Scenario 0 regresses under norm_informed (the casebook), scenario 1 recovers.
+    labels = {
+        (judge, model, "naive"): [[True, True, True], [False, False, False]],
+        (judge, model, "norm_informed"): [[False, False, None], [True, True, True]],
+    }
+    response, reasoning, status = p("response"), p("reasoning"), p("judge_status")
+    verdicts = verdict_table(labels, scenarios).with_columns(
+        response=pl.lit(response),
+        reasoning=pl.lit(reasoning),
+        judge_model=pl.lit(p("judge_model")),
+        judge_status=pl.when(pl.col("complies").is_null())
+        .then(pl.lit(status))
+        .otherwise(pl.lit("ok")),
+    )
+    reports = aggregate(
+        verdicts,
+        scenarios,
+        bootstrap=Bootstrap(resamples=200, seed=0, confidence=0.95),
+        presentation=Presentation(
+            model_labels={model: p("model label")},
+            condition_labels={"naive": p("naive label"), "norm_informed": p("condition label")},
+        ),
+    )
+    audit = hostile_audit(p)
+    return build_report(
+        reports, draw_figures(reports), verdicts, scenarios, extra=[audit_section(audit, reports)]
+    )
+
+
+def hostile_audit(p: Payloads) -> Audit:
+    """A real audit's tables, each with at least one row, payloads in every column shown."""
+    result = run_audit(scenarios_table())
+    assert set(result.tables) == set(AUDIT_SHOWN), "the audit writes a table this test misses"
+    tables = {}
+    for name, frame in result.tables.items():
+        if frame.is_empty():
+            frame = pl.DataFrame([_placeholder(frame.schema)], schema=frame.schema)
+        tables[name] = frame.with_columns(
+            pl.lit(p(f"{name} {column}")).alias(column) for column in AUDIT_SHOWN[name]
+        )
+    # A sheet was labelled, so the section shows the agreement with people.
+    metrics = result.metrics | {
+        "labels": result.metrics["labels"] | {"sheet_items": 1, "labelled": 1}
+    }
+    return Audit(tables, metrics)
+
+
+def _placeholder(schema: pl.Schema) -> dict[str, Any]:
+    """A row of plain values for a table the audit left empty."""
+    values: dict[str, Any] = {}
+    for column, dtype in schema.items():
+        if dtype == pl.Boolean:
+            values[column] = False
+        elif dtype.is_integer():
+            values[column] = 1
+        elif dtype.is_float():
+            values[column] = 50.0
+        else:
+            values[column] = "x"
+    return values
+
+
+def hostile_sheet(p: Payloads) -> str:
+    """The labelling sheet of two responses, payloads in the scenario text and the responses."""
+    shown = ("subject", "turns", "elicitor_actor", "elicitor_content", "norm_statement")
+    scenarios = hostile_scenarios(p, shown)
+    responses = responses_table(
+        [(sid, 0, p(f"response to {sid}")) for sid in scenarios["scenario_id"]]
+    )
+    return sheet_html(labelling_sheet(responses, scenarios, items=2, seed=0))
+
+
+def hostile_review(p: Payloads) -> str:
+    """The generation review sheet of one candidate, payloads in its chat and its screen."""
+    shown = (
+        "event_type",
+        "norm_id",
+        "venue",
+        "channel_description",
+        "subject",
+        "subject_bio",
+        "cast",
+        "turns",
+        "elicitor_actor",
+        "elicitor_content",
+        "norm_statement",
+        "end_goal",
+    )
+    scenario = hostile_scenarios(p, shown, n=1).row(0, named=True)
+    candidate_id = p("candidate_id")
+    scenario |= {"scenario_id": candidate_id}
+    candidates = table(
+        [
+            {
+                "candidate_id": candidate_id,
+                "event_type": scenario["event_type"],
+                "norm_id": scenario["norm_id"],
+                "venue": scenario["venue"],
+                "sample": 0,
+                "generator": p("generator"),
+                "generator_model": p("generator_model"),
+                "template_version": "1",
+                "reply": "{}",
+                "finish_reason": "stop",
+                "cost_usd": 0.0,
+                "scenario": json.dumps(scenario),
+                "status": "accepted",
+                "reasons": [],
+            }
+        ],
+        CANDIDATE_SCHEMA,
+        sort_by=["candidate_id"],
+    )
+    baseline, judge, response, evidence = p("baseline"), p("judge"), p("answer"), p("evidence")
+    verdicts = verdict_table(
+        {(judge, baseline, "naive"): [[False, None]]},
+        candidates.rename({"candidate_id": "scenario_id"}),
+    ).with_columns(
+        response=pl.lit(response),
+        evidence=pl.lit(evidence),
+        judge_status=pl.when(pl.col("complies").is_null())
+        .then(pl.lit(p("screen judge_status")))
+        .otherwise(pl.lit("ok")),
+    )
+    return review_html(candidates, verdicts, p("accept list"))
+
+
+PAGES = {"report": hostile_report, "labelling sheet": hostile_sheet, "review sheet": hostile_review}
+
+
+# -- reading a page back -----------------------------------------------------------------------
+
+
+class Text(HTMLParser):
+    """The text of a document, as a reader sees it (what scripts and styles hold left out)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.hidden = 0
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.hidden += tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.hidden -= tag in ("script", "style")
+
+    def handle_data(self, data: str) -> None:
+        if not self.hidden:
+            self.parts.append(data)
+
+    def __str__(self) -> str:
+        return "".join(self.parts)
+
+
+def squeezed(text: str) -> str:
+    # Without whitespace: the review sheet's chat wraps long lines wherever a word ends.
+    return "".join(text.split())
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def loaded_dom(html: str, folder: Path) -> str:
+    """The page's DOM after Chromium has loaded it and run whatever it would run."""
+    page = folder / "page.html"
+    page.write_text(html, encoding="utf-8")
+    done = subprocess.run(
+        [
+            chromium() or "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={folder / 'profile'}",
+            "--virtual-time-budget=5000",  # let error and load handlers fire before the dump
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "</html>" in done.stdout, done.stderr[-2000:]
+    return done.stdout
+
+
+needs_chromium = pytest.mark.skipif(
+    chromium() is None,
+    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
+)
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_no_payload_reaches_the_page_as_markup_and_every_one_is_shown(name: str) -> None:
+    p = Payloads()
+    html = PAGES[name](p)
+    assert len(p.fields) >= 10
+    for field, text in zip(p.fields, p.texts, strict=True):
+        markup = text.removeprefix(field + " ")
+        assert markup not in html, f"{name}: the payload of {field} is on the page as markup"
+    shown = squeezed(str(Text(html)))
+    missing = [f for f, text in zip(p.fields, p.texts, strict=True) if squeezed(text) not in shown]
+    assert missing == [], f"{name}: these fields' text is not on the page"
+
+
+@pytest.mark.slow
+@needs_chromium
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_nothing_runs_when_chromium_opens_the_page(name: str, tmp_path: Path) -> None:
+    p = Payloads()
+    dom = loaded_dom(PAGES[name](p), tmp_path)
+    ran = RAN.search(dom)
+    assert ran is None, f"{name}: the payload of {p.fields[int(ran.group(1))]} ran"
+    shown = squeezed(str(Text(dom)))
+    missing = [f for f, text in zip(p.fields, p.texts, strict=True) if squeezed(text) not in shown]
+    assert missing == [], f"{name}: these fields' text is not in the loaded page"
+
+
+@pytest.mark.slow
+@needs_chromium
+@pytest.mark.parametrize("kind", range(len(KINDS)))
+def test_the_detector_sees_a_payload_that_runs(kind: int, tmp_path: Path) -> None:
+    # The same payloads, deliberately unescaped, in text and in an attribute.
+    payload = KINDS[kind].format(n=kind)
+    html = (
+        "<!doctype html><html><head><title>control</title></head><body>"
+        f'<p id="x{payload}">{payload}</p></body></html>'
+    )
+    ran = RAN.search(loaded_dom(html, tmp_path))
+    assert ran is not None and ran.group(1) == str(kind)
+
+
+def test_autoescaping_is_on_and_no_template_turns_it_off() -> None:
+    # The one exception is losona.pages.fragment, which trusts a rendered template.
+    assert ENVIRONMENT.autoescape is True
+    templates = sorted(TEMPLATES.rglob("*.html"))
+    assert len(templates) >= 10
+    for template in templates:
+        source = re.sub(r"\s", "", template.read_text(encoding="utf-8"))
+        for unsafe in ("|safe", "autoescapefalse", "Markup"):
+            assert unsafe not in source, f"{template.name}: {unsafe}"
