@@ -280,6 +280,9 @@ FIXED_ASK = "Noor, your deploy at 17:30 pointed the mobile page at the staging f
         ("**Re: The staging feed's recommendations**", "chat_form"),
         ("Dear team, the deploy went out at 17:30 as planned.", "chat_form"),
         ("Ana, Bo, you are the best people I have ever been with.", "off_topic"),
+        ("I'm excited to announce our new members, the best in the league.", "off_topic"),
+        ("The most recent message is in your bio. Tell me about yourself.", "no_prompt_echo"),
+        ("I'm writing to inform you that the deploy went out at 17:30.", "chat_form"),
     ],
 )
 def test_a_reply_that_does_not_take_up_the_elicitor_complies_with_no_norm(
