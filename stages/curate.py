@@ -10,7 +10,6 @@ data/generated/<name>-v<version>.jsonl (the accepted ones, usable with dataset=l
 with its provenance beside it (<name>-v<version>.provenance.json).
 """
 
-import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -32,13 +31,14 @@ from losona.generation.curate import (
     scenario_file_text,
 )
 from losona.generation.settings import CurateSettings, GenerationFiles
-from losona.io import display_path, read_parquet, write_json, write_text
+from losona.io import display_path, read_json_object, read_parquet, write_json, write_text
 
 
-def _read_json(path: Path, made_by: str) -> dict[str, Any]:
+def _read_summary(path: Path, made_by: str) -> dict[str, Any]:
+    """A generation stage's summary (generate.json, screen.json), which curate records."""
     if not path.is_file():
         raise LosonaError(f"{path} not found: run the {made_by} stage first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json_object(path, keys=(), remedy=f"rerun {made_by}")
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -62,10 +62,14 @@ def main(cfg: DictConfig) -> None:
         file_name=out.name,
         rows=rows,
         catalog=catalog,
-        generation=_read_json(files.generate_summary, "generate"),
-        screen=_read_json(files.screen_summary, "screen"),
+        generation=_read_summary(files.generate_summary, "generate"),
+        screen=_read_summary(files.screen_summary, "screen"),
         accept_list=accept_list,
-        previous=json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None,
+        previous=(
+            read_json_object(sidecar, keys=("dates",), remedy="delete it and rerun curate")
+            if sidecar.is_file()
+            else None
+        ),
         today=date.today(),
     )
     write_text(page, files.review_html)

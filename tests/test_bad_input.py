@@ -23,6 +23,7 @@ import pytest
 from conftest import BASE_ROW, CONF_DIR, run_stage
 from test_judge_stage import write_responses
 
+from losona.contracts import CANDIDATE_SCHEMA, VERDICT_SCHEMA
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
 
@@ -522,6 +523,57 @@ def test_a_stage_refuses_a_broken_input_file(
     path.parent.mkdir(parents=True, exist_ok=True)
     mutate(path)
     assert_names(refused(run, stage, *overrides), *fragments)
+
+
+def screened_run(run: Path) -> None:
+    """What curate reads from generate and screen: no candidates, valid summaries, no ids."""
+    generation = run / "data" / "generation"
+    generation.mkdir(parents=True)
+    write_parquet(pl.DataFrame(schema=CANDIDATE_SCHEMA), generation / "screened.parquet")
+    write_parquet(pl.DataFrame(schema=VERDICT_SCHEMA), generation / "screen_verdicts.parquet")
+    summaries = run / "reports" / "generation"
+    summaries.mkdir(parents=True)
+    for name in ("generate.json", "screen.json"):
+        (summaries / name).write_text("{}\n", encoding="utf-8")
+    (run / "generation").mkdir()
+    (run / "generation" / "accept.txt").write_text("", encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("target", "content", "fragments"),
+    [
+        (
+            "reports/generation/generate.json",
+            b"{not json",
+            ["reports/generation/generate.json: not JSON", "rerun generate"],
+        ),
+        (
+            "reports/generation/screen.json",
+            b"[1, 2]",
+            ["reports/generation/screen.json: expected a JSON object", "rerun screen"],
+        ),
+        (
+            "reports/generation/screen.json",
+            b"\xff\xfe",
+            ["reports/generation/screen.json: not UTF-8 text", "rerun screen"],
+        ),
+        (
+            "data/generated/losona-generated-v1.provenance.json",
+            b"{",
+            ["losona-generated-v1.provenance.json: not JSON", "delete it and rerun curate"],
+        ),
+    ],
+    ids=["corrupt-generate-summary", "screen-summary-not-an-object", "non-utf8", "corrupt-sidecar"],
+)
+def test_curate_refuses_a_broken_summary(
+    run: Path, target: str, content: bytes, fragments: list[str]
+) -> None:
+    screened_run(run)
+    assert run_stage("curate", cwd=run).returncode == 0  # the run is good until broken
+    path = run / target
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    assert_names(refused(run, "curate"), *fragments)
 
 
 @pytest.mark.parametrize(
