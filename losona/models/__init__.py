@@ -6,8 +6,8 @@
 
 `spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
 `published` a run's calls as a read-only layer below it, `calls` the async runner built on
-litellm, `batch` the opt-in provider batch jobs that fill the cache before `complete`,
-`smollm2` the embedded default model.
+litellm, `runlog` the record of what each run of it did, `batch` the opt-in provider batch
+jobs that fill the cache before `complete`, `smollm2` the embedded default model.
 """
 
 import os
@@ -20,7 +20,6 @@ from losona.models.batch import (
     BatchFailed,
     BatchSettings,
     fill_cache_by_batch,
-    record_in_run_log,
 )
 from losona.models.cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
@@ -35,6 +34,7 @@ from losona.models.calls import (
     unsupported_params,
 )
 from losona.models.published import PublishedCalls, calls_table, read_calls
+from losona.models.runlog import record_in_run_log
 from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 
 __all__ = [

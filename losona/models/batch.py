@@ -169,16 +169,6 @@ def fill_cache_by_batch(
     return asyncio.run(_BatchJob(spec, settings, cache_path, progress).run(requests, max_cost_usd))
 
 
-def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
-    """Add the batch facts to the run log `complete` wrote (under `batch`)."""
-    if run_log is None:
-        return
-    path = Path(run_log)
-    facts = json.loads(path.read_text(encoding="utf-8"))
-    facts["batch"] = report.as_log()
-    write_json(facts, path)
-
-
 @dataclass
 class _State:
     """One batch job as recorded on disk: enough to find its batch again after a kill."""

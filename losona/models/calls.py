@@ -25,8 +25,8 @@ the import takes seconds). Every subject and judge call in the project comes thr
   A completion's `cost_usd` is its list price; what it was billed, cache discounts
   included, goes to the run log. `max_cost_usd` stops dispatching before actual spend plus
   the estimates of calls in flight would pass the cap (see `_Budget`).
-- Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log,
-  never into a returned value that ends up in a data file.
+- Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log
+  (losona/models/runlog.py), never into a returned value that ends up in a data file.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ import logging
 import os
 import random
 import socket
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -57,10 +56,11 @@ from tqdm import tqdm
 
 from losona.errors import LosonaError
 from losona.io import write_json
-from losona.models import pricing
+from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
+from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
 
@@ -458,23 +458,6 @@ class _Budget:
         self.spent += cost
 
 
-@dataclass
-class _Stats:
-    """What happened in this run, for the run log."""
-
-    attempts: int = 0
-    retried: collections.Counter[str] = field(default_factory=collections.Counter)
-    failures: collections.Counter[str] = field(default_factory=collections.Counter)
-    latencies: list[float] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0  # prompt tokens the provider billed as read from its cache
-    cache_write_tokens: int = 0  # prompt tokens it billed as written to its cache
-    calls_with_cache_hits: int = 0
-    list_usd: float = 0.0  # the calls made, at list price
-    sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
-
-
 class _Run:
     """One call of `complete`: the queue, the workers, the cache and the accounting."""
 
@@ -494,7 +477,7 @@ class _Run:
         self.budget = budget
         self.bar = bar
         self.cached = cached
-        self.stats = _Stats()
+        self.stats = CallStats()
         self.stop: str | None = None
         self.failed = 0
         self.answered = 0  # calls of this run that got any answer from the endpoint
@@ -768,10 +751,8 @@ async def acomplete(
             made = await run.run(list(pending.values()))
         results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
     if run_log is not None:
-        write_json(
-            _run_log(run, results, cached, len(pending), started_at, time.perf_counter() - started),
-            run_log,
-        )
+        wall_s = time.perf_counter() - started
+        write_json(runlog.facts(run, results, cached, len(pending), started_at, wall_s), run_log)
     if run.stop is not None:
         not_sent = sum(1 for r in results if r is None)
         raise CallFailed(
@@ -916,87 +897,3 @@ def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
 def prepare(spec: ModelSpec) -> _Prepared:
     """A model's provider, parameters, prices and caching rule, checked (for estimates)."""
     return _prepare(spec)
-
-
-def _run_log(
-    run: _Run,
-    results: Sequence[Completion | None],
-    cached: int,
-    distinct_sent: int,
-    started_at: datetime,
-    wall_s: float,
-) -> dict[str, Any]:
-    spec, stats = run.spec, run.stats
-    latencies = sorted(stats.latencies)
-
-    def quantile(q: float) -> float | None:
-        return (
-            round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
-            if latencies
-            else None
-        )
-
-    return {
-        "model": spec.name,
-        "provider_model": spec.model,
-        "endpoints": list(spec.endpoints) or [spec.api_base],
-        "started_at": started_at.isoformat(timespec="seconds"),
-        "wall_s": round(wall_s, 3),
-        "requests": len(results),
-        "cache_hits": cached,
-        "cache_misses": len(results) - cached,
-        "distinct_calls_needed": distinct_sent,
-        "completed": sum(1 for r in results if r is not None and r.ok and not r.cached),
-        "failed": sum(1 for r in results if r is not None and not r.ok),
-        "not_sent": sum(1 for r in results if r is None),
-        "attempts": stats.attempts,
-        "retried_errors": dict(stats.retried),
-        "failures": dict(stats.failures),
-        # How the sends in flight adapted to rate limits (see _Limiter).
-        "concurrency": {
-            "configured": run.limiter.ceiling,
-            "lowest": run.limiter.lowest,
-            "at_end": int(run.limiter.limit),
-            "cuts_on_429": run.limiter.cuts,
-        },
-        "stopped": run.stop,
-        # What this run's calls were billed, cache discounts included, and the same calls
-        # at list price; the response tables' cost_usd is always the list price.
-        "cost_usd_this_run": round(run.budget.spent, 6),
-        "list_cost_usd_this_run": round(stats.list_usd, 6),
-        "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
-        "price_from": run.prepared.price_source,
-        "prompt_cache": {
-            "rule": (
-                run.prepared.rule.describe()
-                if run.prepared.rule is not None
-                else (
-                    "off (prompt_caching: false)"
-                    if not spec.prompt_caching
-                    else "none known for this provider"
-                )
-            ),
-            "cache_read_tokens_this_run": stats.cache_read_tokens,
-            "cache_write_tokens_this_run": stats.cache_write_tokens,
-            "calls_with_cache_hits": stats.calls_with_cache_hits,
-            # Held back until the call whose prefix they reuse was answered.
-            "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
-            "prices": run.prepared.rates.cache_basis,
-        },
-        # Only a capped run estimates each call before sending it.
-        "estimate_tokenizer": (
-            run.prepared.tokenizer.describe()
-            if run.budget.cap is not None and run.prepared.price_source != "unknown"
-            else None
-        ),
-        "prompt_tokens_this_run": stats.prompt_tokens,
-        "completion_tokens_this_run": stats.completion_tokens,
-        "latency_s": {
-            "mean": round(statistics.fmean(latencies), 4) if latencies else None,
-            "p50": quantile(0.5),
-            "p95": quantile(0.95),
-            "max": round(latencies[-1], 4) if latencies else None,
-        },
-        "params_sent": run.prepared.params,
-        "dropped_params": run.prepared.dropped,
-    }

@@ -1,0 +1,137 @@
+"""The run log: what one run of `complete` did, as a JSON file beside a stage's outputs.
+
+Facts that differ between runs (start time, latency, attempts, cache hits, spend, faults)
+go here, never into a returned value that ends up in a data file, so the tables a stage
+writes stay byte-identical while the log says what this run cost and how it went. Batch
+mode adds its own facts under `batch`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from losona.io import write_json
+from losona.models.spec import Completion
+
+if TYPE_CHECKING:  # both import this module
+    from losona.models.batch import BatchReport
+    from losona.models.calls import _Run
+
+
+@dataclass
+class CallStats:
+    """What happened in one run of `complete`, counted as it happens, for the run log."""
+
+    attempts: int = 0
+    retried: collections.Counter[str] = field(default_factory=collections.Counter)
+    failures: collections.Counter[str] = field(default_factory=collections.Counter)
+    latencies: list[float] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_read_tokens: int = 0  # prompt tokens the provider billed as read from its cache
+    cache_write_tokens: int = 0  # prompt tokens it billed as written to its cache
+    calls_with_cache_hits: int = 0
+    list_usd: float = 0.0  # the calls made, at list price
+    sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
+
+
+def facts(
+    run: _Run,
+    results: Sequence[Completion | None],
+    cached: int,
+    distinct_sent: int,
+    started_at: datetime,
+    wall_s: float,
+) -> dict[str, Any]:
+    """The run log of one run of `complete`: its requests, calls, faults, spend and latency."""
+    spec, stats = run.spec, run.stats
+    latencies = sorted(stats.latencies)
+
+    def quantile(q: float) -> float | None:
+        return (
+            round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
+            if latencies
+            else None
+        )
+
+    return {
+        "model": spec.name,
+        "provider_model": spec.model,
+        "endpoints": list(spec.endpoints) or [spec.api_base],
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 3),
+        "requests": len(results),
+        "cache_hits": cached,
+        "cache_misses": len(results) - cached,
+        "distinct_calls_needed": distinct_sent,
+        "completed": sum(1 for r in results if r is not None and r.ok and not r.cached),
+        "failed": sum(1 for r in results if r is not None and not r.ok),
+        "not_sent": sum(1 for r in results if r is None),
+        "attempts": stats.attempts,
+        "retried_errors": dict(stats.retried),
+        "failures": dict(stats.failures),
+        # How the sends in flight adapted to rate limits (see _Limiter).
+        "concurrency": {
+            "configured": run.limiter.ceiling,
+            "lowest": run.limiter.lowest,
+            "at_end": int(run.limiter.limit),
+            "cuts_on_429": run.limiter.cuts,
+        },
+        "stopped": run.stop,
+        # What this run's calls were billed, cache discounts included, and the same calls
+        # at list price; the response tables' cost_usd is always the list price.
+        "cost_usd_this_run": round(run.budget.spent, 6),
+        "list_cost_usd_this_run": round(stats.list_usd, 6),
+        "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
+        "price_from": run.prepared.price_source,
+        "prompt_cache": {
+            "rule": (
+                run.prepared.rule.describe()
+                if run.prepared.rule is not None
+                else (
+                    "off (prompt_caching: false)"
+                    if not spec.prompt_caching
+                    else "none known for this provider"
+                )
+            ),
+            "cache_read_tokens_this_run": stats.cache_read_tokens,
+            "cache_write_tokens_this_run": stats.cache_write_tokens,
+            "calls_with_cache_hits": stats.calls_with_cache_hits,
+            # Held back until the call whose prefix they reuse was answered.
+            "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
+            "prices": run.prepared.rates.cache_basis,
+        },
+        # Only a capped run estimates each call before sending it.
+        "estimate_tokenizer": (
+            run.prepared.tokenizer.describe()
+            if run.budget.cap is not None and run.prepared.price_source != "unknown"
+            else None
+        ),
+        "prompt_tokens_this_run": stats.prompt_tokens,
+        "completion_tokens_this_run": stats.completion_tokens,
+        "latency_s": {
+            "mean": round(statistics.fmean(latencies), 4) if latencies else None,
+            "p50": quantile(0.5),
+            "p95": quantile(0.95),
+            "max": round(latencies[-1], 4) if latencies else None,
+        },
+        "params_sent": run.prepared.params,
+        "dropped_params": run.prepared.dropped,
+    }
+
+
+def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
+    """Add the batch facts to the run log `complete` wrote (under `batch`)."""
+    if run_log is None:
+        return
+    path = Path(run_log)
+    facts = json.loads(path.read_text(encoding="utf-8"))
+    facts["batch"] = report.as_log()
+    write_json(facts, path)
