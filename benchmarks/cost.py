@@ -61,7 +61,7 @@ from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_controls, judge_responses
-from losona.models import ModelSpec, Request
+from losona.models import CallOptions, ModelSpec, Request
 from losona.models.batch import BATCH_PROVIDERS
 from losona.models.caching import content_words, plan_reuse
 from losona.models.calls import prepare, provider_of
@@ -331,13 +331,14 @@ def check_against_server(cfg: Any) -> bool:
                 subjects.forget_prompts()
                 requests = sample_requests(condition_prompts(prompts, condition), trials)
                 sampled = sample_cell(
-                    prompts, spec, condition, trials, cache_path=cache, run_log=log
+                    prompts, spec, condition, trials, CallOptions(cache_path=cache, run_log=log)
                 )
                 tallies["sample"].add_log(log)
                 tallies["sample"].add_estimate(subjects, requests)
                 judges.forget_prompts()
                 judge = LLMJudge(
-                    judge_spec, cache_path=cache, run_log=root / f"j-{name}-{condition}"
+                    judge_spec,
+                    CallOptions(cache_path=cache, run_log=root / f"j-{name}-{condition}.log.json"),
                 )
                 judge_responses(
                     scenarios,
@@ -360,7 +361,9 @@ def check_against_server(cfg: Any) -> bool:
                 if Path(f"{root / f'j-{name}-{condition}'}.repair.log.json").exists():
                     print(f"note: {name}/{condition} had repair calls, not in the estimate")
         judges.forget_prompts()
-        judge = LLMJudge(judge_spec, cache_path=cache, run_log=root / "controls")
+        judge = LLMJudge(
+            judge_spec, CallOptions(cache_path=cache, run_log=root / "controls.log.json")
+        )
         judge_controls(scenarios, judge, "judge")
         tallies["judge controls"].add_log(root / "controls.log.json")
         tallies["judge controls"].add_estimate(judges, control_conversations(scenarios))

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from losona.models import CallOptions
+
 REPO = Path(__file__).resolve().parents[1]
 BUSY_LOOP = "while True: pass"
 
@@ -44,7 +46,7 @@ def worker(scenarios: int, condition: str, trials: int) -> None:
     requests = [Request(messages=list(m), trial=t) for m in prompts for t in range(trials)]
     with tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
-        replies = complete(spec, requests, cache_path=Path(scratch) / "calls.sqlite")
+        replies = complete(spec, requests, CallOptions(cache_path=Path(scratch) / "calls.sqlite"))
         wall = time.perf_counter() - started
     assert all(r.ok for r in replies), [r.error for r in replies if not r.ok]
     print(json.dumps({"wall_s": wall, "calls": len(replies)}))

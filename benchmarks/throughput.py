@@ -32,7 +32,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from losona.models import ModelSpec, Request, calls, complete
+from losona.models import CallOptions, ModelSpec, Request, calls, complete
 from losona.models.calls import _litellm
 
 LATENCY_S = 0.2
@@ -84,7 +84,7 @@ def measure(
     spec = spec_for(url, provider, concurrency)
     batch = requests(count, tag)
     wall, cpu = time.perf_counter(), time.process_time()
-    results = complete(spec, batch, cache_path=cache)
+    results = complete(spec, batch, CallOptions(cache_path=cache))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert all(r.ok and not r.cached for r in results)
     return count / wall, 1000 * cpu / count
@@ -240,7 +240,7 @@ def main() -> None:
         spec = spec_for(url, args.provider, 128)
         warm = requests(count, "c128-0")  # the first run at 128 of side_by_side
         wall = time.perf_counter()
-        served = complete(spec, warm, cache_path=cache)
+        served = complete(spec, warm, CallOptions(cache_path=cache))
         wall = time.perf_counter() - wall
         assert all(r.cached for r in served)
         print(

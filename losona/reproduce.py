@@ -66,6 +66,7 @@ from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
 from losona.models import (
     CallNotFound,
+    CallOptions,
     CallStore,
     ModelSpec,
     PublishedCalls,
@@ -349,7 +350,7 @@ def rejudge_from_calls(
     with tempfile.TemporaryDirectory() as scratch:
         # A cache of its own, so that only the published calls can answer.
         store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        llm = make_judge(plain(load_option("judge", judge)), cache_path=store)
+        llm = make_judge(plain(load_option("judge", judge)), CallOptions(cache_path=store))
         try:
             return judge_responses(
                 scenarios, responses, llm, judge, model=model, condition=condition, origin=""

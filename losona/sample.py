@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -22,15 +21,13 @@ from losona.errors import LosonaError
 from losona.models import (
     BatchSettings,
     CacheLocation,
+    CallOptions,
     CallPlan,
     ModelSpec,
     Request,
     calls_table,
-    complete,
-    fill_cache_by_batch,
+    complete_all,
     plan,
-    record_in_run_log,
-    require_every_call,
 )
 
 
@@ -112,23 +109,10 @@ def sample_responses(
     spec: ModelSpec,
     condition: str,
     trials: int,
-    *,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None = None,
-    run_log: str | Path | None = None,
-    progress: str | None = None,
+    options: CallOptions,
 ) -> pl.DataFrame:
     """The response table of one model under one condition: K rows per prompt, sorted."""
-    return sample_cell(
-        prompts,
-        spec,
-        condition,
-        trials,
-        cache_path=cache_path,
-        max_cost_usd=max_cost_usd,
-        run_log=run_log,
-        progress=progress,
-    ).responses
+    return sample_cell(prompts, spec, condition, trials, options).responses
 
 
 def sample_cell(
@@ -136,37 +120,14 @@ def sample_cell(
     spec: ModelSpec,
     condition: str,
     trials: int,
+    options: CallOptions,
     *,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None = None,
-    run_log: str | Path | None = None,
-    progress: str | None = None,
     batch: BatchSettings | None = None,
 ) -> Sampled:
     """One model's K replies to every prompt of one condition, with the calls behind them."""
     rows = condition_prompts(prompts, condition)
     requests = sample_requests(rows, trials)
-    batched = None
-    if batch is not None and batch.enabled:
-        batched = fill_cache_by_batch(
-            spec,
-            requests,
-            cache_path=cache_path,
-            settings=batch,
-            max_cost_usd=max_cost_usd,
-            progress=progress,
-        )
-    completions = complete(
-        spec,
-        requests,
-        cache_path=cache_path,
-        max_cost_usd=max_cost_usd,
-        progress=progress,
-        run_log=run_log,
-    )
-    if batched is not None:
-        record_in_run_log(run_log, batched)
-    require_every_call(completions, to=f"'{spec.name}'", run_log=run_log)
+    completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)
     prompt_rows = [row for row in rows.iter_rows(named=True) for _ in range(trials)]
     responses = table(
         [

@@ -26,6 +26,7 @@ from losona.io import read_parquet
 from losona.judges.base import Judge
 from losona.judges.run import make_judge
 from losona.labels import labelling_sheet, load_labels, load_responses, write_sheet
+from losona.models import CallOptions
 from losona.verdicts import load_verdicts
 
 
@@ -57,9 +58,11 @@ def main(cfg: DictConfig) -> None:
         config = cfg.judge if cfg.judge.name == name else load_option("judge", name)
         return make_judge(
             plain(config),
-            cache_path=paths.call_cache,
-            use_cache=False,
-            run_log=Path(paths.judge_logs_dir) / name / "determinism",
+            CallOptions(
+                cache_path=paths.call_cache,
+                use_cache=False,
+                run_log=Path(paths.judge_logs_dir) / name / "determinism.log.json",
+            ),
         )
 
     result = audit(

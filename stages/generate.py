@@ -18,6 +18,7 @@ from losona.generation.cells import plan_slots
 from losona.generation.generate import generate_candidates, generation_summary, generator_spec
 from losona.generation.settings import GenerateSettings, GenerationFiles, load_model
 from losona.io import write_json, write_parquet
+from losona.models import CallOptions
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -35,11 +36,13 @@ def main(cfg: DictConfig) -> None:
         slots,
         spec,
         catalog,
-        cache_path=cfg.paths.call_cache,
-        max_cost_usd=settings.max_cost_usd,
-        # Beside the table, not in it: latency, cache hits and spend differ between runs.
-        run_log=files.run_logs / "generate.log.json",
-        progress=f"generate {spec.name}",
+        CallOptions(
+            cache_path=cfg.paths.call_cache,
+            max_cost_usd=settings.max_cost_usd,
+            # Beside the table, not in it: latency, cache hits and spend differ between runs.
+            run_log=files.run_logs / "generate.log.json",
+            progress=f"generate {spec.name}",
+        ),
     )
     summary = generation_summary(candidates, spec, settings)
     write_parquet(candidates, files.candidates)

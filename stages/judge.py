@@ -26,6 +26,7 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
+from losona.models import CallOptions
 from losona.publish import call_store, judge_calls_file
 
 
@@ -39,8 +40,10 @@ def main(cfg: DictConfig) -> None:
     check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
     judge = make_judge(
         config,
-        cache_path=call_store(cfg.paths),
-        run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / condition,
+        CallOptions(
+            cache_path=call_store(cfg.paths),
+            run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / f"{condition}.log.json",
+        ),
     )
     responses_path = Path(cfg.paths.responses_dir) / model / f"{condition}.parquet"
     scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")

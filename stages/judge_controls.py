@@ -27,6 +27,7 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
+from losona.models import CallOptions
 from losona.publish import call_store, controls_calls
 
 # Below this share of controls right, the stage says the judge looks broken.
@@ -41,8 +42,10 @@ def main(cfg: DictConfig) -> None:
     check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
     judge = make_judge(
         config,
-        cache_path=call_store(cfg.paths),
-        run_log=Path(cfg.paths.judge_logs_dir) / name / "controls",
+        CallOptions(
+            cache_path=call_store(cfg.paths),
+            run_log=Path(cfg.paths.judge_logs_dir) / name / "controls.log.json",
+        ),
     )
     scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     controls = judge_controls(scenarios, judge, name)

@@ -18,7 +18,7 @@ from losona.config import plain
 from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
-from losona.models import ModelSpec
+from losona.models import CallOptions, ModelSpec
 from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
 from losona.sample import SamplingSettings, plan_sampling, sample_cell
@@ -57,11 +57,13 @@ def main(cfg: DictConfig) -> None:
         spec,
         condition,
         settings.trials,
-        cache_path=store,
-        max_cost_usd=settings.max_cost_usd,
-        # Beside the table, not in it: latency, cache hits and spend differ between runs.
-        run_log=log,
-        progress=f"sample {spec.name}/{condition}",
+        CallOptions(
+            cache_path=store,
+            max_cost_usd=settings.max_cost_usd,
+            # Beside the table, not in it: latency, cache hits and spend differ between runs.
+            run_log=log,
+            progress=f"sample {spec.name}/{condition}",
+        ),
         batch=settings.batch,
     )
     responses = sampled.responses

@@ -24,6 +24,7 @@ from losona.generation.screen import (
 from losona.generation.settings import GenerationFiles, ScreenSettings, load_model
 from losona.io import read_parquet, write_json, write_parquet, write_text
 from losona.judges.run import check_judge_name, make_judge
+from losona.models import CallOptions
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -37,7 +38,10 @@ def main(cfg: DictConfig) -> None:
     judge_config = plain(load_option("judge", settings.judge))
     check_judge_name(judge_config, settings.judge)
     judge = make_judge(
-        judge_config, cache_path=cfg.paths.call_cache, run_log=files.run_logs / "screen_judge"
+        judge_config,
+        CallOptions(
+            cache_path=cfg.paths.call_cache, run_log=files.run_logs / "screen_judge.log.json"
+        ),
     )
     candidates = read_parquet(files.candidates, CANDIDATE_SCHEMA, made_by="generate")
     screening = screen_candidates(
@@ -47,8 +51,7 @@ def main(cfg: DictConfig) -> None:
         settings.judge,
         trials=settings.trials,
         keep=settings.keep,
-        cache_path=cfg.paths.call_cache,
-        max_cost_usd=settings.max_cost_usd,
+        options=CallOptions(cache_path=cfg.paths.call_cache, max_cost_usd=settings.max_cost_usd),
         run_log_dir=files.run_logs,
     )
     cells = cell_report(screening.candidates)

@@ -49,7 +49,7 @@ from losona.generation.screen import (
 from losona.generation.settings import STRUCTURED_OUTPUTS, GenerateSettings
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
-from losona.models import CallsFailed, ModelSpec
+from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.render import render_prompts
 from losona.testing.openai_server import Fault, OpenAIServer
 
@@ -153,7 +153,9 @@ def slots() -> list[Slot]:
 
 
 def generate(server: OpenAIServer, cache: Path) -> pl.DataFrame:
-    return generate_candidates(slots(), spec(server, "generator"), CATALOG, cache_path=cache)
+    return generate_candidates(
+        slots(), spec(server, "generator"), CATALOG, CallOptions(cache_path=cache)
+    )
 
 
 def screen(
@@ -166,7 +168,7 @@ def screen(
         "lexicon",
         trials=3,
         keep=keep,
-        cache_path=cache,
+        options=CallOptions(cache_path=cache),
     )
 
 
@@ -221,7 +223,9 @@ def test_structured_output_is_asked_for_when_configured(
     server: OpenAIServer, tmp_path: Path
 ) -> None:
     asked = generator_spec(spec(server, "generator"), "json_schema")
-    generate_candidates(slots()[:1], asked, CATALOG, cache_path=tmp_path / "calls.sqlite")
+    generate_candidates(
+        slots()[:1], asked, CATALOG, CallOptions(cache_path=tmp_path / "calls.sqlite")
+    )
     [body] = server.requests
     assert body["response_format"]["type"] == "json_schema"
     schema = body["response_format"]["json_schema"]["schema"]
@@ -353,7 +357,7 @@ def test_unscored_answers_leave_a_candidate_undetermined_never_accepted(
         "half_blind",
         trials=3,
         keep="all",
-        cache_path=cache,
+        options=CallOptions(cache_path=cache),
     )
     [bug] = screening.candidates.filter(pl.col("norm_id") == "no_apology_culture_norm").rows(
         named=True

@@ -32,6 +32,7 @@ from losona.judges.run import (
     make_judge,
     status_counts,
 )
+from losona.models import CallOptions
 
 Row = Callable[..., dict[str, Any]]
 
@@ -231,14 +232,17 @@ def test_demonstrations_are_judged_as_replies_to_the_message_before_them() -> No
 
 
 def test_make_judge_builds_the_configured_kind(tmp_path: Path) -> None:
-    judge = make_judge({"name": "lexicon", "kind": "lexicon"}, cache_path=tmp_path / "c")
+    judge = make_judge(
+        {"name": "lexicon", "kind": "lexicon"}, CallOptions(cache_path=tmp_path / "c")
+    )
     assert isinstance(judge, LexiconJudge)
     node = {"name": "mine", "model": "openai/x", "params": {"temperature": 0}}
     llm_judge = make_judge(
-        {"name": "mine", "kind": "llm", "model": node, "max_cost_usd": 2}, cache_path=tmp_path
+        {"name": "mine", "kind": "llm", "model": node, "max_cost_usd": 2},
+        CallOptions(cache_path=tmp_path),
     )
     assert isinstance(llm_judge, LLMJudge)
-    assert (llm_judge.model, llm_judge.max_cost_usd) == ("openai/x", 2.0)
+    assert (llm_judge.model, llm_judge.options.max_cost_usd) == ("openai/x", 2.0)
 
 
 @pytest.mark.parametrize(
@@ -273,7 +277,7 @@ def test_a_wrong_judge_config_is_refused(
     config: dict[str, Any], message: str, tmp_path: Path
 ) -> None:
     with pytest.raises(LosonaError) as error:
-        make_judge(config, cache_path=tmp_path / "c")
+        make_judge(config, CallOptions(cache_path=tmp_path / "c"))
     assert message in str(error.value)
 
 
@@ -294,7 +298,7 @@ def test_shipped_judges_compose_and_llm_judges_use_the_papers_settings(
             monkeypatch.setenv(key_env, "not-a-real-key")
         # Section 5.2: temperature 0 and no reasoning or thinking parameters.
         assert config["model"]["params"] == {"temperature": 0}
-    make_judge(config, cache_path=workdir / "calls.sqlite")
+    make_judge(config, CallOptions(cache_path=workdir / "calls.sqlite"))
 
 
 def test_the_paper_judge_is_gemini_3_1_pro_preview(workdir: Path) -> None:

@@ -21,7 +21,7 @@ from losona.judges.llm import (
     judge_prompt,
     parse_verdict,
 )
-from losona.models import CallsFailed, Completion, ModelSpec
+from losona.models import CallOptions, CallsFailed, Completion, ModelSpec
 from losona.templates import JUDGE_INSTRUCTIONS, JUDGE_TEMPLATE_VERSION
 from losona.testing.openai_server import OpenAIServer
 
@@ -182,8 +182,10 @@ class FakeModelLayer:
         self.script = script
         self.batches: list[list[list[dict[str, str]]]] = []
 
-    def __call__(self, spec: Any, requests: Sequence[Any], **options: Any) -> list[Completion]:
-        assert options["progress"] == "judge"
+    def __call__(
+        self, spec: Any, requests: Sequence[Any], options: CallOptions, *, batch: Any = None
+    ) -> list[Completion]:
+        assert options.progress == "judge"
         self.batches.append([r.messages for r in requests])
         assert all(r.trial == 0 for r in requests)
         return [self.script(r.messages) for r in requests]
@@ -221,7 +223,7 @@ def judge_with(
         spec = ModelSpec.from_config(
             {"name": "judge", "model": "openai/test-judge", "params": {"temperature": 0}}
         )
-        return LLMJudge(spec, cache_path="unused.sqlite"), layer
+        return LLMJudge(spec, CallOptions(cache_path="unused.sqlite")), layer
 
     return make
 
@@ -338,7 +340,7 @@ def test_the_llm_judge_end_to_end_on_the_test_server(
                 "scripted", seed_per_trial=False, params={"temperature": 0}
             ),
         }
-        judge = make_judge(config, cache_path=tmp_path / "calls.sqlite")
+        judge = make_judge(config, CallOptions(cache_path=tmp_path / "calls.sqlite"))
 
         def run() -> Any:
             return judge_responses(

@@ -26,7 +26,7 @@ from losona.contracts import scenarios_from_table
 from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase
 from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
-from losona.models import CallsFailed, ModelSpec
+from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.render import render_prompts
 from losona.sample import sample_responses
 
@@ -131,8 +131,7 @@ def test_the_llm_judge_against_llama_cpp(
     )
     judge = LLMJudge(
         spec,
-        cache_path=tmp_path / "calls.sqlite",
-        run_log=tmp_path / "judge",
+        CallOptions(cache_path=tmp_path / "calls.sqlite", run_log=tmp_path / "judge.log.json"),
         structured_output=structured_output,
     )
     # Without the schema an unreadable reply costs a repair round (the conversation read
@@ -173,7 +172,9 @@ def test_a_server_that_rejects_the_schema_gets_the_advice(
 ) -> None:
     # llama-cpp-python's server takes response_format types "text" and "json_object" only.
     spec = ModelSpec.from_config(served(llama_server, "llama_judge"))
-    judge = LLMJudge(spec, cache_path=tmp_path / "calls.sqlite", structured_output="json_schema")
+    judge = LLMJudge(
+        spec, CallOptions(cache_path=tmp_path / "calls.sqlite"), structured_output="json_schema"
+    )
     with pytest.raises(CallsFailed) as refused:
         judge.judge(cases(1))
     assert "response_format" in str(refused.value)
@@ -200,7 +201,7 @@ def test_a_subject_samples_through_llama_cpp_as_the_docs_say(
     prompts = render_prompts(scenarios, ["naive"])
     log = tmp_path / "sample.log.json"
     responses = sample_responses(
-        prompts, spec, "naive", 2, cache_path=tmp_path / "calls.sqlite", run_log=log
+        prompts, spec, "naive", 2, CallOptions(cache_path=tmp_path / "calls.sqlite", run_log=log)
     )
     assert responses.height == 2
     assert responses["response"].null_count() == 0

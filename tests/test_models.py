@@ -18,7 +18,7 @@ import yaml
 from conftest import CONF_DIR
 
 from losona.errors import LosonaError
-from losona.models import CallFailed, Completion, ModelSpec, Request, complete, plan
+from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Request, complete, plan
 from losona.models.cache import CallCache
 from losona.models.calls import _prepare
 from losona.testing.openai_server import (
@@ -121,7 +121,7 @@ def test_a_missing_key_is_named_before_any_call(
     monkeypatch.delenv("LOSONA_TEST_KEY", raising=False)
     spec = spec_for(server, api_key_env="LOSONA_TEST_KEY")
     with pytest.raises(LosonaError, match="environment variable LOSONA_TEST_KEY, which is not set"):
-        complete(spec, prompts(3), cache_path=cache)
+        complete(spec, prompts(3), CallOptions(cache_path=cache))
     assert server.request_count == 0
 
 
@@ -188,13 +188,13 @@ def test_results_come_in_request_order_and_a_rerun_makes_no_call(
 ) -> None:
     spec = spec_for(server, concurrency=8)
     requests = prompts(20)
-    first = complete(spec, requests, cache_path=cache)
+    first = complete(spec, requests, CallOptions(cache_path=cache))
     sent = [json.dumps(r["messages"]) for r in server.requests]
     assert all(c.ok and not c.cached and c.attempts == 1 for c in first)
     for request, completion in zip(requests, first, strict=True):
         body = next(b for b in server.requests if b["messages"] == list(request.messages))
         assert completion.text == default_reply(body)
-    again = complete(spec, requests, cache_path=cache)
+    again = complete(spec, requests, CallOptions(cache_path=cache))
     assert texts(again) == texts(first) and all(c.cached for c in again)
     assert server.request_count == 20 and len(set(sent)) == 20
 
@@ -202,16 +202,20 @@ def test_results_come_in_request_order_and_a_rerun_makes_no_call(
 def test_the_k_trials_differ_and_come_back_the_same(server: OpenAIServer, tmp_path: Path) -> None:
     spec = spec_for(server)
     requests = prompts(2, trials=3)
-    first = complete(spec, requests, cache_path=tmp_path / "a.sqlite")
+    first = complete(spec, requests, CallOptions(cache_path=tmp_path / "a.sqlite"))
     assert len(set(texts(first)[:3])) == 3  # three distinct samples of one prompt
     # From the cache, and from a cold cache (the seed comes from prompt and trial).
-    assert texts(complete(spec, requests, cache_path=tmp_path / "a.sqlite")) == texts(first)
-    assert texts(complete(spec, requests, cache_path=tmp_path / "b.sqlite")) == texts(first)
+    assert texts(complete(spec, requests, CallOptions(cache_path=tmp_path / "a.sqlite"))) == texts(
+        first
+    )
+    assert texts(complete(spec, requests, CallOptions(cache_path=tmp_path / "b.sqlite"))) == texts(
+        first
+    )
 
 
 def test_identical_requests_in_a_batch_are_sent_once(server: OpenAIServer, cache: Path) -> None:
     requests = prompts(3) * 2
-    results = complete(spec_for(server), requests, cache_path=cache)
+    results = complete(spec_for(server), requests, CallOptions(cache_path=cache))
     assert server.request_count == 3 and texts(results[:3]) == texts(results[3:])
 
 
@@ -221,11 +225,13 @@ def test_every_transient_fault_is_survived_with_a_clean_runs_output(
 ) -> None:
     requests = prompts(8, trials=2)
     with OpenAIServer() as clean_server:
-        clean = complete(spec_for(clean_server), requests, cache_path=tmp_path / "clean.sqlite")
+        clean = complete(
+            spec_for(clean_server), requests, CallOptions(cache_path=tmp_path / "clean.sqlite")
+        )
     faults = fail_first(2, kind, every=2, retry_after=0.05)
     with OpenAIServer(faults=faults, hang_s=5) as server:
         results = complete(
-            spec_for(server, timeout_s=0.5), requests, cache_path=tmp_path / "c.sqlite"
+            spec_for(server, timeout_s=0.5), requests, CallOptions(cache_path=tmp_path / "c.sqlite")
         )
     assert texts(results) == texts(clean)
     assert server.faults_injected[kind] >= 2
@@ -238,7 +244,7 @@ def test_every_transient_fault_is_survived_with_a_clean_runs_output(
 def test_retry_after_is_honoured(server: OpenAIServer, cache: Path) -> None:
     server.faults = fail_first(1, "rate_limit", retry_after=1)
     started = time.monotonic()
-    (result,) = complete(spec_for(server), prompts(1), cache_path=cache)
+    (result,) = complete(spec_for(server), prompts(1), CallOptions(cache_path=cache))
     assert result.ok and result.attempts == 2
     assert time.monotonic() - started >= 1.0  # the backoff alone would wait 0.01 s
 
@@ -251,7 +257,9 @@ def test_a_call_that_keeps_failing_is_recorded_and_not_cached(
 
     server.faults = faults
     log = tmp_path / "run.log.json"
-    results = complete(spec_for(server, max_attempts=3), prompts(3), cache_path=cache, run_log=log)
+    results = complete(
+        spec_for(server, max_attempts=3), prompts(3), CallOptions(cache_path=cache, run_log=log)
+    )
     assert [c.ok for c in results] == [True, False, True]
     failed = results[1]
     assert failed.attempts == 3 and failed.text is None
@@ -262,20 +270,20 @@ def test_a_call_that_keeps_failing_is_recorded_and_not_cached(
     # A rerun sends only the failed call.
     server.faults = None
     before = server.request_count
-    assert all(c.ok for c in complete(spec_for(server), prompts(3), cache_path=cache))
+    assert all(c.ok for c in complete(spec_for(server), prompts(3), CallOptions(cache_path=cache)))
     assert server.request_count == before + 1
 
 
 def test_a_bad_request_fails_at_once(server: OpenAIServer, cache: Path) -> None:
     server.faults = lambda body, seen: Fault("bad_request")
-    (result,) = complete(spec_for(server), prompts(1), cache_path=cache)
+    (result,) = complete(spec_for(server), prompts(1), CallOptions(cache_path=cache))
     assert result.attempts == 1 and result.error and "(400)" in result.error
 
 
 def test_a_refused_key_stops_the_run(server: OpenAIServer, cache: Path) -> None:
     server.faults = lambda body, seen: Fault("unauthorized")
     with pytest.raises(CallFailed, match=r"refused the call: AuthenticationError \(401\)"):
-        complete(spec_for(server, concurrency=2), prompts(50), cache_path=cache)
+        complete(spec_for(server, concurrency=2), prompts(50), CallOptions(cache_path=cache))
     assert server.request_count <= 2
 
 
@@ -291,20 +299,20 @@ def test_an_endpoint_where_nothing_listens_stops_the_run_at_once(
         spec = spec_for(template, api_base=url, concurrency=concurrency, max_attempts=6)
     log = tmp_path / "run.json"
     with pytest.raises(CallFailed, match=rf"could not connect to {re.escape(url)}: the first 3"):
-        complete(spec, prompts(40), cache_path=cache, run_log=log)
+        complete(spec, prompts(40), CallOptions(cache_path=cache, run_log=log))
     # Three refused attempts (and at most the others already in flight), not 40 x 6.
     assert json.loads(log.read_text())["attempts"] <= 3 + concurrency - 1
 
 
 def test_concurrency_is_bounded(cache: Path) -> None:
     with OpenAIServer(latency=0.05) as server:
-        complete(spec_for(server, concurrency=5), prompts(30), cache_path=cache)
+        complete(spec_for(server, concurrency=5), prompts(30), CallOptions(cache_path=cache))
     assert server.max_in_flight == 5
 
 
 def test_calls_go_out_in_request_order_one_at_a_time(server: OpenAIServer, cache: Path) -> None:
     requests = prompts(4, trials=3)
-    complete(spec_for(server, concurrency=1), requests, cache_path=cache)
+    complete(spec_for(server, concurrency=1), requests, CallOptions(cache_path=cache))
     assert [b["messages"] for b in server.requests] == [list(r.messages) for r in requests]
 
 
@@ -314,9 +322,9 @@ def test_bypassing_the_cache_calls_again_but_keeps_the_first_answer(
     answers = iter(range(100))
     with OpenAIServer(reply=lambda body: f"answer {next(answers)}") as server:
         spec = spec_for(server)
-        first = complete(spec, prompts(2), cache_path=cache)
-        fresh = complete(spec, prompts(2), cache_path=cache, use_cache=False)
-        again = complete(spec, prompts(2), cache_path=cache)
+        first = complete(spec, prompts(2), CallOptions(cache_path=cache))
+        fresh = complete(spec, prompts(2), CallOptions(cache_path=cache, use_cache=False))
+        again = complete(spec, prompts(2), CallOptions(cache_path=cache))
     assert texts(first) == ["answer 0", "answer 1"]
     assert texts(fresh) == ["answer 2", "answer 3"] and not any(c.cached for c in fresh)
     assert texts(again) == texts(first) and server.request_count == 4
@@ -335,8 +343,8 @@ def test_a_call_another_process_stored_first_is_answered_as_stored(cache: Path) 
     with OpenAIServer(reply=reply) as server:
         spec = spec_for(server)
         stored_key = key(spec, request)
-        (answer,) = complete(spec, [request], cache_path=cache)
-        (fresh,) = complete(spec, [request], cache_path=cache, use_cache=False)
+        (answer,) = complete(spec, [request], CallOptions(cache_path=cache))
+        (fresh,) = complete(spec, [request], CallOptions(cache_path=cache, use_cache=False))
     assert answer.text == "theirs" and not answer.cached and server.request_count == 2
     assert fresh.text == "mine"  # the cache bypassed: the fresh answer, as it came
 
@@ -351,12 +359,12 @@ def test_cost_is_counted_and_the_cap_stops_the_run(
     spec = spec_for(server, concurrency=1, params={"max_tokens": 7}, **priced)
     log = tmp_path / "log.json"
     with pytest.raises(CallFailed, match=r"cost cap of \$40\.0000 would be passed") as stop:
-        complete(spec, prompts(10), cache_path=cache, max_cost_usd=40, run_log=log)
+        complete(spec, prompts(10), CallOptions(cache_path=cache, max_cost_usd=40, run_log=log))
     facts = json.loads(log.read_text())
     assert server.request_count == 4 and facts["cost_usd_this_run"] <= 40
     assert "(6 of 10 calls were not made)" in str(stop.value)
     # The cap counts this run's spend: cached calls cost nothing now.
-    done = complete(spec, prompts(10), cache_path=cache, max_cost_usd=60)
+    done = complete(spec, prompts(10), CallOptions(cache_path=cache, max_cost_usd=60))
     assert server.request_count == 10 and sum(c.cost_usd for c in done) > 60
     assert {round(c.cost_usd, 6) for c in done} == {7.0}  # 2 + 5 words per default reply
 
@@ -365,14 +373,16 @@ def test_a_cap_needs_a_price(server: OpenAIServer, cache: Path) -> None:
     node = server.model_config()
     del node["price"]
     with pytest.raises(LosonaError, match="max_cost_usd is set but nobody knows"):
-        complete(ModelSpec.from_config(node), prompts(1), cache_path=cache, max_cost_usd=1)
+        complete(
+            ModelSpec.from_config(node), prompts(1), CallOptions(cache_path=cache, max_cost_usd=1)
+        )
 
 
 def test_a_plan_counts_calls_and_cached_calls_without_calling(
     server: OpenAIServer, cache: Path
 ) -> None:
     spec = spec_for(server, price={"input_usd_per_mtok": 1e6, "output_usd_per_mtok": 1e6})
-    complete(spec, prompts(3), cache_path=cache)
+    complete(spec, prompts(3), CallOptions(cache_path=cache))
     found = plan(spec, prompts(5), cache_path=cache)
     assert (found.requests, found.cached, found.to_call) == (5, 3, 2)
     assert found.estimated_cost_usd and found.estimated_cost_usd > 0
@@ -395,7 +405,7 @@ def test_rejected_params_are_named_or_dropped_and_recorded(
     # End to end: a dropped parameter never reaches the server and the run log says so.
     spec = spec_for(server, params={"temperature": 0.3, "top_p": 0.5}, drop_params=["top_p"])
     log = tmp_path / "log.json"
-    complete(spec, prompts(2), cache_path=cache, run_log=log)
+    complete(spec, prompts(2), CallOptions(cache_path=cache, run_log=log))
     assert all("top_p" not in b and b["temperature"] == 0.3 for b in server.requests)
     assert json.loads(log.read_text())["dropped_params"] == ["top_p"]
 
@@ -406,9 +416,9 @@ def test_the_run_log_counts_hits_and_misses_and_the_key_stays_secret(
     secret = "sk-test-must-never-be-written-4242"
     monkeypatch.setenv("LOSONA_TEST_KEY", secret)
     spec = spec_for(server, api_key_env="LOSONA_TEST_KEY")
-    complete(spec, prompts(2), cache_path=cache)
+    complete(spec, prompts(2), CallOptions(cache_path=cache))
     log = tmp_path / "log.json"
-    complete(spec, prompts(5), cache_path=cache, run_log=log)
+    complete(spec, prompts(5), CallOptions(cache_path=cache, run_log=log))
     facts = json.loads(log.read_text())
     assert (facts["cache_hits"], facts["cache_misses"], facts["completed"]) == (2, 3, 3)
     written = log.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("calls.sqlite*"))
@@ -419,7 +429,7 @@ def test_calls_are_spread_over_several_endpoints(cache: Path) -> None:
     with OpenAIServer() as first, OpenAIServer() as second:
         node = first.model_config(endpoints=[first.url, second.url])
         del node["api_base"]
-        results = complete(ModelSpec.from_config(node), prompts(40), cache_path=cache)
+        results = complete(ModelSpec.from_config(node), prompts(40), CallOptions(cache_path=cache))
     assert all(r.ok for r in results)
     assert first.request_count > 0 and second.request_count > 0
     assert first.request_count + second.request_count == 40
@@ -428,7 +438,9 @@ def test_calls_are_spread_over_several_endpoints(cache: Path) -> None:
 def test_the_progress_bar_stays_quiet_off_a_terminal(
     server: OpenAIServer, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    complete(spec_for(server), prompts(3), cache_path=cache, progress="sample local/naive")
+    complete(
+        spec_for(server), prompts(3), CallOptions(cache_path=cache, progress="sample local/naive")
+    )
     assert capsys.readouterr().err == ""
 
 
@@ -437,7 +449,7 @@ def test_a_model_nobody_can_price_is_recorded_at_zero_with_a_warning(
 ) -> None:
     node = server.model_config()
     del node["price"]
-    results = complete(ModelSpec.from_config(node), prompts(2), cache_path=cache)
+    results = complete(ModelSpec.from_config(node), prompts(2), CallOptions(cache_path=cache))
     assert [r.cost_usd for r in results] == [0.0, 0.0]
     assert "litellm has no price for openai/test-model" in capsys.readouterr().err
 
@@ -462,14 +474,18 @@ def test_the_run_log_names_each_fault_as_it_happened(kind: Any, tmp_path: Path) 
     log = tmp_path / "run.log.json"
     with OpenAIServer(faults=fail_first(1, kind, retry_after=0.01), hang_s=5) as server:
         spec = spec_for(server, timeout_s=0.5)
-        results = complete(spec, prompts(3), cache_path=tmp_path / "c.sqlite", run_log=log)
+        results = complete(
+            spec, prompts(3), CallOptions(cache_path=tmp_path / "c.sqlite", run_log=log)
+        )
     assert all(r.ok for r in results)
     assert json.loads(log.read_text())["retried_errors"] == {FAULT_NAMES[kind]: 3}
 
 
 def test_a_call_that_fails_names_its_fault_too(server: OpenAIServer, cache: Path) -> None:
     server.faults = lambda body, seen: Fault("malformed")
-    (result,) = complete(spec_for(server, max_attempts=2), prompts(1), cache_path=cache)
+    (result,) = complete(
+        spec_for(server, max_attempts=2), prompts(1), CallOptions(cache_path=cache)
+    )
     assert result.error is not None and result.error.startswith("malformed body: ")
 
 
@@ -477,7 +493,9 @@ def test_rate_limits_are_waited_out_for_the_patience_not_an_attempt_count(
     server: OpenAIServer, cache: Path
 ) -> None:
     server.faults = fail_first(10, "rate_limit", retry_after=0.01)
-    (result,) = complete(spec_for(server, max_attempts=2), prompts(1), cache_path=cache)
+    (result,) = complete(
+        spec_for(server, max_attempts=2), prompts(1), CallOptions(cache_path=cache)
+    )
     assert result.ok and result.attempts == 11  # ten 429s, well past max_attempts
 
 
@@ -486,7 +504,9 @@ def test_a_call_rate_limited_past_its_patience_fails_naming_it(
 ) -> None:
     server.faults = lambda body, seen: Fault("rate_limit", retry_after=0.1)
     started = time.monotonic()
-    (result,) = complete(spec_for(server, rate_limit_patience_s=0.5), prompts(1), cache_path=cache)
+    (result,) = complete(
+        spec_for(server, rate_limit_patience_s=0.5), prompts(1), CallOptions(cache_path=cache)
+    )
     assert 0.3 < time.monotonic() - started < 2
     assert result.error is not None and "RateLimitError (429)" in result.error
     assert "rate_limit_patience_s is 0.5" in result.error and 4 <= result.attempts <= 6
@@ -501,7 +521,9 @@ def test_sends_in_flight_drop_under_rate_limits_and_recover(cache: Path) -> None
     # Each answer takes 0.1 s, long enough for the client to refill every free slot before
     # the next answer even on a busy machine (at 0.02 s, CI once saw no more than 5 of 8).
     with OpenAIServer(latency=0.1, faults=faults) as server:
-        results = complete(spec_for(server, concurrency=8), prompts(320), cache_path=cache)
+        results = complete(
+            spec_for(server, concurrency=8), prompts(320), CallOptions(cache_path=cache)
+        )
     assert all(r.ok for r in results)
     in_flight = server.in_flight_at_arrival  # counted by the server as each request arrived
     # Counted at arrival, sends in flight rise and fall in a saw-tooth as answers come back

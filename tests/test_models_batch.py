@@ -29,7 +29,7 @@ from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.io import write_parquet
 from losona.judges.run import judge_responses, make_judge
-from losona.models import BatchFailed, BatchSettings, CallsFailed, ModelSpec
+from losona.models import BatchFailed, BatchSettings, CallOptions, CallsFailed, ModelSpec
 from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir
 from losona.render import render_prompts
 from losona.sample import SamplingSettings, sample_cell, sample_requests
@@ -57,7 +57,9 @@ def sampled_bytes(
 ) -> bytes:
     """The response table one sample run writes (12 calls), as bytes."""
     spec = ModelSpec.from_config(server.model_config("local"))
-    sampled = sample_cell(prompts, spec, "naive", 3, cache_path=cache, batch=batch, run_log=run_log)
+    sampled = sample_cell(
+        prompts, spec, "naive", 3, CallOptions(cache_path=cache, run_log=run_log), batch=batch
+    )
     write_parquet(sampled.responses, out)
     return out.read_bytes()
 
@@ -96,7 +98,7 @@ def test_the_batch_file_holds_only_the_calls_the_cache_lacks(
     with OpenAIServer() as server:
         spec = ModelSpec.from_config(server.model_config("local"))
         # A normal run of one trial first: 4 of the 12 calls are then cached.
-        sample_cell(prompts, spec, "naive", 1, cache_path=cache)
+        sample_cell(prompts, spec, "naive", 1, CallOptions(cache_path=cache))
         report = fill_cache_by_batch(
             spec, sample_requests(prompts, 3), cache_path=cache, settings=FAST
         )
@@ -200,7 +202,7 @@ def test_a_provider_without_batch_jobs_stops_the_stage_before_the_key_is_asked(
         "model": {"name": "claude_opus", "model": "anthropic/claude-opus-4-8"},
     }
     with pytest.raises(LosonaError, match=r"judge.batch=true, .* provider 'anthropic'"):
-        make_judge(judge, cache_path=workdir / "c.sqlite")
+        make_judge(judge, CallOptions(cache_path=workdir / "c.sqlite"))
 
 
 def test_the_run_log_prices_the_batch_at_litellms_batch_prices(
@@ -246,7 +248,9 @@ def test_a_judge_in_batch_mode_writes_the_same_verdicts(workdir: Path, tmp_path:
             "batch": batch,
             "batch_poll_s": 0.02,
         }
-        judge = make_judge(config, cache_path=cache, run_log=tmp_path / "judge")
+        judge = make_judge(
+            config, CallOptions(cache_path=cache, run_log=tmp_path / "judge.log.json")
+        )
         return judge_responses(
             scenarios,
             responses,

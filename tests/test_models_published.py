@@ -15,6 +15,7 @@ import pytest
 from losona.errors import LosonaError
 from losona.io import write_parquet
 from losona.models import (
+    CallOptions,
     CallStore,
     ModelSpec,
     PublishedCalls,
@@ -50,7 +51,7 @@ def requests(count: int) -> list[Request]:
 def publish(server: OpenAIServer, tmp_path: Path, count: int = 6) -> tuple[Path, ModelSpec]:
     """Make `count` calls into a cache of their own and publish them as a calls file."""
     spec = spec_for(server)
-    made = complete(spec, requests(count), cache_path=tmp_path / "origin.sqlite")
+    made = complete(spec, requests(count), CallOptions(cache_path=tmp_path / "origin.sqlite"))
     path = tmp_path / "calls.parquet"
     write_parquet(calls_table(spec.model, made), path)
     return path, spec
@@ -66,7 +67,7 @@ def test_the_calls_file_holds_no_key_and_no_endpoint(
     secret = "sk-test-must-never-be-published-4242"
     monkeypatch.setenv("LOSONA_TEST_KEY", secret)
     spec = spec_for(server, api_key_env="LOSONA_TEST_KEY")
-    made = complete(spec, requests(4), cache_path=tmp_path / "c.sqlite")
+    made = complete(spec, requests(4), CallOptions(cache_path=tmp_path / "c.sqlite"))
     path = tmp_path / "calls.parquet"
     write_parquet(calls_table(spec.model, made), path)
     written = path.read_bytes()
@@ -81,7 +82,7 @@ def test_the_same_calls_give_the_same_bytes_in_any_order(
     server: OpenAIServer, tmp_path: Path
 ) -> None:
     spec = spec_for(server)
-    made = complete(spec, requests(8), cache_path=tmp_path / "c.sqlite")
+    made = complete(spec, requests(8), CallOptions(cache_path=tmp_path / "c.sqlite"))
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
     write_parquet(calls_table(spec.model, made), first)
     write_parquet(calls_table(spec.model, [*reversed(made), made[0]]), second)
@@ -96,7 +97,7 @@ def test_published_calls_answer_with_no_request_and_fill_the_users_cache(
     sent = server.request_count
     mine = tmp_path / "home" / "calls.sqlite"
     store = CallStore(mine, PublishedCalls(path, md5_file(path), REMEDY))
-    again = complete(spec, requests(6), cache_path=store)
+    again = complete(spec, requests(6), CallOptions(cache_path=store))
     assert server.request_count == sent
     published = texts(path)
     assert [c.text for c in again] == [published[str(c.key)] for c in again]
@@ -105,7 +106,7 @@ def test_published_calls_answer_with_no_request_and_fill_the_users_cache(
         assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 6
     assert path.read_bytes() == path.read_bytes()  # read only: never written back
     # A call the run never made goes to the model as usual.
-    complete(spec, requests(7), cache_path=store)
+    complete(spec, requests(7), CallOptions(cache_path=store))
     assert server.request_count == sent + 1
 
 
@@ -117,9 +118,9 @@ def test_with_every_call_published_no_key_is_needed(
     spec = spec_for(server, api_key_env="LOSONA_TEST_KEY")  # the key is not part of the key
     store = CallStore(tmp_path / "home.sqlite", PublishedCalls(path, md5_file(path), REMEDY))
     sent = server.request_count
-    assert len(complete(spec, requests(6), cache_path=store)) == 6
+    assert len(complete(spec, requests(6), CallOptions(cache_path=store))) == 6
     with pytest.raises(LosonaError, match="LOSONA_TEST_KEY, which is not set"):
-        complete(spec, requests(7), cache_path=store)  # one call must really be made
+        complete(spec, requests(7), CallOptions(cache_path=store))  # one call must really be made
     assert server.request_count == sent
 
 
@@ -138,7 +139,7 @@ def test_a_recorded_calls_file_that_is_missing_or_changed_stops_before_any_call(
     store = CallStore(tmp_path / "home.sqlite", PublishedCalls(path, recorded, REMEDY))
     sent = server.request_count
     with pytest.raises(LosonaError) as error:
-        complete(spec, requests(6), cache_path=store)
+        complete(spec, requests(6), CallOptions(cache_path=store))
     assert str(error.value).startswith(f"{path}: the run's calls file is ")
     assert "no model is called in its place" in str(error.value) and REMEDY in str(error.value)
     assert server.request_count == sent
@@ -150,13 +151,13 @@ def test_an_unrecorded_calls_file_is_optional_but_must_be_readable(
     spec = spec_for(server)
     absent = CallStore(tmp_path / "a.sqlite", PublishedCalls(tmp_path / "none.parquet", None, ""))
     assert not absent.published or not absent.published.expected
-    complete(spec, requests(2), cache_path=absent)  # never published: calls as usual
+    complete(spec, requests(2), CallOptions(cache_path=absent))  # never published: calls as usual
     assert server.request_count == 2
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not parquet")
     store = CallStore(tmp_path / "b.sqlite", PublishedCalls(bad, None, REMEDY))
     with pytest.raises(LosonaError, match=r"bad\.parquet: cannot be read as a calls table"):
-        complete(spec, requests(2), cache_path=store)
+        complete(spec, requests(2), CallOptions(cache_path=store))
     write_parquet(pl.DataFrame({"key": ["k"], "text": ["t"]}), bad)
     with pytest.raises(LosonaError, match=r"bad\.parquet: expected the columns"):
         read_calls(bad, REMEDY)

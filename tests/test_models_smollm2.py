@@ -15,7 +15,7 @@ import yaml
 from conftest import CONF_DIR
 
 from losona.datasets import fetch_scenarios
-from losona.models import ModelSpec, Request, complete
+from losona.models import CallOptions, ModelSpec, Request, complete
 from losona.models.smollm2 import MODEL_NAME, FreeCores, SmolLM2
 from losona.render import render_prompts
 
@@ -41,13 +41,15 @@ def draw(model: SmolLM2, messages: list[dict[str, str]]) -> str:
 def test_smollm2_answers_a_rendered_prompt_reproducibly(tmp_path: Path) -> None:
     spec = ModelSpec.from_config(yaml.safe_load((CONF_DIR / "model" / "smollm2.yaml").read_text()))
     request = Request(messages=prompts()[0], trial=0)
-    (reply,) = complete(spec, [request], cache_path=tmp_path / "calls.sqlite")
+    (reply,) = complete(spec, [request], CallOptions(cache_path=tmp_path / "calls.sqlite"))
     assert reply.ok and not reply.cached and reply.text and reply.text.strip()
     assert 500 < reply.prompt_tokens < spec.params["max_tokens"] + 4096
     assert 0 < reply.completion_tokens <= spec.params["max_tokens"]
     assert reply.cost_usd == 0.0
     # Drawn again, bypassing the cache, the trial's seed gives the same sample.
-    (again,) = complete(spec, [request], cache_path=tmp_path / "calls.sqlite", use_cache=False)
+    (again,) = complete(
+        spec, [request], CallOptions(cache_path=tmp_path / "calls.sqlite", use_cache=False)
+    )
     assert not again.cached and again.text == reply.text
 
 

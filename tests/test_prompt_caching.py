@@ -24,7 +24,7 @@ from losona.io import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_responses
-from losona.models import Completion, ModelSpec, Request, call_key, complete
+from losona.models import CallOptions, Completion, ModelSpec, Request, call_key, complete
 from losona.models.caching import (
     NO_REUSE,
     OPENAI,
@@ -244,8 +244,7 @@ def test_a_sample_run_records_cached_tokens_and_a_bill_below_list(
                 ModelSpec.from_config(node),
                 "naive",
                 3,
-                cache_path=tmp_path / f"{caching}.sqlite",
-                run_log=log,
+                CallOptions(cache_path=tmp_path / f"{caching}.sqlite", run_log=log),
             )
             facts = json.loads(log.read_text())
             if caching:
@@ -288,7 +287,8 @@ def test_a_judge_run_records_cached_tokens_and_a_bill_below_list(
     with OpenAIServer(reply=ScriptedJudge()) as server:
         node = server.model_config("judge", price=PRICE, seed_per_trial=False, concurrency=8)
         judge = LLMJudge(
-            ModelSpec.from_config(node), cache_path=tmp_path / "c.sqlite", run_log=tmp_path / "j"
+            ModelSpec.from_config(node),
+            CallOptions(cache_path=tmp_path / "c.sqlite", run_log=tmp_path / "j.log.json"),
         )
         verdicts = judge_responses(
             scenarios, responses, judge, "judge", model="m", condition="naive", origin="test"
@@ -321,7 +321,9 @@ def test_the_judge_sends_every_response_to_a_scenario_together(
     scenarios = bundled.head(3)
     sent: list[Request] = []
 
-    def fake_complete(spec: ModelSpec, requests: list[Request], **_: Any) -> list[Completion]:
+    def fake_complete(
+        spec: ModelSpec, requests: list[Request], *_: Any, **__: Any
+    ) -> list[Completion]:
         sent.extend(requests)
         verdict = '{"elicitor_uptake": "", "norm_requirement": "", "evidence": "", ' \
             '"reasoning": "", "complies": true}'  # fmt: skip
@@ -334,7 +336,9 @@ def test_the_judge_sends_every_response_to_a_scenario_together(
     responses = responses_table(
         [(sid, trial, f"reply {trial}") for trial in (1, 0, 2) for sid in reversed(ids)]
     )
-    judge = LLMJudge(ModelSpec.from_config({"name": "j", "model": "openai/j"}), cache_path="x")
+    judge = LLMJudge(
+        ModelSpec.from_config({"name": "j", "model": "openai/j"}), CallOptions(cache_path="x")
+    )
     judge_responses(
         scenarios, responses, judge, "j", model="smollm2", condition="naive", origin="test"
     )
@@ -386,7 +390,7 @@ def test_anthropic_calls_carry_cache_control_markers_and_the_bill_counts_writes(
         }
         spec = ModelSpec.from_config(node)
         log = tmp_path / "log.json"
-        done = complete(spec, subject + judge, cache_path=cache, run_log=log)
+        done = complete(spec, subject + judge, CallOptions(cache_path=cache, run_log=log))
         assert len(server.requests) == 9
         for body in server.requests:
             marked = [
@@ -408,8 +412,8 @@ def test_anthropic_calls_carry_cache_control_markers_and_the_bill_counts_writes(
 
         # Off: the same calls are in the cache under the same keys; sent again, unmarked.
         off = ModelSpec.from_config(node | {"prompt_caching": False})
-        again = complete(off, subject + judge, cache_path=cache)
+        again = complete(off, subject + judge, CallOptions(cache_path=cache))
         assert len(server.requests) == 9 and [c.text for c in again] == [c.text for c in done]
-        complete(off, subject + judge, cache_path=cache, use_cache=False)
+        complete(off, subject + judge, CallOptions(cache_path=cache, use_cache=False))
         assert len(server.requests) == 18
         assert "cache_control" not in json.dumps(server.requests[9:])

@@ -13,7 +13,6 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -31,12 +30,11 @@ from losona.generation.candidates import (
 from losona.generation.cells import Slot
 from losona.generation.settings import GenerateSettings
 from losona.models import (
-    CacheLocation,
+    CallOptions,
     Completion,
     ModelSpec,
     Request,
-    complete,
-    require_every_call,
+    complete_all,
 )
 from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
 
@@ -99,25 +97,13 @@ def generate_candidates(
     slots: Sequence[Slot],
     spec: ModelSpec,
     catalog: Catalog,
-    *,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None = None,
-    run_log: str | Path | None = None,
-    progress: str | None = None,
+    options: CallOptions,
 ) -> pl.DataFrame:
     """The candidate table: one checked row per slot, sorted by candidate id."""
     if not slots:
         raise LosonaError("generate: no cells selected (check generate.cells)")
     requests = [Request(generator_messages(s, catalog), trial=s.sample) for s in slots]
-    completions = complete(
-        spec,
-        requests,
-        cache_path=cache_path,
-        max_cost_usd=max_cost_usd,
-        progress=progress,
-        run_log=run_log,
-    )
-    require_every_call(completions, to=f"the generator '{spec.name}'", run_log=run_log)
+    completions = complete_all(spec, requests, options, to=f"the generator '{spec.name}'")
     rows = [candidate(s, c, spec, catalog) for s, c in zip(slots, completions, strict=True)]
     return table(rows, CANDIDATE_SCHEMA, sort_by=["candidate_id"])
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from losona.generation.settings import KEEP_RULES
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.metrics import majority_threshold, scenario_outcomes
-from losona.models import CacheLocation, ModelSpec, Request, complete, require_every_call
+from losona.models import CallOptions, ModelSpec, Request, complete_all
 from losona.render import subject_messages
 from losona.scenarios import without_demonstrations
 
@@ -63,25 +63,14 @@ def _answers(
     spec: ModelSpec,
     controls: Sequence[Scenario],
     trials: int,
-    *,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None,
-    run_log: Path | None,
+    options: CallOptions,
 ) -> list[str]:
     requests = [
         Request(subject_messages(control, "naive"), trial=trial)
         for control in controls
         for trial in range(trials)
     ]
-    completions = complete(
-        spec,
-        requests,
-        cache_path=cache_path,
-        max_cost_usd=max_cost_usd,
-        progress=f"screen {spec.name}",
-        run_log=run_log,
-    )
-    require_every_call(completions, to=f"the baseline '{spec.name}'", run_log=run_log)
+    completions = complete_all(spec, requests, options, to=f"the baseline '{spec.name}'")
     return [c.text or "" for c in completions]
 
 
@@ -120,24 +109,19 @@ def screening_verdicts(
     judge_name: str,
     *,
     trials: int,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None = None,
+    options: CallOptions,
     run_log_dir: Path | None = None,
 ) -> pl.DataFrame:
-    """Every baseline's K answers to every control, judged: a verdict table."""
+    """Every baseline's K answers to every control, judged: a verdict table.
+
+    Each baseline's calls get a progress bar and a run log of their own
+    (`<run_log_dir>/screen_<baseline>.log.json`), whatever `options` says of those two.
+    """
     cases, keys = [], []
     for spec in baselines if controls else []:  # nothing valid: no call at all
         log = run_log_dir / f"screen_{spec.name}.log.json" if run_log_dir else None
-        answers = iter(
-            _answers(
-                spec,
-                controls,
-                trials,
-                cache_path=cache_path,
-                max_cost_usd=max_cost_usd,
-                run_log=log,
-            )
-        )
+        calls = replace(options, run_log=log, progress=f"screen {spec.name}")
+        answers = iter(_answers(spec, controls, trials, calls))
         for control in controls:
             for trial in range(trials):
                 answer = next(answers)
@@ -167,8 +151,7 @@ def screen_candidates(
     *,
     trials: int,
     keep: str,
-    cache_path: CacheLocation,
-    max_cost_usd: float | None = None,
+    options: CallOptions,
     run_log_dir: Path | None = None,
 ) -> Screening:
     """Screen every valid candidate; invalid ones pass through unchanged."""
@@ -182,8 +165,7 @@ def screen_candidates(
         judge,
         judge_name,
         trials=trials,
-        cache_path=cache_path,
-        max_cost_usd=max_cost_usd,
+        options=options,
         run_log_dir=run_log_dir,
     )
     outcomes: dict[str, dict[str, dict[str, Any]]] = {}

@@ -28,15 +28,13 @@ from losona.io import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.models import (
     BatchSettings,
-    CacheLocation,
+    CallOptions,
     CallsFailed,
     Completion,
     ModelSpec,
     Request,
     complete,
-    fill_cache_by_batch,
     provider_of,
-    record_in_run_log,
     require_every_call,
     unsupported_params,
 )
@@ -193,6 +191,14 @@ def parse_verdict(reply: str | None) -> Judgement:
     return verdicts[-1]
 
 
+def repair_log(run_log: str | Path | None) -> Path | None:
+    """Where the repair round's run log goes: `x.log.json` -> `x.repair.log.json`."""
+    if run_log is None:
+        return None
+    path = Path(run_log)
+    return path.with_name(path.name.removesuffix(".log.json") + ".repair.log.json")
+
+
 def _key(messages: Messages) -> str:
     return sha256_text(json.dumps(messages, sort_keys=True, ensure_ascii=False))
 
@@ -203,11 +209,8 @@ class LLMJudge:
     def __init__(
         self,
         spec: ModelSpec,
+        options: CallOptions,
         *,
-        cache_path: CacheLocation,
-        use_cache: bool = True,
-        max_cost_usd: float | None = None,
-        run_log: Path | None = None,
         structured_output: str = "none",
         batch: BatchSettings | None = None,
     ) -> None:
@@ -231,19 +234,14 @@ class LLMJudge:
                 )
         self.structured_output = structured_output
         self.spec = spec
-        self.cache_path = cache_path
-        self.use_cache = use_cache
-        self.max_cost_usd = max_cost_usd
+        # Latency, cache hits and spend of each round of calls (the options' run log, then
+        # `<its name without .log.json>.repair.log.json` beside it), kept out of the
+        # verdicts: they differ between runs.
+        self.options = dataclasses.replace(options, progress=options.progress or "judge")
+        self.repair_options = dataclasses.replace(self.options, run_log=repair_log(options.run_log))
         # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
         # it (the determinism audit) calls the model directly.
-        self.batch = batch if batch is not None and batch.enabled and use_cache else None
-        # Latency, cache hits and spend of each round of calls (`<run_log>.log.json`, then
-        # `<run_log>.repair.log.json`), kept out of the verdicts: they differ between runs.
-        self.run_logs = (
-            (Path(f"{run_log}.log.json"), Path(f"{run_log}.repair.log.json"))
-            if run_log
-            else (None, None)
-        )
+        self.batch = batch if batch is not None and batch.enabled and options.use_cache else None
         # Every completion the judgements were read from, first round and repairs: the
         # judge's calls, published with the run (losona.models.calls_table).
         self.calls: list[Completion] = []
@@ -259,33 +257,13 @@ class LLMJudge:
         return JUDGE_TEMPLATE_VERSION
 
     def _complete(
-        self, conversations: Sequence[Messages], run_log: Path | None
+        self, conversations: Sequence[Messages], options: CallOptions
     ) -> list[Completion]:
         # Identical conversations (e.g. two scenarios sharing a norm's control examples)
         # are sent once.
         unique = {_key(m): m for m in conversations}
         requests = [Request(messages=m, trial=0) for m in unique.values()]
-        batched = None
-        if self.batch is not None:
-            batched = fill_cache_by_batch(
-                self.spec,
-                requests,
-                cache_path=self.cache_path,
-                settings=self.batch,
-                max_cost_usd=self.max_cost_usd,
-                progress="judge",
-            )
-        results = complete(
-            self.spec,
-            requests,
-            cache_path=self.cache_path,
-            use_cache=self.use_cache,
-            max_cost_usd=self.max_cost_usd,
-            progress="judge",
-            run_log=run_log,
-        )
-        if batched is not None:
-            record_in_run_log(run_log, batched)
+        results = complete(self.spec, requests, options, batch=self.batch)
         self.calls.extend(results)
         by_key = dict(zip(unique, results, strict=True))
         return [by_key[_key(m)] for m in conversations]
@@ -301,9 +279,7 @@ class LLMJudge:
             if case.response is None:
                 judgements[i] = Judgement.unscored("no_response", "no subject message to judge")
         conversations = {i: judge_messages(cases[i]) for i in asked}
-        first_round = (
-            self._complete(list(conversations.values()), self.run_logs[0]) if asked else []
-        )
+        first_round = self._complete(list(conversations.values()), self.options) if asked else []
         first = dict(zip(asked, first_round, strict=True))
 
         to_repair: dict[int, Messages] = {}
@@ -319,12 +295,14 @@ class LLMJudge:
 
         # Repairs are sent even when some first calls failed, so that a rerun finds them in
         # the call cache and sends only what failed.
-        repaired = self._complete(list(to_repair.values()), self.run_logs[1]) if to_repair else []
+        repaired = (
+            self._complete(list(to_repair.values()), self.repair_options) if to_repair else []
+        )
         try:
             require_every_call(
                 [*first_round, *repaired],
                 to=f"the judge '{self.spec.name}'",
-                run_log=self.run_logs[0],
+                run_log=self.options.run_log,
             )
         except CallsFailed as failed:
             if self.structured_output != "none" and (

@@ -7,9 +7,9 @@ validity controls), so a broken judge shows itself before anyone reads its numbe
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -19,7 +19,7 @@ from losona.errors import LosonaError
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
-from losona.models import BatchSettings, CacheLocation, CallStore, ModelSpec, calls_table
+from losona.models import BatchSettings, CallOptions, CallStore, ModelSpec, calls_table
 from losona.models.batch import batch_provider
 
 JUDGE_KINDS = ("lexicon", "llm")
@@ -48,14 +48,12 @@ def check_judge_name(config: Mapping[str, Any], option: str) -> None:
         )
 
 
-def make_judge(
-    config: Mapping[str, Any],
-    *,
-    cache_path: CacheLocation,
-    use_cache: bool = True,
-    run_log: Path | None = None,
-) -> Judge:
-    """The judge a `conf/judge/*.yaml` node describes (as plain values)."""
+def make_judge(config: Mapping[str, Any], options: CallOptions) -> Judge:
+    """The judge a `conf/judge/*.yaml` node describes (as plain values).
+
+    An LLM judge calls its model with `options`, capped by its config's own max_cost_usd
+    (whatever `options` says of the cap).
+    """
     name, kind = config.get("name"), config.get("kind")
     unknown = sorted(set(config) - JUDGE_KEYS)
     if unknown:
@@ -86,17 +84,15 @@ def make_judge(
     batch = BatchSettings.from_config(config, where="judge.")
     if batch.enabled:
         batch_provider(spec, batch)  # before the key: no key makes a provider batchable
-    published = cache_path.published if isinstance(cache_path, CallStore) else None
+    store = options.cache_path
+    published = store.published if isinstance(store, CallStore) else None
     if not (published and published.expected):
         # A missing key fails now, before any work; a run with published calls rejudges
         # without one, and only a call that must really be made asks for the key.
         spec.check_credentials()
     return LLMJudge(
         spec,
-        cache_path=cache_path,
-        use_cache=use_cache,
-        max_cost_usd=None if cap is None else float(cap),
-        run_log=run_log,
+        dataclasses.replace(options, max_cost_usd=None if cap is None else float(cap)),
         structured_output=structured_output(config),
         batch=batch,
     )

@@ -2,7 +2,7 @@
 
     from losona.models import ModelSpec, Request, complete
     spec = ModelSpec.from_config(model_node)
-    completions = complete(spec, [Request(messages, trial=k)], cache_path=...)
+    completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
 `spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
 `published` a run's calls as a read-only layer below it, `calls` the async runner built on
@@ -24,10 +24,12 @@ from losona.models.batch import (
 from losona.models.cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
     CallFailed,
+    CallOptions,
     CallsFailed,
     acomplete,
     call_key,
     complete,
+    complete_all,
     plan,
     provider_of,
     require_every_call,
@@ -43,6 +45,7 @@ __all__ = [
     "CacheLocation",
     "CallFailed",
     "CallNotFound",
+    "CallOptions",
     "CallPlan",
     "CallStore",
     "CallsFailed",
@@ -55,6 +58,7 @@ __all__ = [
     "call_key",
     "calls_table",
     "complete",
+    "complete_all",
     "fill_cache_by_batch",
     "plan",
     "provider_of",

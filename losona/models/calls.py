@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -63,6 +63,9 @@ from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usag
 from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
+
+if TYPE_CHECKING:  # batch imports this module
+    from losona.models.batch import BatchSettings
 
 # Bumped when the key's recipe changes, so old entries are never misread.
 KEY_VERSION = 1
@@ -109,6 +112,18 @@ class CallFailed(LosonaError):
 
 class CallsFailed(LosonaError):
     """Some calls still failed after their retries, so the stage writes nothing."""
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """How a run of calls uses the call cache, what it may spend and where it is recorded."""
+
+    cache_path: CacheLocation  # the call cache, or a CallStore with a run's published calls
+    use_cache: bool = True  # False: fresh calls (cache reads bypassed), still recorded
+    max_cost_usd: float | None = None  # stop before this run's spend would pass it
+    # A JSON file for this run's facts (latency, attempts, cache hits, spend, failures).
+    run_log: str | Path | None = None
+    progress: str | None = None  # labels a progress bar, shown only on a terminal
 
 
 def failure_kind(error: str | None) -> str:
@@ -705,18 +720,11 @@ def _warn_unpriced(prepared: _Prepared) -> None:
 
 
 async def acomplete(
-    spec: ModelSpec,
-    requests: Sequence[Request],
-    *,
-    cache_path: CacheLocation,
-    use_cache: bool = True,
-    max_cost_usd: float | None = None,
-    progress: str | None = None,
-    run_log: str | Path | None = None,
+    spec: ModelSpec, requests: Sequence[Request], options: CallOptions
 ) -> list[Completion]:
-    """`complete` for callers already inside an event loop."""
+    """`complete` for callers already inside an event loop (no batch mode)."""
     prepared = _prepare(spec)
-    if max_cost_usd is not None and prepared.price_source == "unknown":
+    if options.max_cost_usd is not None and prepared.price_source == "unknown":
         raise LosonaError(
             f"model '{spec.name}': max_cost_usd is set but nobody knows what "
             f"{spec.model} costs; set price in its config"
@@ -724,13 +732,13 @@ async def acomplete(
     _warn_unpriced(prepared)
     started_at, started = datetime.now(UTC), time.perf_counter()
     keyed = _keys(prepared, requests)
-    with CallCache.open(cache_path) as cache:
-        found = cache.get_many([k for k, _ in keyed]) if use_cache else {}
+    with CallCache.open(options.cache_path) as cache:
+        found = cache.get_many([k for k, _ in keyed]) if options.use_cache else {}
         pending: dict[str, tuple[str, Request, dict[str, Any]]] = {}
         for request, (key, params) in zip(requests, keyed, strict=True):
             if key not in found and key not in pending:
                 pending[key] = (key, request, params)
-        if pending and isinstance(cache_path, CallStore) and cache_path.offline:
+        if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
             raise CallNotFound(len(pending), len(set(found) | set(pending)))
         if pending:
             # Only a call that must really be made needs the key: a run whose calls are
@@ -740,19 +748,21 @@ async def acomplete(
         bar = tqdm(
             total=len(requests),
             initial=len(requests) - len(pending),  # cache hits and repeats of a request
-            desc=progress,
+            desc=options.progress,
             unit="call",
-            disable=progress is None or not sys.stderr.isatty(),
+            disable=options.progress is None or not sys.stderr.isatty(),
             dynamic_ncols=True,
         )
-        budget = _Budget(max_cost_usd)
-        run = _Run(prepared, cache, budget, bar, cached, use_cache)
+        budget = _Budget(options.max_cost_usd)
+        run = _Run(prepared, cache, budget, bar, cached, options.use_cache)
         with bar:
             made = await run.run(list(pending.values()))
         results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
-    if run_log is not None:
+    if options.run_log is not None:
         wall_s = time.perf_counter() - started
-        write_json(runlog.facts(run, results, cached, len(pending), started_at, wall_s), run_log)
+        write_json(
+            runlog.facts(run, results, cached, len(pending), started_at, wall_s), options.run_log
+        )
     if run.stop is not None:
         not_sent = sum(1 for r in results if r is None)
         raise CallFailed(
@@ -790,35 +800,52 @@ class _InlineExecutor(ThreadPoolExecutor):
 def complete(
     spec: ModelSpec,
     requests: Sequence[Request],
+    options: CallOptions,
     *,
-    cache_path: CacheLocation,
-    use_cache: bool = True,
-    max_cost_usd: float | None = None,
-    progress: str | None = None,
-    run_log: str | Path | None = None,
+    batch: BatchSettings | None = None,
 ) -> list[Completion]:
     """Run every request: cache first, then bounded-concurrency calls with retries.
 
-    Results come in request order. use_cache=False bypasses the cache for reads (fresh
-    calls) but still records new keys. `progress` labels a progress bar (shown only on a
-    terminal); `run_log` is a JSON file that receives this run's facts (latency, attempts,
-    cache hits, spend, failures).
+    Results come in request order; a call that failed after its retries is a failed
+    Completion. With batch mode enabled the calls the cache lacks are first answered by
+    provider batch jobs (losona/models/batch.py), whose facts join the run log.
     A refused key, an unknown model or the cost cap stops the run with a CallFailed.
     """
+    batched = None
+    if batch is not None and batch.enabled:
+        from losona.models.batch import fill_cache_by_batch  # batch imports this module
+
+        batched = fill_cache_by_batch(
+            spec,
+            requests,
+            cache_path=options.cache_path,
+            settings=batch,
+            max_cost_usd=options.max_cost_usd,
+            progress=options.progress,
+        )
 
     async def run() -> list[Completion]:
         asyncio.get_running_loop().set_default_executor(_InlineExecutor(max_workers=1))
-        return await acomplete(
-            spec,
-            requests,
-            cache_path=cache_path,
-            use_cache=use_cache,
-            max_cost_usd=max_cost_usd,
-            progress=progress,
-            run_log=run_log,
-        )
+        return await acomplete(spec, requests, options)
 
-    return asyncio.run(run())
+    completions = asyncio.run(run())
+    if batched is not None:
+        runlog.record_in_run_log(options.run_log, batched)
+    return completions
+
+
+def complete_all(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    options: CallOptions,
+    *,
+    to: str,
+    batch: BatchSettings | None = None,
+) -> list[Completion]:
+    """`complete`, refusing with CallsFailed (naming `to`) when any call failed."""
+    completions = complete(spec, requests, options, batch=batch)
+    require_every_call(completions, to=to, run_log=options.run_log)
+    return completions
 
 
 def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocation) -> CallPlan:
