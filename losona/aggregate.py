@@ -27,6 +27,7 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.formatting import number
 from losona.io import (
     read_csv,
     read_json_object,
@@ -552,15 +553,11 @@ def _metrics(
     return metrics
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}"
-
-
 def _ci(row: Mapping[str, Any]) -> str:
     interval = (
-        "" if row["acc_low"] is None else f" [{_fmt(row['acc_low'])}, {_fmt(row['acc_high'])}]"
+        "" if row["acc_low"] is None else f" [{number(row['acc_low'])}, {number(row['acc_high'])}]"
     )
-    return f"{_fmt(row['acc_at_k'])}{interval}"
+    return f"{number(row['acc_at_k'])}{interval}"
 
 
 def _vote_rule(ks: list[int]) -> str:
@@ -584,7 +581,7 @@ def _mean_table(means: pl.DataFrame, k: str, confidence: str) -> list[str]:
         effect = (
             "(baseline)"
             if row["delta"] is None
-            else f"{row['delta']:+.1f} [{_fmt(row['delta_low'])}, {_fmt(row['delta_high'])}]"
+            else f"{row['delta']:+.1f} [{number(row['delta_low'])}, {number(row['delta_high'])}]"
         )
         lines.append(f"| {row['condition_label']} | {row['models']} | {_ci(row)} | {effect} |")
     return lines
@@ -617,7 +614,7 @@ def _table1(
         for row in rows.iter_rows(named=True):
             parts.append(
                 f"| {row['model_label']} | {row['condition_label']} | {_ci(row)} "
-                f"| {_fmt(row['compliance'])} | {_fmt(row['consistency'])} |"
+                f"| {number(row['compliance'])} | {number(row['consistency'])} |"
             )
         if rows["subject_model"].n_unique() > 1:  # one model is its own mean
             parts += _mean_table(means.filter(pl.col("judge") == judge), k, confidence)
@@ -659,7 +656,7 @@ def _non_answer_note(rows: pl.DataFrame) -> str:
     if rows["non_answers"].null_count() == rows.height:
         return "Non-answers: this judge does not check uptake, so they are not counted."
     shares = "; ".join(
-        f"{r['model_label']} / {r['condition_label']}: {_fmt(r['non_answer_share'])}"
+        f"{r['model_label']} / {r['condition_label']}: {number(r['non_answer_share'])}"
         for r in rows.iter_rows(named=True)
     )
     return (

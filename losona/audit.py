@@ -43,6 +43,7 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.formatting import number
 from losona.io import (
     read_csv,
     read_json_object,
@@ -713,16 +714,16 @@ def summary_lines(result: Audit) -> list[str]:
             (pl.col("judge_a") == r["judge_a"]) & (pl.col("judge_b") == r["judge_b"])
         )["same"].drop_nulls()
         lines.append(
-            f"{r['judge_a']} vs {r['judge_b']}: {_fmt(r['agreement'])}% agreement, kappa "
-            f"{_fmt(r['kappa'], 3)}, on {r['both_scored']} responses both scored; "
+            f"{r['judge_a']} vs {r['judge_b']}: {number(r['agreement'])}% agreement, kappa "
+            f"{number(r['kappa'], 3)}, on {r['both_scored']} responses both scored; "
             f"{int(same.sum())} of {same.len()} headline comparisons the same"
         )
     for r in result["human_agreement.csv"].iter_rows(named=True):
         lines.append(
-            f"{r['judge']} vs people: {_fmt(r['agreement'])}% agreement "
-            f"[{_fmt(r['agreement_low'])}, {_fmt(r['agreement_high'])}], kappa "
-            f"{_fmt(r['kappa'], 3)}, on {r['scored']} labelled items; compliant: judge "
-            f"{_fmt(r['judge_compliance'])}%, people {_fmt(r['human_compliance'])}%; "
+            f"{r['judge']} vs people: {number(r['agreement'])}% agreement "
+            f"[{number(r['agreement_low'])}, {number(r['agreement_high'])}], kappa "
+            f"{number(r['kappa'], 3)}, on {r['scored']} labelled items; compliant: judge "
+            f"{number(r['judge_compliance'])}%, people {number(r['human_compliance'])}%; "
             f"{r['false_positives']} apparent false positives, {r['false_negatives']} "
             "apparent false negatives"
         )
@@ -737,7 +738,7 @@ def summary_lines(result: Audit) -> list[str]:
     ):
         lines.append(
             f"{r['judge']} re-judged {r['items']} items {r['repeats']} times, cache bypassed: "
-            f"{r['flipped_items']} flipped ({_fmt(r['flip_rate'])}%)"
+            f"{r['flipped_items']} flipped ({number(r['flip_rate'])}%)"
             + (
                 f"; {r['unscored_judgements']} of {r['items'] * r['repeats']} re-judgements "
                 "unscored (see the judge's run log)"
@@ -746,10 +747,6 @@ def summary_lines(result: Audit) -> list[str]:
             )
         )
     return lines
-
-
-def _fmt(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 # -- files ---------------------------------------------------------------------------------------

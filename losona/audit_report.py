@@ -14,6 +14,7 @@ import polars as pl
 
 from losona.aggregate import Reports
 from losona.audit import Audit
+from losona.formatting import number as _num
 from losona.metrics import BASELINE_CONDITION
 from losona.pages import Section, section
 
@@ -32,10 +33,6 @@ def audit_section(result: Audit, reports: Reports) -> Section:
         determinism=determinism_data(result),
         controls=controls_data(result),
     )
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def _share(part: int, whole: int) -> str:

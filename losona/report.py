@@ -21,6 +21,8 @@ import polars as pl
 
 from losona.aggregate import Reports, subset_warning
 from losona.contracts import scenarios_from_table, subset_note
+from losona.formatting import number as _num
+from losona.formatting import signed as _signed
 from losona.metrics import BASELINE_CONDITION, UNSCORED_POLICY
 from losona.pages import Section, fragment, render_page, section
 from losona.plots import Figure
@@ -364,14 +366,6 @@ def _count(n: int, noun: str) -> str:
 def _k_label(results: pl.DataFrame) -> str:
     ks = results["k"].unique().to_list()
     return str(ks[0]) if len(ks) == 1 else "K"
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}"
-
-
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.1f}"
 
 
 def _p(value: float | None) -> str:

@@ -20,6 +20,7 @@ import polars as pl
 from losona.catalog import Catalog
 from losona.contracts import CANDIDATE_SCHEMA, table
 from losona.errors import LosonaError
+from losona.formatting import percent
 from losona.generation.candidates import (
     candidate_id,
     check_candidate,
@@ -138,7 +139,7 @@ def generation_summary(
         "candidates": total,
         "valid": statuses["valid"],
         "invalid": statuses["invalid"],
-        "rejected_percent": round(100 * statuses["invalid"] / total, 1) if total else None,
+        "rejected_percent": percent(statuses["invalid"], total),
         # How many candidates each kind of problem rejected (one candidate may have several).
         "rejected_for": dict(sorted(kinds.items())),
         "cost_usd": round(float(candidates["cost_usd"].sum()), 6),

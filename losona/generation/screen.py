@@ -34,6 +34,7 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.formatting import percent
 from losona.generation.settings import KEEP_RULES
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
@@ -204,14 +205,10 @@ def cell_report(candidates: pl.DataFrame) -> pl.DataFrame:
     return table(rows, GENERATION_CELL_SCHEMA, sort_by=["event_type", "norm_id"])
 
 
-def _percent(part: int, whole: int) -> float | None:
-    return round(100 * part / whole, 1) if whole else None
-
-
 def totals(cells: pl.DataFrame) -> dict[str, Any]:
     """The cell report summed, with each outcome's share of the generated candidates."""
     counts = {name: int(cells[name].sum()) for name in list(GENERATION_CELL_SCHEMA)[2:]}
-    shares = {f"{name}_percent": _percent(n, counts["generated"]) for name, n in counts.items()}
+    shares = {f"{name}_percent": percent(n, counts["generated"]) for name, n in counts.items()}
     return counts | {k: v for k, v in shares.items() if k != "generated_percent"}
 
 

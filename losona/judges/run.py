@@ -16,6 +16,7 @@ import polars as pl
 
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, scenarios_from_table, table
 from losona.errors import LosonaError
+from losona.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
@@ -211,10 +212,6 @@ def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataF
     return table(rows, CONTROL_SCHEMA, sort_by=["scenario_id", "example"])
 
 
-def _percent(part: int, whole: int) -> float | None:
-    return round(100 * part / whole, 1) if whole else None
-
-
 def control_summary(controls: pl.DataFrame) -> dict[str, Any]:
     """How many controls the judge got right, overall and per example kind (DVC metrics)."""
     summary: dict[str, Any] = {"judge_model": controls["judge_model"][0]}
@@ -230,7 +227,7 @@ def control_summary(controls: pl.DataFrame) -> dict[str, Any]:
             "right": right,
             "wrong": part.height - right - unscored,
             "unscored": unscored,
-            "accuracy": _percent(right, part.height),
+            "accuracy": percent(right, part.height),
         }
     return summary
 
