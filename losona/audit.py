@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Bootstrap, Presentation, Reports
+from losona.aggregate import Bootstrap, Presentation, Reports, presentation_for
+from losona.config import load_option
 from losona.contracts import (
     CONTROL_MISS_SCHEMA,
     CONTROL_SUMMARY_SCHEMA,
@@ -56,6 +57,7 @@ from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.run import control_summary
 from losona.labels import Labels
 from losona.metrics import bootstrap_means, pct
+from losona.verdicts import load_verdicts
 
 # One judged response: the same key in two judges' verdicts is the same response.
 RESPONSE_KEY = ["scenario_id", "subject_model", "condition", "trial"]
@@ -143,6 +145,36 @@ def _whole_numbers(cls: type[_S], node: Any, where: str) -> _S:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise LosonaError(f"{where}.{name} must be a whole number (0 or more), got {value!r}")
     return cls(**node)
+
+
+# -- what the audit reads of a run -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """A run's verdicts as the audit reads them, with the sweep's order and each judge's kind."""
+
+    verdicts: pl.DataFrame
+    presentation: Presentation
+    judges: list[str]  # in the sweep's order
+    kinds: dict[str, str]  # judge -> "lexicon" | "llm"
+
+
+def audit_inputs(
+    verdicts_dir: str | Path,
+    sweep: Mapping[str, Sequence[str]],
+    recorded_kinds: Mapping[str, str] | None = None,
+) -> AuditInputs:
+    """Assemble the audit's inputs one way, for the audit stage and for reproduce's check.
+
+    A judge's kind is the recorded one (a run's provenance) when given, else its config's.
+    """
+    verdicts = load_verdicts(verdicts_dir)
+    presentation = presentation_for(verdicts, sweep)
+    judges = judge_names(verdicts, presentation)
+    recorded = recorded_kinds or {}
+    kinds = {j: str(recorded.get(j) or load_option("judge", j).get("kind")) for j in judges}
+    return AuditInputs(verdicts, presentation, judges, kinds)
 
 
 # -- two raters on the same items ------------------------------------------------------------

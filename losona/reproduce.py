@@ -44,10 +44,9 @@ from losona.aggregate import (
     Bootstrap,
     Reports,
     aggregate,
-    presentation_for,
     read_reports,
 )
-from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, read_audit
+from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, load_option, plain
@@ -76,7 +75,7 @@ from losona.models import (
 )
 from losona.provenance import scenarios_sha256, template_hashes
 from losona.publish import recorded_md5, sweep_call_files
-from losona.verdicts import load_verdicts, verdict_files
+from losona.verdicts import verdict_files
 
 DIFFERENCE_EXIT = 3
 # Columns that say which row of a report table a number belongs to.
@@ -374,40 +373,37 @@ def check_run(paths: Mapping[str, str]) -> Check:
     scenarios = read_parquet(paths["scenarios"], SCENARIO_SCHEMA, made_by="fetch")
     check.add(paths["provenance"], *check_inputs(record, scenarios, provenance_file))
 
-    verdicts = load_verdicts(paths["verdicts_dir"])
+    recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
+    inputs = audit_inputs(paths["verdicts_dir"], record["sweep"], recorded_kinds)
     check.add(
         paths["verdicts_dir"],
-        *check_verdict_origins(verdicts, record, display_path(paths["verdicts_dir"])),
+        *check_verdict_origins(inputs.verdicts, record, display_path(paths["verdicts_dir"])),
     )
-    presentation = presentation_for(verdicts, record["sweep"])
-    judges = judge_names(verdicts, presentation)
-    unrecorded = sorted(set(judges) - set(record["judges"]))
+    unrecorded = sorted(set(inputs.judges) - set(record["judges"]))
     if unrecorded:
         check.notes.append(
             f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
-    kinds = {
-        j: str(record["judges"].get(j, {}).get("kind") or load_option("judge", j).get("kind"))
-        for j in judges
-    }
     published = published_calls(paths)
-    check_judgements(check, scenarios, kinds, paths, published)
+    check_judgements(check, scenarios, inputs.kinds, paths, published)
 
     bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
-    expected = aggregate(verdicts, scenarios, bootstrap=bootstrap, presentation=presentation)
+    expected = aggregate(
+        inputs.verdicts, scenarios, bootstrap=bootstrap, presentation=inputs.presentation
+    )
     check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
-    controls = check_controls(check, judges, paths)
+    controls = check_controls(check, inputs.judges, paths)
     if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
         recomputed = audit(
-            verdicts,
+            inputs.verdicts,
             scenarios,
             expected,
             controls,
             load_labels(paths["label_key"], paths["labels"]),
-            presentation=presentation,
+            presentation=inputs.presentation,
             bootstrap=bootstrap,
             determinism_settings=DeterminismSettings(repeats=0),
-            kinds=kinds,
+            kinds=inputs.kinds,
             rejudge=_no_model_calls,
         )
         check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])

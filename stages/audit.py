@@ -17,8 +17,8 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import Bootstrap, presentation_for, read_reports
-from losona.audit import AuditSettings, audit, judge_names, summary_lines, write_audit
+from losona.aggregate import Bootstrap, read_reports
+from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
 from losona.cli import launch, reports_user_errors
 from losona.config import load_option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
@@ -27,7 +27,6 @@ from losona.judges.base import Judge
 from losona.judges.run import make_judge
 from losona.labels import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.models import CallOptions
-from losona.verdicts import load_verdicts
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -40,18 +39,15 @@ def main(cfg: DictConfig) -> None:
         export(cfg, settings, scenarios)
         return
 
-    verdicts = load_verdicts(paths.verdicts_dir)
-    presentation = presentation_for(verdicts, plain(cfg.sweep))
-    judges = judge_names(verdicts, presentation)
+    inputs = audit_inputs(paths.verdicts_dir, plain(cfg.sweep))
     controls = {
         judge: read_parquet(
             Path(paths.judge_controls_dir) / f"{judge}.parquet",
             CONTROL_SCHEMA,
             made_by="judge_controls",
         )
-        for judge in judges
+        for judge in inputs.judges
     }
-    kinds = {judge: str(load_option("judge", judge).get("kind")) for judge in judges}
 
     def rejudge(name: str) -> Judge:
         # The judge chosen with judge= keeps its command-line overrides (judge.model...).
@@ -66,15 +62,15 @@ def main(cfg: DictConfig) -> None:
         )
 
     result = audit(
-        verdicts,
+        inputs.verdicts,
         scenarios,
         read_reports(paths.reports_dir),
         controls,
         load_labels(paths.label_key, paths.labels),
-        presentation=presentation,
+        presentation=inputs.presentation,
         bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
         determinism_settings=settings.determinism,
-        kinds=kinds,
+        kinds=inputs.kinds,
         rejudge=rejudge,
     )
     write_audit(result, paths.audit_dir)
