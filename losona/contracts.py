@@ -281,7 +281,7 @@ def breakdown_schema(by: str) -> pl.Schema:
     )
 
 
-# The judge audit (losona/audit.py): tables under paths.audit_dir, written by audit, read by
+# The judge audit (losona/audit/): tables under paths.audit_dir, written by audit, read by
 # plot. A pair of judges is (judge_a, judge_b) in the sweep's order. In a confusion count,
 # "a_yes_b_no" is a response judge A marks compliant and judge B breaching: an apparent
 # false positive of A taking B as the reference (and an apparent false negative of B).

@@ -1,0 +1,71 @@
+"""audit: how far a run's verdicts can be trusted (paper Section 7), checked on every run.
+
+- Judge against judge: for every pair of judges that scored the same responses, their
+  agreement, Cohen's kappa, the confusion table, each one's compliance rate, agreement by
+  subject model, condition and norm, and whether the headline comparisons (each model's
+  best condition, the sign of each paired effect against naive) come out the same.
+- Judge against people: each judge against the labels people gave a blinded sample of
+  responses (losona/labels.py): agreement with a bootstrap interval, both compliance
+  rates, apparent false positives and false negatives, kappa.
+- Determinism: a seeded subset re-judged N times with the call cache bypassed, and how
+  often a verdict flips. Opt-in, since it pays for the judge's calls again.
+- Validity controls: every judge's control results (the judge_controls stage) in one table.
+
+"Complies" is the positive label throughout. Taking B as the reference, A's apparent false
+positives are the responses A marks compliant and B breaching; its apparent false
+negatives the reverse. Unscored verdicts are counted and left out, never read as a label.
+
+One module a job: `settings` (the config node), `inputs` (what it reads of a run),
+`agreement` (two raters on the same items), `comparison` (judge against judge), `human`
+(judge against people), `rejudging` (determinism), `controls`, `run` (the whole audit and its
+metrics), `summary` (the headlines in words), `files` (what it writes and reads back).
+"""
+
+from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.audit.comparison import (
+    BEST_CONDITION,
+    BREAKDOWNS,
+    EFFECT,
+    compare_judges,
+    headline_stability,
+    judge_names,
+    paired_verdicts,
+)
+from losona.audit.controls import control_results
+from losona.audit.files import AUDIT_FILES, METRICS, read_audit, write_audit
+from losona.audit.human import human_agreement
+from losona.audit.inputs import AuditInputs, audit_inputs
+from losona.audit.rejudging import DETERMINISM_COUNTS, determinism, verdict_label
+from losona.audit.run import Audit, audit, pair_name
+from losona.audit.settings import AuditSettings, DeterminismSettings, SheetSettings
+from losona.audit.summary import summary_lines
+
+__all__ = [
+    "AUDIT_FILES",
+    "BEST_CONDITION",
+    "BREAKDOWNS",
+    "DETERMINISM_COUNTS",
+    "EFFECT",
+    "METRICS",
+    "RESPONSE_KEY",
+    "Audit",
+    "AuditInputs",
+    "AuditSettings",
+    "Confusion",
+    "DeterminismSettings",
+    "SheetSettings",
+    "audit",
+    "audit_inputs",
+    "compare_judges",
+    "control_results",
+    "determinism",
+    "headline_stability",
+    "human_agreement",
+    "judge_names",
+    "pair_name",
+    "paired_verdicts",
+    "read_audit",
+    "summary_lines",
+    "verdict_label",
+    "write_audit",
+]

@@ -1,0 +1,94 @@
+"""Judge against people: each judge against the labels people gave a blinded sample."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from losona.aggregate import Bootstrap
+from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
+from losona.errors import LosonaError
+from losona.io import sha256_text
+from losona.metrics import bootstrap_means, pct
+
+
+def human_agreement(
+    labelled: pl.DataFrame,
+    verdicts: pl.DataFrame,
+    judges: Sequence[str],
+    bootstrap: Bootstrap,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """human_agreement.csv and human_items.csv: each judge against people's labels.
+
+    `labelled` is the sheet's key with a `human` column (losona.labels.load_labels). An
+    item a judge has no verdict for, or left unscored, is counted and left out.
+    """
+    summary, items = [], []
+    for judge in judges:
+        mine = verdicts.filter(pl.col("judge") == judge)
+        rows = labelled.join(
+            mine.select(*RESPONSE_KEY, "response", judge_complies="complies", judged=pl.lit(True)),
+            on=RESPONSE_KEY,
+            how="left",
+        ).sort("item_id")
+        for row in rows.filter(pl.col("judged")).iter_rows(named=True):
+            if sha256_text(row["response"] or "") != row["response_sha256"]:
+                raise LosonaError(
+                    f"labelled item '{row['item_id']}': the response judge '{judge}' scored "
+                    f"(model '{row['subject_model']}', condition '{row['condition']}', scenario "
+                    f"'{row['scenario_id']}', trial {row['trial']}) is not the text on the sheet: "
+                    "the responses were sampled again after the sheet was exported; export a "
+                    "new sheet (python stages/audit.py audit.export=true) and label it"
+                )
+        scored = rows.filter(pl.col("judge_complies").is_not_null())
+        confusion = Confusion.of(scored["judge_complies"], scored["human"])
+        low, high = _agreement_interval(scored["judge_complies"] == scored["human"], bootstrap)
+        figures = confusion.figures()
+        summary.append(
+            {
+                "judge": judge,
+                "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+                "items": rows.height,
+                "not_judged": rows["judged"].null_count(),
+                "unscored": rows.filter(pl.col("judged")).height - scored.height,
+                "scored": confusion.n,
+                "agree": figures["agree"],
+                "agreement": figures["agreement"],
+                "agreement_low": pct(low),
+                "agreement_high": pct(high),
+                "kappa": figures["kappa"],
+                "human_compliance": figures["b_compliance"],
+                "judge_compliance": figures["a_compliance"],
+                "false_positives": confusion.yes_no,
+                "false_negatives": confusion.no_yes,
+            }
+        )
+        items += [
+            {
+                **{k: row[k] for k in HUMAN_ITEM_SCHEMA.names() if k in row},
+                "judge": judge,
+                "agree": None
+                if row["judge_complies"] is None
+                else row["judge_complies"] == row["human"],
+            }
+            for row in rows.iter_rows(named=True)
+        ]
+    return (
+        table(summary, HUMAN_AGREEMENT_SCHEMA, sort_by=[]),
+        table(items, HUMAN_ITEM_SCHEMA, sort_by=["item_id"]),
+    )
+
+
+def _agreement_interval(agree: pl.Series, bootstrap: Bootstrap) -> tuple[float | None, ...]:
+    """A percentile interval on agreement from resampling the labelled items."""
+    if agree.len() < 2:
+        return None, None
+    result = bootstrap_means(
+        agree.cast(pl.Float64).to_numpy()[None, :],
+        n_resamples=bootstrap.resamples,
+        seed=bootstrap.seed,
+        confidence=bootstrap.confidence,
+    )
+    return float(result.low[0]), float(result.high[0])

@@ -1,0 +1,41 @@
+"""What the audit reads of a run, assembled one way for the audit stage and reproduce."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from losona.aggregate import Presentation, presentation_for
+from losona.audit.comparison import judge_names
+from losona.config import load_option
+from losona.verdicts import load_verdicts
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """A run's verdicts as the audit reads them, with the sweep's order and each judge's kind."""
+
+    verdicts: pl.DataFrame
+    presentation: Presentation
+    judges: list[str]  # in the sweep's order
+    kinds: dict[str, str]  # judge -> "lexicon" | "llm"
+
+
+def audit_inputs(
+    verdicts_dir: str | Path,
+    sweep: Mapping[str, Sequence[str]],
+    recorded_kinds: Mapping[str, str] | None = None,
+) -> AuditInputs:
+    """Assemble the audit's inputs one way, for the audit stage and for reproduce's check.
+
+    A judge's kind is the recorded one (a run's provenance) when given, else its config's.
+    """
+    verdicts = load_verdicts(verdicts_dir)
+    presentation = presentation_for(verdicts, sweep)
+    judges = judge_names(verdicts, presentation)
+    recorded = recorded_kinds or {}
+    kinds = {j: str(recorded.get(j) or load_option("judge", j).get("kind")) for j in judges}
+    return AuditInputs(verdicts, presentation, judges, kinds)

@@ -1,0 +1,117 @@
+"""Determinism: a seeded subset re-judged N times with the call cache bypassed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from losona.audit.agreement import RESPONSE_KEY
+from losona.audit.settings import DeterminismSettings
+from losona.contracts import (
+    DETERMINISM_FLIP_SCHEMA,
+    DETERMINISM_SCHEMA,
+    scenarios_from_table,
+    table,
+)
+from losona.judges.base import Judge, JudgeCase, Judgement
+from losona.metrics import pct
+
+DETERMINISM_COUNTS = (
+    "items",
+    "repeats",
+    "flipped_items",
+    "changed_judgements",
+    "unscored_judgements",
+)
+
+
+def verdict_label(complies: bool | None, status: str | None) -> str:
+    """A verdict in words: complies, breach, or unscored with its status."""
+    if complies is None:
+        return f"unscored: {status or 'unknown'}"
+    return "complies" if complies else "breach"
+
+
+def determinism(
+    verdicts: pl.DataFrame,
+    scenarios: pl.DataFrame,
+    judges: Sequence[str],
+    settings: DeterminismSettings,
+    kinds: Mapping[str, str],
+    rejudge: Callable[[str], Judge],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset.
+
+    `kinds` gives each judge's kind (conf/judge/*.yaml): a lexicon judge is deterministic
+    by construction and never re-judged. `rejudge(name)` gives the judge to call again with
+    the call cache bypassed; it is called only when `settings.repeats` is above 0.
+    """
+    summary: list[dict[str, Any]] = []
+    flips: list[dict[str, Any]] = []
+    by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+    for name in judges:
+        mine = verdicts.filter(pl.col("judge") == name)
+        if kinds[name] == "lexicon" or not settings.repeats:
+            summary.append(
+                {
+                    "judge": name,
+                    "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+                    "method": "rules" if kinds[name] == "lexicon" else "not run",
+                    **dict.fromkeys(DETERMINISM_COUNTS, 0),
+                }
+            )
+            continue
+        judge = rejudge(name)
+        sample = _determinism_sample(mine, settings)
+        cases = [JudgeCase.for_response(by_id[r["scenario_id"]], r["response"]) for r in sample]
+        repeats = [judge.judge(cases) for _ in range(settings.repeats)]
+        flipped = changed = unscored = 0
+        for i, row in enumerate(sample):
+            again: list[Judgement] = [run[i] for run in repeats]
+            labels = {j.complies for j in again if j.complies is not None}
+            if row["complies"] is not None:
+                labels.add(row["complies"])
+                changed += sum(
+                    j.complies is not None and j.complies != row["complies"] for j in again
+                )
+            unscored += sum(j.complies is None for j in again)
+            if len(labels) > 1:
+                flipped += 1
+                flips.append(
+                    {
+                        "judge": name,
+                        **{k: row[k] for k in (*RESPONSE_KEY, "norm_id")},
+                        "original": verdict_label(row["complies"], row["judge_status"]),
+                        "repeats": ", ".join(verdict_label(j.complies, j.status) for j in again),
+                    }
+                )
+        summary.append(
+            {
+                "judge": name,
+                "judge_model": judge.model,
+                "method": "re-judged",
+                "items": len(sample),
+                "repeats": settings.repeats,
+                "flipped_items": flipped,
+                "flip_rate": pct(flipped / len(sample)) if sample else None,
+                "changed_judgements": changed,
+                "unscored_judgements": unscored,
+            }
+        )
+    return (
+        table(summary, DETERMINISM_SCHEMA, sort_by=[]),
+        table(flips, DETERMINISM_FLIP_SCHEMA, sort_by=["judge", *RESPONSE_KEY]),
+    )
+
+
+def _determinism_sample(
+    verdicts: pl.DataFrame, settings: DeterminismSettings
+) -> list[dict[str, Any]]:
+    """A seeded simple random sample of one judge's verdicts on real responses."""
+    pool = verdicts.filter(pl.col("response").is_not_null()).sort(RESPONSE_KEY)
+    rng = np.random.default_rng(settings.seed)
+    chosen = rng.choice(pool.height, size=min(settings.items, pool.height), replace=False)
+    return [pool.row(int(i), named=True) for i in sorted(chosen)]

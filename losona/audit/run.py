@@ -1,0 +1,131 @@
+"""The whole audit of one run: every table, and the headline figures as DVC metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from losona.aggregate import Bootstrap, Presentation, Reports
+from losona.audit.comparison import compare_judges, headline_stability, judge_names
+from losona.audit.controls import control_results
+from losona.audit.human import human_agreement
+from losona.audit.rejudging import determinism
+from losona.audit.settings import DeterminismSettings
+from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
+from losona.errors import LosonaError
+from losona.judges.base import Judge
+from losona.labels import Labels
+from losona.metrics import pct
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Everything audit writes: its CSV tables by file name and the DVC metrics."""
+
+    tables: dict[str, pl.DataFrame]
+    metrics: dict[str, Any]
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+
+def audit(
+    verdicts: pl.DataFrame,
+    scenarios: pl.DataFrame,
+    reports: Reports,
+    controls: Mapping[str, pl.DataFrame],
+    labels: Labels,
+    *,
+    presentation: Presentation,
+    bootstrap: Bootstrap,
+    determinism_settings: DeterminismSettings,
+    kinds: Mapping[str, str],
+    rejudge: Callable[[str], Judge],
+) -> Audit:
+    """The judge audit of one run: every table and the headline figures as DVC metrics."""
+    judges = judge_names(verdicts, presentation)
+    missing = sorted(set(judges) - set(controls))
+    if missing:
+        raise LosonaError(
+            f"no validity controls for judge(s) {missing}: run the judge_controls stage "
+            "(python stages/judge_controls.py judge=NAME, or dvc repro)"
+        )
+    pairs, breakdown = compare_judges(verdicts, judges, presentation)
+    stability = headline_stability(reports["results.csv"], reports["deltas.csv"], judges)
+    if labels.human is not None:
+        human, human_items = human_agreement(labels.human, verdicts, judges, bootstrap)
+    else:
+        human = table([], HUMAN_AGREEMENT_SCHEMA, sort_by=[])
+        human_items = table([], HUMAN_ITEM_SCHEMA, sort_by=[])
+    stable, flips = determinism(verdicts, scenarios, judges, determinism_settings, kinds, rejudge)
+    control_table, misses = control_results({j: controls[j] for j in judges})
+    tables = {
+        "judge_pairs.csv": pairs,
+        "judge_pair_breakdown.csv": breakdown,
+        "headline_stability.csv": stability,
+        "human_agreement.csv": human,
+        "human_items.csv": human_items,
+        "determinism.csv": stable,
+        "determinism_flips.csv": flips,
+        "controls.csv": control_table,
+        "control_misses.csv": misses,
+    }
+    return Audit(tables, _metrics(tables, labels, bootstrap))
+
+
+def pair_name(a: str, b: str) -> str:
+    """How a pair of judges is keyed in metrics.json, e.g. "lexicon_vs_gemini_pro"."""
+    return f"{a}_vs_{b}"
+
+
+def _metrics(
+    tables: Mapping[str, pl.DataFrame], labels: Labels, bootstrap: Bootstrap
+) -> dict[str, Any]:
+    def pick(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+        return {k: row[k] for k in keys if row[k] is not None}
+
+    stability = tables["headline_stability.csv"]
+    judge_pairs = {}
+    for row in tables["judge_pairs.csv"].iter_rows(named=True):
+        checks = stability.filter(
+            (pl.col("judge_a") == row["judge_a"]) & (pl.col("judge_b") == row["judge_b"])
+        )["same"].drop_nulls()
+        judge_pairs[pair_name(row["judge_a"], row["judge_b"])] = pick(
+            row,
+            (
+                "both_scored",
+                "agreement",
+                "kappa",
+                "a_compliance",
+                "b_compliance",
+                "a_yes_b_no",
+                "a_no_b_yes",
+            ),
+        ) | {"headline_checks": checks.len(), "headline_same": int(checks.sum())}
+    human = {
+        row["judge"]: pick(row, [c for c in HUMAN_AGREEMENT_SCHEMA.names() if c != "judge"])
+        for row in tables["human_agreement.csv"].iter_rows(named=True)
+    }
+    stable = {
+        row["judge"]: pick(
+            row, ("method", "items", "repeats", "flipped_items", "flip_rate", "changed_judgements")
+        )
+        for row in tables["determinism.csv"].iter_rows(named=True)
+    }
+    return {
+        "settings": {
+            "bootstrap_resamples": bootstrap.resamples,
+            "seed": bootstrap.seed,
+            "confidence": pct(bootstrap.confidence),
+        },
+        "judge_pairs": judge_pairs,
+        "labels": {
+            "sheet_items": 0 if labels.key is None else labels.key.height,
+            "labelled": 0 if labels.human is None else labels.human.height,
+        },
+        "human": human,
+        "determinism": stable,
+    }
