@@ -100,7 +100,7 @@ def test_the_batch_file_holds_only_the_calls_the_cache_lacks(
         # A normal run of one trial first: 4 of the 12 calls are then cached.
         sample_cell(prompts, spec, "naive", 1, CallOptions(cache_path=cache))
         report = fill_cache_by_batch(
-            spec, sample_requests(prompts, 3), cache_path=cache, settings=FAST
+            spec, sample_requests(prompts, 3), CallOptions(cache_path=cache), FAST
         )
         lines = server.batches["batch_1"].lines
     assert len(lines) == 8 and report.completed == 8
@@ -144,7 +144,7 @@ def test_lines_that_keep_failing_stop_the_run_after_the_last_round(
         spec = ModelSpec.from_config(server.model_config("local"))
         with pytest.raises(CallsFailed, match=r"failed after their retries \(\d+ batch line"):
             fill_cache_by_batch(
-                spec, sample_requests(prompts, 3), cache_path=cache, settings=settings
+                spec, sample_requests(prompts, 3), CallOptions(cache_path=cache), settings
             )
         assert server.batches_created == 2  # bounded: two rounds, then it stops
         failed = server.batches["batch_1"].failed
@@ -156,7 +156,10 @@ def test_a_refused_line_is_not_sent_again(prompts: pl.DataFrame, tmp_path: Path)
         spec = ModelSpec.from_config(server.model_config("local"))
         with pytest.raises(CallsFailed, match=r"batch line error \(400\)"):
             fill_cache_by_batch(
-                spec, sample_requests(prompts, 3), cache_path=tmp_path / "c.sqlite", settings=FAST
+                spec,
+                sample_requests(prompts, 3),
+                CallOptions(cache_path=tmp_path / "c.sqlite"),
+                FAST,
             )
         assert server.batches_created == 1
 
@@ -181,7 +184,7 @@ def test_a_batch_that_ends_without_completing_is_reported_and_a_rerun_sends_the_
 def test_a_provider_without_batch_jobs_gets_a_clear_error(tmp_path: Path) -> None:
     spec = ModelSpec(name="gemini_pro", model="gemini/gemini-3.1-pro-preview")
     with pytest.raises(LosonaError) as raised:
-        fill_cache_by_batch(spec, [], cache_path=tmp_path / "c.sqlite", settings=FAST)
+        fill_cache_by_batch(spec, [], CallOptions(cache_path=tmp_path / "c.sqlite"), FAST)
     message = str(raised.value)
     assert "sampling.batch=true" in message and "model 'gemini_pro'" in message
     assert "provider 'gemini'" in message and "openai, azure" in message
@@ -214,7 +217,7 @@ def test_the_run_log_prices_the_batch_at_litellms_batch_prices(
         del node["price"]
         spec = ModelSpec.from_config(node)
         report = fill_cache_by_batch(
-            spec, sample_requests(prompts, 1), cache_path=tmp_path / "c.sqlite", settings=FAST
+            spec, sample_requests(prompts, 1), CallOptions(cache_path=tmp_path / "c.sqlite"), FAST
         )
     assert report.batch_price_from.startswith("litellm")
     assert report.cost_usd_list_price > 0
@@ -293,10 +296,10 @@ def test_a_batch_created_but_not_yet_recorded_is_found_again_not_resubmitted(
             patched.setattr(_BatchJob, "_save", save_without_batch_id)
             patched.setattr(_BatchJob, "_wait", killed)
             with pytest.raises(Killed):
-                fill_cache_by_batch(spec, requests, cache_path=cache, settings=FAST)
+                fill_cache_by_batch(spec, requests, CallOptions(cache_path=cache), FAST)
         [record] = [json.loads(p.read_text()) for p in state_dir(cache).glob("*.json")]
         assert record["input_file_id"] and record["batch_id"] is None
-        report = fill_cache_by_batch(spec, requests, cache_path=cache, settings=FAST)
+        report = fill_cache_by_batch(spec, requests, CallOptions(cache_path=cache), FAST)
         # Found by its job id in the provider's batch metadata, and collected.
         assert server.batches_created == 1 and report.resumed == ["batch_1"]
         assert report.completed == 4

@@ -48,6 +48,7 @@ from losona.models.calls import (
     FATAL_STATUSES,
     NO_KEY,
     RETRY_STATUSES,
+    CallOptions,
     _litellm,
     _prepare,
     _Prepared,
@@ -155,18 +156,18 @@ def batch_provider(spec: ModelSpec, settings: BatchSettings) -> str:
 def fill_cache_by_batch(
     spec: ModelSpec,
     requests: Sequence[Request],
-    *,
-    cache_path: CacheLocation,
+    options: CallOptions,
     settings: BatchSettings,
-    max_cost_usd: float | None = None,
-    progress: str | None = None,
 ) -> BatchReport:
     """Answer the requests the call cache lacks through batch jobs and store the results.
 
-    Afterwards `complete` finds every request in the cache. Raises BatchFailed when a
-    batch ends without completing, CallsFailed when lines still fail after `rounds`.
+    Afterwards `complete` finds every request in the cache. Of the options it takes the
+    cache, the cost cap and the progress label; `complete` adds its facts to the run log.
+    Raises BatchFailed when a batch ends without completing, CallsFailed when lines still
+    fail after `rounds`.
     """
-    return asyncio.run(_BatchJob(spec, settings, cache_path, progress).run(requests, max_cost_usd))
+    job = _BatchJob(spec, settings, options.cache_path, options.progress)
+    return asyncio.run(job.run(requests, options.max_cost_usd))
 
 
 @dataclass

@@ -815,14 +815,7 @@ def complete(
     if batch is not None and batch.enabled:
         from losona.models.batch import fill_cache_by_batch  # batch imports this module
 
-        batched = fill_cache_by_batch(
-            spec,
-            requests,
-            cache_path=options.cache_path,
-            settings=batch,
-            max_cost_usd=options.max_cost_usd,
-            progress=options.progress,
-        )
+        batched = fill_cache_by_batch(spec, requests, options, batch)
 
     async def run() -> list[Completion]:
         asyncio.get_running_loop().set_default_executor(_InlineExecutor(max_workers=1))
