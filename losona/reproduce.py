@@ -50,7 +50,7 @@ from losona.aggregate import (
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, load_option, plain
+from losona.config import CONF_DIR, load_option, option, plain
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -67,7 +67,6 @@ from losona.labels import load_labels
 from losona.models import (
     CallNotFound,
     CallStore,
-    ModelSpec,
     PublishedCalls,
     Request,
     call_key,
@@ -349,7 +348,7 @@ def rejudge_from_calls(
     with tempfile.TemporaryDirectory() as scratch:
         # A cache of its own, so that only the published calls can answer.
         store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        llm = make_judge(plain(load_option("judge", judge)), cache_path=store)
+        llm = make_judge(option("judge", judge), cache_path=store)
         try:
             return judge_responses(
                 scenarios, responses, llm, judge, model=model, condition=condition, origin=""
@@ -392,7 +391,9 @@ def check_run(paths: Mapping[str, str]) -> Check:
     published = published_calls(paths)
     check_judgements(check, scenarios, kinds, paths, published)
 
-    bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
+    bootstrap = Bootstrap.from_config(
+        record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
+    )
     expected = aggregate(verdicts, scenarios, bootstrap=bootstrap, presentation=presentation)
     check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
     controls = check_controls(check, judges, paths)
@@ -486,9 +487,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
         for row in prompts.iter_rows(named=True)
     }
     for model in sweep["models"]:
-        spec = ModelSpec.from_config(
-            plain(load_option("model", model)), origin=f"conf/model/{model}.yaml"
-        )
+        spec = option("model", model)
         for condition in sweep["conditions"]:
             path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
             if not path.is_file():

@@ -11,14 +11,13 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.aggregate import (
-    Bootstrap,
     aggregate,
     outside_sweep,
     presentation_for,
     write_reports,
 )
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet
 from losona.verdicts import load_verdicts
@@ -27,7 +26,7 @@ from losona.verdicts import load_verdicts
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    bootstrap = Bootstrap.from_config(plain(cfg.aggregate))
+    bootstrap = chosen(cfg, "aggregate")
     verdicts = load_verdicts(cfg.paths.verdicts_dir)
     scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     sweep = plain(cfg.sweep)

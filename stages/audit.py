@@ -17,10 +17,10 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import Bootstrap, presentation_for, read_reports
+from losona.aggregate import presentation_for, read_reports
 from losona.audit import AuditSettings, audit, judge_names, summary_lines, write_audit
 from losona.cli import launch, reports_user_errors
-from losona.config import load_option, plain
+from losona.config import chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.io import read_parquet
 from losona.judges.base import Judge
@@ -32,7 +32,7 @@ from losona.verdicts import load_verdicts
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = AuditSettings.from_config(plain(cfg.audit))
+    settings = chosen(cfg, "audit")
     paths = cfg.paths
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     if settings.export:
@@ -50,13 +50,14 @@ def main(cfg: DictConfig) -> None:
         )
         for judge in judges
     }
-    kinds = {judge: str(load_option("judge", judge).get("kind")) for judge in judges}
+    configs = {judge: option("judge", judge) for judge in judges}
+    kinds = {judge: config.kind for judge, config in configs.items()}
 
     def rejudge(name: str) -> Judge:
         # The judge chosen with judge= keeps its command-line overrides (judge.model...).
-        config = cfg.judge if cfg.judge.name == name else load_option("judge", name)
+        config = chosen(cfg, "judge") if cfg.judge.name == name else configs[name]
         return make_judge(
-            plain(config),
+            config,
             cache_path=paths.call_cache,
             use_cache=False,
             run_log=Path(paths.judge_logs_dir) / name / "determinism",
@@ -69,7 +70,7 @@ def main(cfg: DictConfig) -> None:
         controls,
         load_labels(paths.label_key, paths.labels),
         presentation=presentation,
-        bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
+        bootstrap=chosen(cfg, "aggregate"),
         determinism_settings=settings.determinism,
         kinds=kinds,
         rejudge=rejudge,

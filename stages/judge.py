@@ -10,16 +10,14 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
 from losona.judges.run import (
-    check_judge_name,
     judge_calls,
     judge_responses,
     make_judge,
@@ -34,11 +32,10 @@ from losona.publish import call_store, judge_calls_file
 def main(cfg: DictConfig) -> None:
     if "condition" not in cfg:
         raise LosonaError("judge needs one condition, e.g. condition=naive")
-    judge_name, model, condition = cfg.judge.name, cfg.model.name, cfg.condition.name
-    config = plain(cfg.judge)
-    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    judge_name = chosen(cfg, "judge").name
+    model, condition = chosen(cfg, "model").name, chosen(cfg, "condition").name
     judge = make_judge(
-        config,
+        chosen(cfg, "judge"),
         cache_path=call_store(cfg.paths),
         run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / condition,
     )

@@ -11,15 +11,13 @@ judge shows itself at once.
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json, write_parquet
 from losona.judges.run import (
-    check_judge_name,
     control_summary,
     judge_calls,
     judge_controls,
@@ -36,9 +34,8 @@ TRUSTWORTHY_PERCENT = 90.0
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    name = cfg.judge.name
-    config = plain(cfg.judge)
-    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    config = chosen(cfg, "judge")
+    name = config.name
     judge = make_judge(
         config,
         cache_path=call_store(cfg.paths),
