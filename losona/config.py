@@ -43,7 +43,7 @@ from pydantic import (
 )
 
 from losona.errors import LosonaError
-from losona.io import read_yaml
+from losona.io import display_path, read_yaml
 
 # DVC runs every stage from the repository root, and Hydra never changes directory, so
 # these are relative to the working directory, like every path in conf/paths/.
@@ -129,6 +129,10 @@ PathText = Annotated[StrictStr, Field(min_length=1, description="a path (non-emp
 LocalPath = Annotated[Path, Field(description="a path")]
 
 
+# Validation context of a node read from config (rather than built in code).
+FROM_CONFIG = "config"
+
+
 class Refusal(ValueError):
     """A schema's own check failed: what was expected and, unless it must stay unseen, found.
 
@@ -162,6 +166,19 @@ class Schema(BaseModel):
     KEY: ClassVar[str] = ""
     # The file a node of this schema is read from when no other is named.
     FILE: ClassVar[str] = "the config"
+    # Whether a config must write out every setting, defaults being for code only (nodes
+    # that conf/ spells out in full, so that a setting left out is a mistake, not a default).
+    EVERY_KEY: ClassVar[bool] = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_key_written(cls, node: Any, info: ValidationInfo) -> Any:
+        if cls.EVERY_KEY and info.context == FROM_CONFIG and isinstance(node, Mapping):
+            for name, field in cls.model_fields.items():
+                key = field.alias or name
+                if key not in node:
+                    raise Refusal(field.description or "a value", "nothing (it is missing)", key)
+        return node
 
     @classmethod
     def from_config(cls, node: Any, origin: str | None = None, key: str | None = None) -> Self:
@@ -367,12 +384,16 @@ class Bootstrap(Schema):
 class SheetSettings(Schema):
     """The labelling sheet: how many responses, drawn with which seed."""
 
+    EVERY_KEY: ClassVar[bool] = True
+
     items: Count = 100
     seed: WholeNumber = 0
 
 
 class DeterminismSettings(Schema):
     """Re-judging: how many times (0: not at all), how many items, which seed draws them."""
+
+    EVERY_KEY: ClassVar[bool] = True
 
     repeats: WholeNumber = 0
     items: Count = 20
@@ -557,6 +578,7 @@ class CellSelection(Schema):
     """Which (event, norm) cells get candidates, and in which venues (generate.cells)."""
 
     KEY: ClassVar[str] = "generate.cells"
+    EVERY_KEY: ClassVar[bool] = True
 
     mode: Literal["all", "per_norm", "list"]
     per_norm: Count
@@ -688,7 +710,7 @@ def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
     try:
         values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
         _no_missing(values, key)
-        return schema.model_validate(values)
+        return schema.model_validate(values, context=FROM_CONFIG)
     except _Missing as missing:
         where = origin(missing.key) if callable(origin) else origin
         raise LosonaError(
@@ -843,6 +865,8 @@ class _Sources:
 
     choices: Mapping[str, str | None]
     overrides: tuple[str, ...]
+    # Config folders added to conf/ with hydra.searchpath, where an option may live instead.
+    searchpath: tuple[Path, ...] = ()
 
     @classmethod
     def of_hydra(cls) -> _Sources:
@@ -851,7 +875,18 @@ class _Sources:
         if not HydraConfig.initialized():  # composed by a test, not by a stage script
             return cls({}, ())
         hydra = HydraConfig.get()
-        return cls(dict(hydra.runtime.choices), tuple(hydra.overrides.task))
+        added = tuple(
+            Path(source["path"])
+            for source in hydra.runtime.config_sources
+            if source["schema"] == "file" and source["provider"] != "main"
+        )
+        return cls(dict(hydra.runtime.choices), tuple(hydra.overrides.task), added)
+
+    def file(self, group: str, name: str) -> str:
+        """The file an option was read from: conf/ first, then the added folders."""
+        path = option_file(group, name)
+        found = [p for p in (d / group / f"{name}.yaml" for d in self.searchpath) if p.is_file()]
+        return display_path(found[0]) if found and not path.is_file() else str(path)
 
     def choice(self, group: str) -> str | None:
         return self.choices.get(group)
@@ -862,14 +897,16 @@ class _Sources:
             if target in self.choices:
                 continue  # it chooses an option: the value comes from the option's file
             if dotted == target or dotted.startswith(f"{target}."):
-                return f"the command line ({override})"
+                # The value is never repeated here: it may be a secret (+model.api_key=...).
+                shown = override.split("=", 1)[0] + ("=..." if "=" in override else "")
+                return f"the command line ({shown})"
         top = dotted.split(".", 1)[0]
         group = next((g for g, nodes in GLOBAL_NODES.items() if top in nodes), top)
         experiment = self.choices.get("experiment")
-        if experiment and _sets(option_file("experiment", experiment), dotted):
-            return str(option_file("experiment", experiment))
+        if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
+            return self.file("experiment", experiment)
         name = self.choices.get(group)
-        return str(option_file(group, name)) if name else str(ROOT_FILE)
+        return self.file(group, name) if name else str(ROOT_FILE)
 
 
 def _sets(path: Path, dotted: str) -> bool:

@@ -592,7 +592,7 @@ def test_the_stage_writes_the_reports_and_dvc_metrics(
     )
     assert failed.returncode == 2
     assert failed.stderr.startswith(
-        "error: the command line (aggregate.confidence=2): 'aggregate.confidence': expected a "
+        "error: the command line (aggregate.confidence=...): 'aggregate.confidence': expected a "
         "number between 0 and 1 (e.g. 0.95), found 2"
     )
     assert not (workdir / "other").exists()
