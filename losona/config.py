@@ -148,7 +148,7 @@ class Refusal(ValueError):
 def _no_inf_nan(value: Any, where: str = "") -> None:
     """Refuse NaN and infinity anywhere inside a free-form mapping (e.g. `params`)."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise Refusal("finite numbers only", f"{value!r}" + (f" at {where}" if where else ""))
+        raise Refusal("a finite number", repr(value), key=where or None)
     if isinstance(value, Mapping):
         for key, item in value.items():
             _no_inf_nan(item, f"{where}.{key}" if where else str(key))
@@ -257,9 +257,8 @@ class ModelSpec(Schema):
         if isinstance(node, Mapping) and "api_key" in node:
             # Never echoed: the value is a secret.
             raise Refusal(
-                "no API key in a config: never put an API key in a config; name the "
-                "environment variable that holds it with api_key_env (e.g. api_key_env: "
-                "OPENAI_API_KEY)",
+                "no key here (never put an API key in a config): name the environment "
+                "variable that holds it with api_key_env, e.g. api_key_env: OPENAI_API_KEY",
                 found="a key (not shown)",
                 key="api_key",
             )

@@ -50,7 +50,7 @@ from losona.aggregate import (
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, judge_names, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, load_option, option, plain
+from losona.config import CONF_DIR, Paths, load_option, option, option_file
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -463,7 +463,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     calls = read_calls(published, remedy=layer.remedy)
     by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
     missing = "(missing)"
-    for cell_file in sweep_call_files(paths, sweep):
+    for cell_file in sweep_call_files(Paths.from_config(paths), sweep):
         if not cell_file.is_file():
             check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
             continue
@@ -621,8 +621,12 @@ def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
             cfg = compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise LosonaError(f"bad override: {exc}") from None
-    paths: dict[str, Any] = plain(cfg.paths)
-    return paths
+    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
+    chosen_paths = next(
+        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
+    )
+    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
+    return checked.model_dump()
 
 
 def report(check: Check, out: Callable[[str], None] = print) -> None:

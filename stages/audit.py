@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from losona.aggregate import presentation_for, read_reports
 from losona.audit import AuditSettings, audit, judge_names, summary_lines, write_audit
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen, option, plain
+from losona.config import Paths, chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.io import read_parquet
 from losona.judges.base import Judge
@@ -33,10 +33,10 @@ from losona.verdicts import load_verdicts
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "audit")
-    paths = cfg.paths
+    paths = chosen(cfg, "paths")
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     if settings.export:
-        export(cfg, settings, scenarios)
+        export(cfg, paths, settings, scenarios)
         return
 
     verdicts = load_verdicts(paths.verdicts_dir)
@@ -81,24 +81,24 @@ def main(cfg: DictConfig) -> None:
     print(f"audit -> {paths.audit_dir}/")
 
 
-def export(cfg: DictConfig, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
+def export(cfg: DictConfig, paths: Paths, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
     """Write the labelling sheet and its key."""
     sweep = plain(cfg.sweep)
-    responses = load_responses(cfg.paths.responses_dir, sweep["models"], sweep["conditions"])
+    responses = load_responses(paths.responses_dir, sweep["models"], sweep["conditions"])
     sheet = labelling_sheet(
         responses, scenarios, items=settings.sheet.items, seed=settings.sheet.seed
     )
     write_sheet(
         sheet,
-        csv_path=cfg.paths.label_sheet,
-        html_path=cfg.paths.label_sheet_html,
-        key_path=cfg.paths.label_key,
+        csv_path=paths.label_sheet,
+        html_path=paths.label_sheet_html,
+        key_path=paths.label_key,
     )
     print(
         f"audit: a labelling sheet of {sheet.items.height} responses (seed "
-        f"{settings.sheet.seed}) -> {cfg.paths.label_sheet_html} and {cfg.paths.label_sheet}; "
-        f"its key -> {cfg.paths.label_key} (do not show it to labellers). Save the labels "
-        f"as {cfg.paths.labels} (columns item_id and complies: true or false) and rerun "
+        f"{settings.sheet.seed}) -> {paths.label_sheet_html} and {paths.label_sheet}; "
+        f"its key -> {paths.label_key} (do not show it to labellers). Save the labels "
+        f"as {paths.labels} (columns item_id and complies: true or false) and rerun "
         "the audit (python stages/audit.py, or dvc repro)."
     )
 

@@ -17,10 +17,11 @@ from losona.io import write_parquet
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     scenarios = fetch_scenarios(chosen(cfg, "dataset"))
-    write_parquet(scenarios, cfg.paths.scenarios)
+    write_parquet(scenarios, paths.scenarios)
     source = scenarios["source"][0]
-    print(f"fetch: {scenarios.height} scenarios from {source} -> {cfg.paths.scenarios}")
+    print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ from losona.provenance import provenance
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     sweep = plain(cfg.sweep)
     record = provenance(
-        scenarios=read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
+        scenarios=read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
         dataset=chosen(cfg, "dataset").settings(),
         sweep=sweep,
         models={name: plain(load_option("model", name)) for name in sweep["models"]},
@@ -31,8 +32,8 @@ def main(cfg: DictConfig) -> None:
         trials=chosen(cfg, "sampling").trials,
         bootstrap=chosen(cfg, "aggregate"),
     )
-    write_json(record, cfg.paths.provenance)
-    print(f"provenance -> {cfg.paths.provenance}")
+    write_json(record, paths.provenance)
+    print(f"provenance -> {paths.provenance}")
 
 
 if __name__ == "__main__":

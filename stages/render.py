@@ -17,14 +17,15 @@ from losona.render import render_prompts
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     if "condition" in cfg:
         conditions = [chosen(cfg, "condition").name]
     else:  # a condition must have its config, not only a template
         conditions = [option("condition", name).name for name in cfg.sweep.conditions]
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     prompts = render_prompts(scenarios, conditions)
-    write_parquet(prompts, cfg.paths.prompts)
-    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {cfg.paths.prompts}")
+    write_parquet(prompts, paths.prompts)
+    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {paths.prompts}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from losona.sample import plan_sampling, sample_cell
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     spec = chosen(cfg, "model")
     if "condition" not in cfg:
         raise LosonaError(
@@ -34,17 +35,17 @@ def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "sampling")
     if settings.batch:
         batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
-    store = call_store(cfg.paths)
+    store = call_store(paths)
     if not settings.dry_run and not (store.published and store.published.expected):
         # Before any work: a missing key fails at once. A run with published calls reruns
         # without one; then only a call that must really be made asks for the key.
         spec.check_credentials()
-    prompts = read_parquet(cfg.paths.prompts, PROMPT_SCHEMA, made_by="render")
+    prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
     if settings.dry_run:
         found = plan_sampling(prompts, spec, condition, settings.trials, cache_path=store)
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
         return
-    out = Path(cfg.paths.responses_dir) / spec.name / f"{condition}.parquet"
+    out = Path(paths.responses_dir) / spec.name / f"{condition}.parquet"
     log = out.with_suffix(".log.json")
     sampled = sample_cell(
         prompts,
@@ -60,7 +61,7 @@ def main(cfg: DictConfig) -> None:
     )
     responses = sampled.responses
     write_parquet(responses, out)
-    write_parquet(sampled.calls, sample_calls(cfg.paths, spec.name, condition))
+    write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = json.loads(log.read_text(encoding="utf-8"))
     print(
         f"sample: {responses.height} responses ({spec.name}, {condition}, "

@@ -100,7 +100,7 @@ def test_a_minimal_node_gives_documented_defaults() -> None:
         ),
         (
             {"name": "m", "model": "openai/x", "params": {"temperature": float("nan")}},
-            "'model.params': expected finite numbers only, found nan at temperature",
+            "'model.params.temperature': expected a finite number, found nan",
         ),
         (
             {"name": "m", "model": "o/x", "api_base": "http://a", "endpoints": ["http://b"]},
