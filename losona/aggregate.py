@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.config import CONF_DIR, Bootstrap, load_option
+from losona.config import CONF_DIR, load_option
+from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
 from losona.contracts import (
     DELTA_SCHEMA,
     FLIP_SCHEMA,

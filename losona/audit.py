@@ -30,7 +30,7 @@ import polars as pl
 
 from losona.aggregate import Bootstrap, Presentation, Reports
 from losona.config import AuditSettings as AuditSettings
-from losona.config import DeterminismSettings
+from losona.config import DeterminismSettings as DeterminismSettings
 from losona.config import SheetSettings as SheetSettings
 from losona.contracts import (
     CONTROL_MISS_SCHEMA,

@@ -875,9 +875,9 @@ class _Sources:
             return cls({}, ())
         hydra = HydraConfig.get()
         added = tuple(
-            Path(source["path"])
+            Path(source.path)
             for source in hydra.runtime.config_sources
-            if source["schema"] == "file" and source["provider"] != "main"
+            if source.schema == "file" and source.provider != "main"
         )
         return cls(dict(hydra.runtime.choices), tuple(hydra.overrides.task), added)
 
