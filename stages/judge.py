@@ -33,10 +33,11 @@ def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
     if "condition" not in cfg:
         raise LosonaError("judge needs one condition, e.g. condition=naive")
-    judge_name = chosen(cfg, "judge").name
+    config = chosen(cfg, "judge")
+    judge_name = config.name
     model, condition = chosen(cfg, "model").name, chosen(cfg, "condition").name
     judge = make_judge(
-        chosen(cfg, "judge"),
+        config,
         cache_path=call_store(paths),
         run_log=Path(paths.judge_logs_dir) / judge_name / model / condition,
     )
