@@ -8,7 +8,7 @@ bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from losona.config import CONF_DIR, load_option
+from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
 from losona.contracts import (
     DELTA_SCHEMA,
     FLIP_SCHEMA,
@@ -26,7 +27,6 @@ from losona.contracts import (
     subset_note,
     table,
 )
-from losona.errors import LosonaError
 from losona.formatting import number
 from losona.io import (
     read_csv,
@@ -63,41 +63,6 @@ CSV_FILES: dict[str, pl.Schema] = {
 }
 TABLE1 = "table1.md"
 METRICS = "metrics.json"
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """The scenario bootstrap's settings (conf/config.yaml, `aggregate:`)."""
-
-    resamples: int
-    seed: int
-    confidence: float
-
-    @classmethod
-    def from_config(cls, settings: Mapping[str, Any]) -> Bootstrap:
-        """From the `aggregate:` config node, refusing unknown or missing keys."""
-        expected = {f.name for f in fields(cls)}
-        if set(settings) != expected:
-            raise LosonaError(
-                f"aggregate: expected the settings {sorted(expected)}, found {sorted(settings)}"
-            )
-        return cls(**settings)
-
-    def __post_init__(self) -> None:
-        for name in ("resamples", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise LosonaError(f"aggregate.{name} must be an integer, got {value!r}")
-        if not isinstance(self.confidence, int | float) or isinstance(self.confidence, bool):
-            raise LosonaError(f"aggregate.confidence must be a number, got {self.confidence!r}")
-        if self.resamples < 1:
-            raise LosonaError(
-                f"aggregate.resamples must be a positive integer, got {self.resamples}"
-            )
-        if not 0 < self.confidence < 1:
-            raise LosonaError(
-                f"aggregate.confidence must be between 0 and 1 (e.g. 0.95), got {self.confidence}"
-            )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,14 @@
-"""Glue between Hydra, DVC's params.yaml and the plain values the library functions take.
+"""Every config group's typed schema, and the one checker that reads config into them.
+
+Stage scripts compose the config with Hydra, then ask this module for the groups they use
+(`chosen(cfg, "sampling")`), or read one option of a group on its own (`option("model",
+"gpt_5_5")`). Either way the node is checked here, once, against a pydantic schema, and
+the library receives a typed, frozen object. A wrong value is refused with one message:
+
+    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
+
+Numbers are never NaN or infinite (a NaN cost cap would compare false and never trip),
+and unknown keys are refused, so a misspelt setting cannot silently do nothing.
 
 The sweep (which models, conditions and judges a run covers) lives in params.yaml,
 because dvc.yaml expands its stage matrices from there. The Hydra config reads it through
@@ -7,19 +17,42 @@ the `dvc_param` resolver registered here, so stage scripts and DVC see the same 
 
 from __future__ import annotations
 
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from losona.errors import LosonaError
-from losona.io import read_yaml
+from losona.io import display_path, read_yaml
 
 # DVC runs every stage from the repository root, and Hydra never changes directory, so
 # these are relative to the working directory, like every path in conf/paths/.
 PARAMS_FILE = Path("params.yaml")
 CONF_DIR = Path("conf")
+ROOT_FILE = CONF_DIR / "config.yaml"
+
+
+# -- loading -------------------------------------------------------------------------------
 
 
 def dvc_param(key: str) -> Any:
@@ -39,7 +72,7 @@ if not OmegaConf.has_resolver("dvc_param"):
 
 def load_option(group: str, name: str) -> DictConfig:
     """One option of a config group read on its own, e.g. conf/condition/naive.yaml."""
-    path = CONF_DIR / group / f"{name}.yaml"
+    path = option_file(group, name)
     if not path.is_file():
         available = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
         raise LosonaError(
@@ -48,6 +81,11 @@ def load_option(group: str, name: str) -> DictConfig:
     config = OmegaConf.load(path)
     assert isinstance(config, DictConfig)
     return config
+
+
+def option_file(group: str, name: str) -> Path:
+    """Where an option of a group lives, e.g. conf/model/gpt_5_5.yaml."""
+    return CONF_DIR / group / f"{name}.yaml"
 
 
 def plain(config: Any) -> Any:
@@ -61,3 +99,820 @@ def plain(config: Any) -> Any:
             f"missing required setting {exc.full_key}: give it on the command line, "
             f"e.g. {exc.full_key}=..."
         ) from None
+
+
+# -- the value types every schema is made of ---------------------------------------------
+# Strict: a config's "3" is text, not a number, and `true` is not 1. Each type carries the
+# words of what it expects, which is what a refusal says.
+
+Text = Annotated[
+    StrictStr,
+    StringConstraints(strip_whitespace=True, min_length=1),
+    Field(description="non-empty text"),
+]
+Flag = Annotated[StrictBool, Field(description="true or false")]
+Count = Annotated[StrictInt, Field(ge=1, description="an integer of at least 1")]
+WholeNumber = Annotated[StrictInt, Field(ge=0, description="an integer of at least 0")]
+AnyInteger = Annotated[StrictInt, Field(description="an integer")]
+PositiveNumber = Annotated[
+    float, Strict(), Field(gt=0, allow_inf_nan=False, description="a finite number above 0")
+]
+Dollars = Annotated[
+    float, Strict(), Field(ge=0, allow_inf_nan=False, description="a finite number of at least 0")
+]
+CostCap = Annotated[
+    Dollars | None, Field(description="null or a finite, non-negative number of dollars")
+]
+Names = Annotated[tuple[Text, ...], Field(description="a list of names")]
+PathText = Annotated[StrictStr, Field(min_length=1, description="a path (non-empty text)")]
+# A path given in code may be a Path; text from a config is one too.
+LocalPath = Annotated[Path, Field(description="a path")]
+
+
+# Validation context of a node read from config (rather than built in code).
+FROM_CONFIG = "config"
+
+
+class Refusal(ValueError):
+    """A schema's own check failed: what was expected and, unless it must stay unseen, found.
+
+    `key` names a setting inside the node being validated when the check is not a field's
+    own (e.g. `api_key` refused by the model node as a whole).
+    """
+
+    def __init__(self, expected: str, found: str | None = None, key: str | None = None) -> None:
+        super().__init__(expected)
+        self.expected, self.found, self.key = expected, found, key
+
+
+def _no_inf_nan(value: Any, where: str = "") -> None:
+    """Refuse NaN and infinity anywhere inside a free-form mapping (e.g. `params`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Refusal("a finite number", repr(value), key=where or None)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _no_inf_nan(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _no_inf_nan(item, f"{where}[{i}]")
+
+
+class Schema(BaseModel):
+    """A config node: frozen, strict, no unknown keys, no NaN or infinity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    # The node's dotted place in the composed config (e.g. "sampling"), for messages.
+    KEY: ClassVar[str] = ""
+    # The file a node of this schema is read from when no other is named.
+    FILE: ClassVar[str] = "the config"
+    # Whether a config must write out every setting, defaults being for code only (nodes
+    # that conf/ spells out in full, so that a setting left out is a mistake, not a default).
+    EVERY_KEY: ClassVar[bool] = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_key_written(cls, node: Any, info: ValidationInfo) -> Any:
+        if cls.EVERY_KEY and info.context == FROM_CONFIG and isinstance(node, Mapping):
+            for name, field in cls.model_fields.items():
+                key = field.alias or name
+                if key not in node:
+                    raise Refusal(field.description or "a value", "nothing (it is missing)", key)
+        return node
+
+    @classmethod
+    def from_config(cls, node: Any, origin: str | None = None, key: str | None = None) -> Self:
+        """Check a plain config node (see `check`)."""
+        return check(cls, node, origin=origin or cls.FILE, key=cls.KEY if key is None else key)
+
+
+# -- model (conf/model/*.yaml, and a judge's `model:` node) -------------------------------
+
+ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Call settings the model layer owns; a config's `params` may not set them.
+MANAGED_PARAMS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "n",
+        "api_key",
+        "api_base",
+        "base_url",
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "mock_response",
+    }
+)
+
+Params = Annotated[dict[StrictStr, Any], Field(description="a mapping of generation parameters")]
+
+
+class Price(Schema):
+    """What a model costs, when litellm's price map does not know it (e.g. your own server)."""
+
+    input_usd_per_mtok: Dollars
+    output_usd_per_mtok: Dollars
+    # What a prompt token read from the provider's prompt cache costs; None: the input price.
+    cached_input_usd_per_mtok: Dollars | None = None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The list cost in dollars of one call with these token counts."""
+        return (
+            prompt_tokens * self.input_usd_per_mtok + completion_tokens * self.output_usd_per_mtok
+        ) / 1e6
+
+
+class ModelSpec(Schema):
+    """One model as a config describes it (conf/model/*.yaml, or a judge's `model:` node)."""
+
+    KEY: ClassVar[str] = "model"
+
+    name: Text  # the config option's name, e.g. "claude_opus"
+    model: Text  # the litellm model string, e.g. "anthropic/claude-opus-4-8"
+    params: Params = Field(default_factory=dict)  # sent with every call
+    label: Annotated[StrictStr, Field(description="text")] = ""  # display name; the name when empty
+    api_key_env: Text | None = None  # the environment variable holding the key, never the key
+    api_base: Text | None = None  # one endpoint, e.g. a local vLLM or llama.cpp server
+    endpoints: Names = ()  # several endpoints serving the same model (Router)
+    concurrency: Count = 8  # calls in flight at once
+    timeout_s: PositiveNumber = 120.0  # per attempt
+    max_attempts: Count = 6  # sends per call, rate-limited ones aside; then recorded as failed
+    # How long a call may keep being rate limited (429) before it is recorded as failed:
+    # a time, not a count, since a quota refills with time whatever the number of tries.
+    rate_limit_patience_s: PositiveNumber = 600.0
+    backoff_s: PositiveNumber = 1.0  # first retry delay; doubles each attempt, with jitter
+    drop_params: Names = ()  # params removed before sending (provider rejects them)
+    seed_per_trial: Flag = False  # send a seed derived from the prompt and the trial index
+    price: Price | None = None  # overrides litellm's price map
+    # Send calls so the provider can cache their shared prefixes (billing only: what is sent
+    # as the prompt and the cache key are the same either way; losona/models/caching.py).
+    prompt_caching: Flag = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key_in_config(cls, node: Any) -> Any:
+        if isinstance(node, Mapping) and "api_key" in node:
+            # Never echoed: the value is a secret.
+            raise Refusal(
+                "no key here (never put an API key in a config): name the environment "
+                "variable that holds it with api_key_env, e.g. api_key_env: OPENAI_API_KEY",
+                found="a key (not shown)",
+                key="api_key",
+            )
+        return node
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_var_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_VAR_NAME.match(value):
+            # Not echoed: a key pasted here by mistake must not reach a log.
+            raise Refusal("the name of an environment variable", found="something else (not shown)")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _generation_params_only(cls, params: dict[str, Any]) -> dict[str, Any]:
+        managed = sorted(MANAGED_PARAMS & set(params))
+        if managed:
+            raise Refusal(f"generation parameters only; the model layer sets {managed} itself")
+        _no_inf_nan(params)
+        return params
+
+    @field_validator("endpoints")
+    @classmethod
+    def _one_way_to_reach_it(
+        cls, endpoints: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        if endpoints and info.data.get("api_base"):
+            raise Refusal("no endpoints when api_base is set (one endpoint, or several, not both)")
+        if len(set(endpoints)) != len(endpoints):
+            raise Refusal("distinct endpoints")
+        return endpoints
+
+    @model_validator(mode="after")
+    def _seed_from_one_place(self) -> Self:
+        if self.seed_per_trial and "seed" in self.params:
+            raise Refusal(
+                "no fixed seed when seed_per_trial is true",
+                repr(self.params["seed"]),
+                "params.seed",
+            )
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """The label, or the name when there is none."""
+        return self.label or self.name
+
+    def check_credentials(self) -> None:
+        """Refuse to start when the key's environment variable is unset or empty."""
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise LosonaError(
+                f"model '{self.name}' ({self.model}) needs its API key in the environment "
+                f"variable {self.api_key_env}, which is not set: export {self.api_key_env}=... "
+                "and rerun. The key is read at call time and never written anywhere."
+            )
+
+    def api_key(self) -> str | None:
+        """The key from the environment, read now (never stored)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def with_params(self, **params: Any) -> ModelSpec:
+        """The same model with these parameters sent on top of its own."""
+        return self.model_copy(update={"params": {**self.params, **params}})
+
+
+# -- batch mode (sampling.batch*, a judge config's batch*) ----------------------------------
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """Batch mode as a config sets it: `sampling.batch*` or a judge config's `batch*`."""
+
+    enabled: bool = False
+    poll_interval_s: float = 30.0  # seconds between two looks at a batch's status
+    rounds: int = 3  # batches in all: the first, then one per retry of its failed lines
+    where: str = "sampling."  # the settings' prefix, for messages: "sampling." or "judge."
+
+
+class _Batched(Schema):
+    """The three batch settings a node may carry, flat as the configs write them."""
+
+    batch: Flag = False
+    batch_poll_s: PositiveNumber = 30.0
+    batch_rounds: Count = 3
+
+    @property
+    def batching(self) -> BatchSettings:
+        """Batch mode as the model layer takes it."""
+        return BatchSettings(self.batch, self.batch_poll_s, self.batch_rounds, f"{self.KEY}.")
+
+
+# -- sampling, aggregate, audit (conf/config.yaml) -----------------------------------------
+
+
+class SamplingSettings(_Batched):
+    """The `sampling:` node of conf/config.yaml."""
+
+    KEY: ClassVar[str] = "sampling"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    trials: Count
+    dry_run: Flag
+    max_cost_usd: CostCap
+
+
+class Bootstrap(Schema):
+    """The scenario bootstrap's settings (conf/config.yaml, `aggregate:`)."""
+
+    KEY: ClassVar[str] = "aggregate"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    resamples: Count
+    seed: WholeNumber
+    confidence: Annotated[
+        float,
+        Strict(),
+        Field(gt=0, lt=1, allow_inf_nan=False, description="a number between 0 and 1 (e.g. 0.95)"),
+    ]
+
+
+class SheetSettings(Schema):
+    """The labelling sheet: how many responses, drawn with which seed."""
+
+    EVERY_KEY: ClassVar[bool] = True
+
+    items: Count = 100
+    seed: WholeNumber = 0
+
+
+class DeterminismSettings(Schema):
+    """Re-judging: how many times (0: not at all), how many items, which seed draws them."""
+
+    EVERY_KEY: ClassVar[bool] = True
+
+    repeats: WholeNumber = 0
+    items: Count = 20
+    seed: WholeNumber = 0
+
+
+class AuditSettings(Schema):
+    """The `audit:` node of conf/config.yaml."""
+
+    KEY: ClassVar[str] = "audit"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    export: Flag
+    sheet: SheetSettings
+    determinism: DeterminismSettings
+
+
+# -- judge (conf/judge/*.yaml) --------------------------------------------------------------
+
+
+class JudgeConfig(_Batched):
+    """A judge: the lexicon rules, or an LLM through the model layer."""
+
+    KEY: ClassVar[str] = "judge"
+
+    name: Text
+    label: Annotated[StrictStr, Field(description="text")] = ""
+    kind: Literal["lexicon", "llm"]
+    model: ModelSpec | None = None
+    max_cost_usd: CostCap = None
+    # How the verdict's schema goes with each call; checked against the judge's response
+    # formats when the judge is built (losona/judges/llm.py). None: the paper's setting.
+    structured_output: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lexicon_calls_no_model(cls, node: Any) -> Any:
+        # Settings for a model would silently do nothing on the lexicon judge.
+        if isinstance(node, Mapping) and node.get("kind") == "lexicon":
+            for key in ("model", "structured_output"):
+                if key in node:
+                    raise Refusal("no such setting: the lexicon judge calls no model", "one", key)
+            if node.get("batch"):
+                raise Refusal("false: the lexicon judge calls no model", "true", "batch")
+        return node
+
+    @model_validator(mode="after")
+    def _llm_has_a_model(self) -> Self:
+        if self.kind == "llm" and self.model is None:
+            raise Refusal(
+                "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
+            )
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """The label, or the name when there is none."""
+        return self.label or self.name
+
+
+# -- condition, dataset, paths ---------------------------------------------------------------
+
+
+class ConditionConfig(Schema):
+    """A prompting condition (conf/condition/*.yaml); its text lives in losona/templates.py."""
+
+    KEY: ClassVar[str] = "condition"
+
+    name: Text
+    label: Text
+
+
+class DatasetConfig(Schema):
+    """Where scenarios come from (conf/dataset/*.yaml), and which of them a run keeps."""
+
+    KEY: ClassVar[str] = "dataset"
+
+    # Every option names itself; a dataset built in code (tests, notebooks) need not.
+    name: Text | None = None
+    kind: Literal["bundled", "local", "huggingface"]
+    path: LocalPath | None = None  # local: a .jsonl or .parquet file
+    # A subset: scenario_ids keeps the ones named; limit then keeps that many.
+    limit: Annotated[
+        Count | None, Field(description="a positive whole number of scenarios or null (all)")
+    ] = None
+    limit_seed: AnyInteger = 0
+    scenario_ids: Annotated[tuple[Text, ...], Field(description="a list of ids")] = ()
+    # huggingface: the release and its mapping onto the scenario contract.
+    repo_id: Text | None = None
+    revision: Text | None = None
+    local_dir: LocalPath | None = None
+    data_files: Text | None = None
+    columns: dict[StrictStr, StrictStr] | None = None
+    turn_fields: dict[StrictStr, StrictStr] | None = None
+    cast_fields: dict[StrictStr, StrictStr] | None = None
+    elicitor_is_last_turn: Flag = False
+    fill_from_catalog: tuple[Text, ...] = ()
+
+    @field_validator("scenario_ids")
+    @classmethod
+    def _each_once(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise Refusal("each id once", f"ids listed twice: {twice}")
+        return ids
+
+    @model_validator(mode="after")
+    def _kind_has_its_settings(self) -> Self:
+        needs = {
+            "local": ("path",),
+            "huggingface": (
+                "repo_id",
+                "revision",
+                "data_files",
+                "columns",
+                "turn_fields",
+                "cast_fields",
+            ),
+        }
+        for key in needs.get(self.kind, ()):
+            if getattr(self, key) is None:
+                raise Refusal(f"a value (kind {self.kind} needs it)", "nothing", key)
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The settings the file gives, as plain values (what provenance records)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class Paths(Schema):
+    """Every file location the pipeline reads or writes (conf/paths/default.yaml)."""
+
+    KEY: ClassVar[str] = "paths"
+
+    scenarios: PathText
+    prompts: PathText
+    responses_dir: PathText
+    verdicts_dir: PathText
+    judge_controls_dir: PathText
+    judge_controls_reports_dir: PathText
+    judge_logs_dir: PathText
+    reports_dir: PathText
+    provenance: PathText
+    audit_dir: PathText
+    figures_dir: PathText
+    labels_dir: PathText
+    label_sheet: PathText
+    label_sheet_html: PathText
+    label_key: PathText
+    labels: PathText
+    generation_dir: PathText
+    generation_reports_dir: PathText
+    generation_accept: PathText
+    generated_dir: PathText
+    calls_dir: PathText
+    calls: PathText | None  # null: no published calls below the cache, on purpose
+    call_cache: PathText
+
+
+# -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
+
+CELL_MODES = ("all", "per_norm", "list")
+STRUCTURED_OUTPUTS = ("json_schema", "json_object", "none")
+# screen.keep: when the baselines' outcomes keep a candidate.
+KEEP_RULES = {
+    "all": "kept when every baseline breaches it (no baseline adapts by default)",
+    "majority": "kept when more than half of the baselines breach it",
+}
+SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+DistinctNames = Annotated[
+    tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
+]
+
+
+def _distinct(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if names is not None and len(set(names)) != len(names):
+        raise Refusal("names without repeats")
+    return names
+
+
+class CellSelection(Schema):
+    """Which (event, norm) cells get candidates, and in which venues (generate.cells)."""
+
+    KEY: ClassVar[str] = "generate.cells"
+    EVERY_KEY: ClassVar[bool] = True
+
+    mode: Literal["all", "per_norm", "list"]
+    per_norm: Count
+    # The `list` entries: event/norm or event/norm@venue.
+    cells: Annotated[
+        tuple[StrictStr, ...],
+        Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),
+    ] = ()
+    venues: Annotated[DistinctNames | None, Field(description="a non-empty list of names or null")]
+
+    @field_validator("cells", mode="before")
+    @classmethod
+    def _null_is_none(cls, cells: Any) -> Any:
+        return () if cells is None else cells
+
+    @field_validator("venues")
+    @classmethod
+    def _venues_once(cls, venues: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return _distinct(venues)
+
+    @model_validator(mode="after")
+    def _list_mode_lists(self) -> Self:
+        if self.mode == "list" and not self.cells:
+            raise Refusal("at least one cell when mode is list", "[]", "list")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """The selection as plain values, for the run's summary."""
+        chosen: dict[str, Any] = {"mode": self.mode, "venues": list(self.venues or []) or None}
+        if self.mode == "per_norm":
+            chosen["per_norm"] = self.per_norm
+        if self.mode == "list":
+            chosen["list"] = list(self.cells)
+        return chosen
+
+
+class GenerateSettings(Schema):
+    """The generate node."""
+
+    KEY: ClassVar[str] = "generate"
+
+    generator: Text
+    params: Params
+    structured_output: Literal["json_schema", "json_object", "none"]
+    cells: CellSelection
+    candidates_per_cell: Count
+    seed: WholeNumber
+    max_cost_usd: CostCap
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _null_is_empty(cls, params: Any) -> Any:
+        return {} if params is None else params
+
+    @field_validator("params")
+    @classmethod
+    def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
+        _no_inf_nan(params)
+        return params
+
+
+class ScreenSettings(Schema):
+    """The screen node."""
+
+    KEY: ClassVar[str] = "screen"
+
+    models: DistinctNames
+    trials: Count
+    judge: Text
+    keep: Literal["all", "majority"]
+    max_cost_usd: CostCap
+
+    @field_validator("models")
+    @classmethod
+    def _models_once(cls, models: tuple[str, ...]) -> tuple[str, ...] | None:
+        return _distinct(models)
+
+
+SetName = Annotated[
+    StrictStr,
+    StringConstraints(strip_whitespace=True, pattern=SET_NAME.pattern),
+    Field(description="part of a file name: letters, digits, '_', '.' or '-' only"),
+]
+
+
+class CurateSettings(Schema):
+    """The curate node."""
+
+    KEY: ClassVar[str] = "curate"
+
+    name: SetName
+    version: SetName
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _number_or_text(cls, version: Any) -> Any:
+        # 2 and "2.1" both name a version; true does not.
+        if isinstance(version, int) and not isinstance(version, bool):
+            return str(version)
+        return version
+
+    @property
+    def file_name(self) -> str:
+        """The curated set's file name, e.g. losona-generated-v1.jsonl."""
+        return f"{self.name}-v{self.version}.jsonl"
+
+
+class GenerationSettings(Schema):
+    """The generation pipeline's three nodes (conf/generation/*.yaml, global package)."""
+
+    generate: GenerateSettings
+    screen: ScreenSettings
+    curate: CurateSettings
+
+
+# -- the one checker -------------------------------------------------------------------------
+
+S = TypeVar("S", bound=BaseModel)
+Origin = str | Callable[[str], str]
+
+
+def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
+    """`node` as a `schema` object, or one LosonaError naming the file, key, expected, found.
+
+    `key` is the node's dotted place in the composed config ("" at the top); `origin` is
+    the file the node came from, or a function from a dotted key to where its value came
+    from (a file, or the command line).
+    """
+    try:
+        values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        _no_missing(values, key)
+        return schema.model_validate(values, context=FROM_CONFIG)
+    except _Missing as missing:
+        where = origin(missing.key) if callable(origin) else origin
+        raise LosonaError(
+            f"{where}: '{missing.key}': expected a value (give it on the command line, e.g. "
+            f"{missing.key}=...), found ??? (a required setting left unset)"
+        ) from None
+    except ValidationError as exc:
+        # Every problem pydantic found, one per line, in the one format.
+        lines = list(dict.fromkeys(_refusal(schema, error, origin, key) for error in exc.errors()))
+        raise LosonaError("\n  ".join(lines)) from None
+
+
+class _Missing(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_missing(value: Any, key: str) -> None:
+    """Find OmegaConf's mandatory `???` left unset anywhere in a node."""
+    if value == "???":
+        raise _Missing(key)
+    items = (
+        value.items()
+        if isinstance(value, Mapping)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for part, item in items:
+        _no_missing(item, f"{key}.{part}" if key else str(part))
+
+
+def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> str:
+    loc = [str(part) for part in error["loc"]]
+    cause = (error.get("ctx") or {}).get("error")
+    found = _show(error.get("input"))
+    if isinstance(cause, Refusal):
+        expected = cause.expected
+        loc += cause.key.split(".") if cause.key else []
+        found = cause.found if cause.found is not None else found
+    elif error["type"] == "extra_forbidden":
+        expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
+        found = "an unknown setting"
+    elif error["type"] == "missing":
+        expected, found = _described(schema, loc) or "a value", "nothing (it is missing)"
+    else:
+        expected = _described(schema, loc) or error["msg"].removeprefix("Input should be ")
+    dotted = ".".join(part for part in [key, *loc] if part)
+    where = origin(dotted) if callable(origin) else origin
+    return f"{where}: '{dotted}': expected {expected}, found {found}"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The schema a field holds, directly or as `X | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, str | None]:
+    """The schema holding the last field of `loc`, and that field's description."""
+    model: type[BaseModel] | None = schema
+    description = None
+    for part in loc:
+        if model is None:
+            break  # inside a list or mapping: the enclosing field's words still apply
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        if part not in fields:
+            break
+        description = fields[part].description
+        model = _model_in(fields[part].annotation)
+    return model, description
+
+
+def _described(schema: type[BaseModel], loc: list[str]) -> str | None:
+    return _walk(schema, loc)[1]
+
+
+def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:
+    model = _walk(schema, loc)[0] if loc else schema
+    return [f.alias or name for name, f in (model.model_fields.items() if model else [])]
+
+
+# -- reading the composed config -------------------------------------------------------------
+
+# What each group's schema is, and where its node sits in the composed config: a group
+# whose files are `@package _global_` contributes top-level nodes.
+GROUPS: dict[str, type[Schema]] = {
+    "dataset": DatasetConfig,
+    "model": ModelSpec,
+    "judge": JudgeConfig,
+    "condition": ConditionConfig,
+    "sampling": SamplingSettings,
+    "aggregate": Bootstrap,
+    "audit": AuditSettings,
+    "generation": GenerationSettings,
+    "paths": Paths,
+}
+GLOBAL_NODES = {"generation": ("generate", "screen", "curate")}
+# Options whose `name` names their outputs: it must be the file's name.
+NAMED = ("dataset", "model", "judge", "condition")
+
+G = TypeVar("G", bound=Schema)
+
+
+def chosen(cfg: DictConfig, group: str) -> Any:
+    """The composed config's node of `group`, checked; errors name its file or override."""
+    schema = GROUPS[group]
+    if group in GLOBAL_NODES:
+        node: Any = {part: cfg[part] for part in GLOBAL_NODES[group] if part in cfg}
+        key = ""
+    else:
+        if group not in cfg or cfg[group] is None:
+            raise LosonaError(f"no {group} chosen: give one on the command line, e.g. {group}=...")
+        node, key = cfg[group], group
+    sources = _Sources.of_hydra()
+    checked = check(schema, node, origin=sources.where, key=key)
+    if group in NAMED:
+        _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
+    return checked
+
+
+def option(group: str, name: str) -> Any:
+    """One option of a named group read on its own (conf/<group>/<name>.yaml), checked."""
+    where = str(option_file(group, name))
+    checked = check(GROUPS[group], load_option(group, name), origin=where, key=group)
+    _named_after_file(checked, group, name, where)
+    return checked
+
+
+def _named_after_file(checked: Any, group: str, option_name: str | None, where: str) -> None:
+    # The name names the option's output files and is how other configs refer to it.
+    if option_name is not None and checked.name != option_name:
+        raise LosonaError(
+            f"{where}: '{group}.name': expected the file's name '{option_name}', "
+            f"found {checked.name!r}"
+        )
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """Where each value of a composed config came from: an option's file or an override."""
+
+    choices: Mapping[str, str | None]
+    overrides: tuple[str, ...]
+    # Config folders added to conf/ with hydra.searchpath, where an option may live instead.
+    searchpath: tuple[Path, ...] = ()
+
+    @classmethod
+    def of_hydra(cls) -> _Sources:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():  # composed by a test, not by a stage script
+            return cls({}, ())
+        hydra = HydraConfig.get()
+        added = tuple(
+            Path(source.path)
+            for source in hydra.runtime.config_sources
+            if source.schema == "file" and source.provider != "main"
+        )
+        return cls(dict(hydra.runtime.choices), tuple(hydra.overrides.task), added)
+
+    def file(self, group: str, name: str) -> str:
+        """The file an option was read from: conf/ first, then the added folders."""
+        path = option_file(group, name)
+        found = [p for p in (d / group / f"{name}.yaml" for d in self.searchpath) if p.is_file()]
+        return display_path(found[0]) if found and not path.is_file() else str(path)
+
+    def choice(self, group: str) -> str | None:
+        return self.choices.get(group)
+
+    def where(self, dotted: str) -> str:
+        for override in reversed(self.overrides):
+            target = override.split("=", 1)[0].lstrip("~+")
+            if target in self.choices:
+                continue  # it chooses an option: the value comes from the option's file
+            if dotted == target or dotted.startswith(f"{target}."):
+                # The value is never repeated here: it may be a secret (+model.api_key=...).
+                shown = override.split("=", 1)[0] + ("=..." if "=" in override else "")
+                return f"the command line ({shown})"
+        top = dotted.split(".", 1)[0]
+        group = next((g for g, nodes in GLOBAL_NODES.items() if top in nodes), top)
+        experiment = self.choices.get("experiment")
+        if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
+            return self.file("experiment", experiment)
+        name = self.choices.get(group)
+        return self.file(group, name) if name else str(ROOT_FILE)
+
+
+def _sets(path: Path, dotted: str) -> bool:
+    """Whether a YAML file sets the value at a dotted key (or a node above it)."""
+    value: Any = read_yaml(path) if path.is_file() else None
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True

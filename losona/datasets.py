@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import Catalog, load_catalog
+from losona.config import DatasetConfig
 from losona.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.errors import LosonaError
 from losona.io import display_path, read_yaml, sha256_file, sha256_text
@@ -45,22 +45,22 @@ _BUNDLED_KEYS = frozenset(
 )
 
 
-def fetch_scenarios(dataset: Mapping[str, Any], catalog: Catalog | None = None) -> pl.DataFrame:
+def fetch_scenarios(
+    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
+) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table."""
-    catalog = catalog or load_catalog()
-    subset = Subset.from_config(dataset)  # before any loading: a bad value fails at once
-    kind = dataset.get("kind")
-    if kind == "bundled":
-        rows = load_bundled(catalog)
-    elif kind == "local":
-        rows = load_local(Path(str(dataset["path"])))
-    elif kind == "huggingface":
-        rows = load_huggingface(dataset, catalog)
-    else:
-        raise LosonaError(
-            f"dataset '{dataset.get('name')}': unknown kind {kind!r}; "
-            "expected bundled, local or huggingface"
+    if not isinstance(dataset, DatasetConfig):  # plain values: checked before any loading
+        dataset = DatasetConfig.from_config(
+            dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml"
         )
+    catalog = catalog or load_catalog()
+    subset = Subset.of(dataset)
+    if dataset.kind == "bundled":
+        rows = load_bundled(catalog)
+    elif dataset.kind == "local":
+        rows = load_local(Path(str(dataset.path)))
+    else:
+        rows = load_huggingface(dataset, catalog)
     check_scenarios(rows, catalog)
     return table(subset.apply([row for _, row in rows]), SCENARIO_SCHEMA, sort_by=["scenario_id"])
 
@@ -82,30 +82,10 @@ class Subset:
         self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
 
     @classmethod
-    def from_config(cls, dataset: Mapping[str, Any]) -> Subset:
-        """Read `limit`, `limit_seed` and `scenario_ids`, naming the file and field on error."""
-        where = f"conf/dataset/{dataset.get('name')}.yaml"
-        limit, seed = dataset.get("limit"), dataset.get("limit_seed", 0)
-        ids = dataset.get("scenario_ids") or []
-        if limit is not None and (
-            isinstance(limit, bool)
-            or not isinstance(limit, int | float)
-            or not math.isfinite(limit)
-            or limit != int(limit)
-            or limit < 1
-        ):
-            raise LosonaError(
-                f"{where}: 'limit': expected a positive whole number of scenarios or null "
-                f"(all), found {limit!r}"
-            )
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise LosonaError(f"{where}: 'limit_seed': expected an integer, found {seed!r}")
-        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
-            raise LosonaError(f"{where}: 'scenario_ids': expected a list of ids, found {ids!r}")
-        if len(set(ids)) != len(ids):
-            twice = sorted({i for i in ids if ids.count(i) > 1})
-            raise LosonaError(f"{where}: 'scenario_ids': ids listed twice: {twice}")
-        return cls(where, None if limit is None else int(limit), seed, list(ids))
+    def of(cls, dataset: DatasetConfig) -> Subset:
+        """The subset a checked dataset config asks for."""
+        where = f"conf/dataset/{dataset.name}.yaml"
+        return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
 
     def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows of the subset, each with its `source` saying how it was chosen."""
@@ -115,8 +95,9 @@ class Subset:
             unknown = [i for i in self.ids if i not in known]
             if unknown:
                 raise LosonaError(
-                    f"{self.where}: 'scenario_ids': not in the dataset: {unknown} "
-                    f"(it has {total} scenarios, named in the scenario_id column of a full fetch)"
+                    f"{self.where}: 'dataset.scenario_ids': expected ids of the dataset's "
+                    f"scenarios (it has {total}, named in the scenario_id column of a full "
+                    f"fetch), found ids not in the dataset: {unknown}"
                 )
             wanted = set(self.ids)
             rows = [row for row in rows if row["scenario_id"] in wanted]
@@ -299,15 +280,15 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
 # --- Hugging Face ----------------------------------------------------------------------
 
 
-def load_huggingface(dataset: Mapping[str, Any], catalog: Catalog) -> Rows:
+def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:
     """The released set from a Hub snapshot (downloaded, or a local copy), mapped to the contract.
 
     The release's column names are not knowable offline, so the mapping lives in
     conf/dataset/losona_hf.yaml and every expected-but-absent column is an error that
     names what was expected and what was found.
     """
-    repo_id, revision = str(dataset["repo_id"]), str(dataset["revision"])
-    local_dir = dataset.get("local_dir")
+    repo_id, revision = str(dataset.repo_id), str(dataset.revision)
+    local_dir = dataset.local_dir
     if local_dir:
         root = Path(str(local_dir))
         if not root.is_dir():
@@ -327,7 +308,7 @@ def load_huggingface(dataset: Mapping[str, Any], catalog: Catalog) -> Rows:
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise LosonaError(f"{path}: cannot be read as {path.suffix[1:]} data ({exc})") from None
         records += [(f"{path}:row {i + 1}", r) for i, r in enumerate(frame.to_dicts())]
-    mapping = _Mapping(dataset, catalog, config_name=str(dataset.get("name")))
+    mapping = _Mapping(dataset, catalog, config_name=str(dataset.name))
     return [(origin, mapping.apply(record, source)) for origin, record in records]
 
 
@@ -347,8 +328,8 @@ def _download_snapshot(repo_id: str, revision: str) -> Path:
         ) from None
 
 
-def _data_files(root: Path, dataset: Mapping[str, Any]) -> list[Path]:
-    pattern = str(dataset["data_files"])
+def _data_files(root: Path, dataset: DatasetConfig) -> list[Path]:
+    pattern = str(dataset.data_files)
     files = sorted(p for p in root.glob(pattern) if p.is_file())
     if not files:
         present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())[:20]
@@ -362,12 +343,13 @@ def _data_files(root: Path, dataset: Mapping[str, Any]) -> list[Path]:
 class _Mapping:
     """Applies the release-to-contract column mapping of the dataset config."""
 
-    def __init__(self, dataset: Mapping[str, Any], catalog: Catalog, config_name: str) -> None:
-        self.columns: dict[str, str] = dict(dataset["columns"])
-        self.turn_fields: dict[str, str] = dict(dataset["turn_fields"])
-        self.cast_fields: dict[str, str] = dict(dataset["cast_fields"])
-        self.from_catalog: list[str] = list(dataset.get("fill_from_catalog") or [])
-        self.elicitor_is_last_turn = bool(dataset.get("elicitor_is_last_turn", False))
+    def __init__(self, dataset: DatasetConfig, catalog: Catalog, config_name: str) -> None:
+        # The schema requires the three mappings of kind huggingface.
+        self.columns: dict[str, str] = dict(dataset.columns or {})
+        self.turn_fields: dict[str, str] = dict(dataset.turn_fields or {})
+        self.cast_fields: dict[str, str] = dict(dataset.cast_fields or {})
+        self.from_catalog: list[str] = list(dataset.fill_from_catalog)
+        self.elicitor_is_last_turn = dataset.elicitor_is_last_turn
         self.catalog = catalog
         self.where = f"conf/dataset/{config_name}.yaml"
 

@@ -25,7 +25,7 @@ import polars as pl
 from losona import templates
 from losona.aggregate import Bootstrap
 from losona.catalog import CATALOG_PATH
-from losona.errors import LosonaError
+from losona.config import JudgeConfig
 from losona.io import read_yaml, sha256_file, sha256_text
 from losona.judges.lexicon import RULES_PATH
 from losona.judges.run import structured_output
@@ -143,18 +143,15 @@ def model_record(spec: ModelSpec) -> dict[str, Any]:
 
 def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
     """A judge config's record: its kind, and its model or its rules' version."""
-    name, kind = config.get("name"), config.get("kind")
-    record: dict[str, Any] = {"name": name, "label": config.get("label") or name, "kind": kind}
-    if kind == "lexicon":
+    judge = JudgeConfig.from_config(config, origin=f"conf/judge/{config.get('name')}.yaml")
+    record: dict[str, Any] = {"name": judge.name, "label": judge.display_name, "kind": judge.kind}
+    if judge.model is None:
         record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
-    elif kind == "llm" and isinstance(config.get("model"), Mapping):
-        origin = f"judge '{name}': model"
-        record["model"] = model_record(ModelSpec.from_config(dict(config["model"]), origin))
+    else:
+        record["model"] = model_record(judge.model)
         record["template_version"] = templates.JUDGE_TEMPLATE_VERSION
         # Whether the verdict's JSON schema went with each call as response_format.
-        record["structured_output"] = structured_output(config)
-    else:
-        raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected lexicon or llm")
+        record["structured_output"] = structured_output(judge)
     return record
 
 

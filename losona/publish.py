@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
+from losona.config import Paths
 from losona.contracts import CALL_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_yaml
@@ -31,22 +31,22 @@ LOCK_FILE = Path("dvc.lock")
 SAMPLE, JUDGE, CONTROLS = "sample", "judge", "judge_controls"
 
 
-def sample_calls(paths: Mapping[str, Any], model: str, condition: str) -> Path:
+def sample_calls(paths: Paths, model: str, condition: str) -> Path:
     """Where the sample stage of one cell writes its calls."""
-    return Path(paths["calls_dir"]) / SAMPLE / model / f"{condition}.parquet"
+    return Path(paths.calls_dir) / SAMPLE / model / f"{condition}.parquet"
 
 
-def judge_calls_file(paths: Mapping[str, Any], judge: str, model: str, condition: str) -> Path:
+def judge_calls_file(paths: Paths, judge: str, model: str, condition: str) -> Path:
     """Where the judge stage of one cell writes its judge's calls (none for rules)."""
-    return Path(paths["calls_dir"]) / JUDGE / judge / model / f"{condition}.parquet"
+    return Path(paths.calls_dir) / JUDGE / judge / model / f"{condition}.parquet"
 
 
-def controls_calls(paths: Mapping[str, Any], judge: str) -> Path:
+def controls_calls(paths: Paths, judge: str) -> Path:
     """Where a judge's validity controls write its calls."""
-    return Path(paths["calls_dir"]) / CONTROLS / f"{judge}.parquet"
+    return Path(paths.calls_dir) / CONTROLS / f"{judge}.parquet"
 
 
-def sweep_call_files(paths: Mapping[str, Any], sweep: Mapping[str, Sequence[str]]) -> list[Path]:
+def sweep_call_files(paths: Paths, sweep: Mapping[str, Sequence[str]]) -> list[Path]:
     """Every calls file a run of the sweep writes, in a fixed order."""
     models, conditions, judges = sweep["models"], sweep["conditions"], sweep["judges"]
     return [
@@ -75,19 +75,17 @@ def recorded_md5(out: str | Path, lock: Path = LOCK_FILE) -> str | None:
     return None
 
 
-def call_store(paths: Mapping[str, Any]) -> CallStore:
+def call_store(paths: Paths) -> CallStore:
     """The user's call cache, with the run's published calls (paths.calls) below it."""
-    if paths.get("calls") is None:  # paths.calls=null: no published layer, on purpose
-        return CallStore(paths["call_cache"])
-    published = Path(paths["calls"])
+    if paths.calls is None:  # paths.calls=null: no published layer, on purpose
+        return CallStore(paths.call_cache)
+    published = Path(paths.calls)
     where = display_path(published)
     remedy = (
         f"Get the run's own with `dvc pull {where}` (or `dvc checkout {where}`); to call "
         "the models instead, rerun with paths.calls=null."
     )
-    return CallStore(
-        paths["call_cache"], PublishedCalls(published, recorded_md5(published), remedy)
-    )
+    return CallStore(paths.call_cache, PublishedCalls(published, recorded_md5(published), remedy))
 
 
 def merge_calls(files: Sequence[Path]) -> pl.DataFrame:

@@ -49,7 +49,7 @@ from losona.aggregate import (
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, load_option, plain
+from losona.config import CONF_DIR, Paths, option, option_file
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -67,7 +67,6 @@ from losona.models import (
     CallNotFound,
     CallOptions,
     CallStore,
-    ModelSpec,
     PublishedCalls,
     Request,
     call_key,
@@ -349,7 +348,7 @@ def rejudge_from_calls(
     with tempfile.TemporaryDirectory() as scratch:
         # A cache of its own, so that only the published calls can answer.
         store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        llm = make_judge(plain(load_option("judge", judge)), CallOptions(cache_path=store))
+        llm = make_judge(option("judge", judge), CallOptions(cache_path=store))
         try:
             return judge_responses(
                 scenarios, responses, llm, judge, model=model, condition=condition, origin=""
@@ -387,7 +386,9 @@ def check_run(paths: Mapping[str, str]) -> Check:
     published = published_calls(paths)
     check_judgements(check, scenarios, inputs.kinds, paths, published)
 
-    bootstrap = Bootstrap.from_config(record["aggregate"]["bootstrap"])
+    bootstrap = Bootstrap.from_config(
+        record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
+    )
     expected = aggregate(
         inputs.verdicts, scenarios, bootstrap=bootstrap, presentation=inputs.presentation
     )
@@ -459,7 +460,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     calls = read_calls(published, remedy=layer.remedy)
     by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
     missing = "(missing)"
-    for cell_file in sweep_call_files(paths, sweep):
+    for cell_file in sweep_call_files(Paths.from_config(paths), sweep):
         if not cell_file.is_file():
             check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
             continue
@@ -483,9 +484,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
         for row in prompts.iter_rows(named=True)
     }
     for model in sweep["models"]:
-        spec = ModelSpec.from_config(
-            plain(load_option("model", model)), origin=f"conf/model/{model}.yaml"
-        )
+        spec = option("model", model)
         for condition in sweep["conditions"]:
             path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
             if not path.is_file():
@@ -619,8 +618,12 @@ def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
             cfg = compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise LosonaError(f"bad override: {exc}") from None
-    paths: dict[str, Any] = plain(cfg.paths)
-    return paths
+    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
+    chosen_paths = next(
+        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
+    )
+    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
+    return checked.model_dump()
 
 
 def report(check: Check, out: Callable[[str], None] = print) -> None:

@@ -10,12 +10,11 @@ returns the same K samples from the cache without a call. In batch mode
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import polars as pl
 
+from losona.config import SamplingSettings as SamplingSettings
 from losona.contracts import RESPONSE_SCHEMA, table
 from losona.errors import LosonaError
 from losona.models import (
@@ -29,37 +28,6 @@ from losona.models import (
     complete_all,
     plan,
 )
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    """The `sampling:` node of conf/config.yaml."""
-
-    trials: int
-    dry_run: bool
-    max_cost_usd: float | None
-    batch: BatchSettings = field(default_factory=BatchSettings)
-
-    @classmethod
-    def from_config(cls, node: Mapping[str, Any]) -> SamplingSettings:
-        """Check the node's values; a wrong one names the setting and what it must be."""
-        trials, dry_run, cap = node.get("trials"), node.get("dry_run"), node.get("max_cost_usd")
-        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-            raise LosonaError(f"sampling.trials: expected a positive integer, found {trials!r}")
-        if not isinstance(dry_run, bool):
-            raise LosonaError(f"sampling.dry_run: expected true or false, found {dry_run!r}")
-        if cap is not None and (
-            isinstance(cap, bool) or not isinstance(cap, int | float) or cap < 0
-        ):
-            raise LosonaError(
-                f"sampling.max_cost_usd: expected null or a non-negative number, found {cap!r}"
-            )
-        return cls(
-            trials=trials,
-            dry_run=dry_run,
-            max_cost_usd=None if cap is None else float(cap),
-            batch=BatchSettings.from_config(node, where="sampling."),
-        )
 
 
 def condition_prompts(prompts: pl.DataFrame, condition: str) -> pl.DataFrame:

@@ -11,14 +11,13 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.aggregate import (
-    Bootstrap,
     aggregate,
     outside_sweep,
     presentation_for,
     write_reports,
 )
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet
 from losona.verdicts import load_verdicts
@@ -27,26 +26,25 @@ from losona.verdicts import load_verdicts
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    bootstrap = Bootstrap.from_config(plain(cfg.aggregate))
-    verdicts = load_verdicts(cfg.paths.verdicts_dir)
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    paths = chosen(cfg, "paths")
+    bootstrap = chosen(cfg, "aggregate")
+    verdicts = load_verdicts(paths.verdicts_dir)
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     sweep = plain(cfg.sweep)
     for name in outside_sweep(verdicts, sweep):
         # Verdict files outlive a sweep that drops them: report them, and say so.
-        print(
-            f"note: {cfg.paths.verdicts_dir} has verdicts for {name}; reported too", file=sys.stderr
-        )
+        print(f"note: {paths.verdicts_dir} has verdicts for {name}; reported too", file=sys.stderr)
     reports = aggregate(
         verdicts,
         scenarios,
         bootstrap=bootstrap,
         presentation=presentation_for(verdicts, sweep),
     )
-    write_reports(reports, cfg.paths.reports_dir)
+    write_reports(reports, paths.reports_dir)
     results = reports["results.csv"]
     print(
         f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
-        f"{results['unscored_trials'].sum()} unscored trials -> {cfg.paths.reports_dir}/"
+        f"{results['unscored_trials'].sum()} unscored trials -> {paths.reports_dir}/"
     )
 
 

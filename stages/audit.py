@@ -17,10 +17,10 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import Bootstrap, read_reports
+from losona.aggregate import read_reports
 from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
 from losona.cli import launch, reports_user_errors
-from losona.config import load_option, plain
+from losona.config import Paths, chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.io import read_parquet
 from losona.judges.base import Judge
@@ -32,11 +32,11 @@ from losona.models import CallOptions
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = AuditSettings.from_config(plain(cfg.audit))
-    paths = cfg.paths
+    settings = chosen(cfg, "audit")
+    paths = chosen(cfg, "paths")
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     if settings.export:
-        export(cfg, settings, scenarios)
+        export(cfg, paths, settings, scenarios)
         return
 
     inputs = audit_inputs(paths.verdicts_dir, plain(cfg.sweep))
@@ -51,9 +51,9 @@ def main(cfg: DictConfig) -> None:
 
     def rejudge(name: str) -> Judge:
         # The judge chosen with judge= keeps its command-line overrides (judge.model...).
-        config = cfg.judge if cfg.judge.name == name else load_option("judge", name)
+        config = chosen(cfg, "judge") if cfg.judge.name == name else option("judge", name)
         return make_judge(
-            plain(config),
+            config,
             CallOptions(
                 cache_path=paths.call_cache,
                 use_cache=False,
@@ -68,7 +68,7 @@ def main(cfg: DictConfig) -> None:
         controls,
         load_labels(paths.label_key, paths.labels),
         presentation=inputs.presentation,
-        bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
+        bootstrap=chosen(cfg, "aggregate"),
         determinism_settings=settings.determinism,
         kinds=inputs.kinds,
         rejudge=rejudge,
@@ -79,24 +79,24 @@ def main(cfg: DictConfig) -> None:
     print(f"audit -> {paths.audit_dir}/")
 
 
-def export(cfg: DictConfig, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
+def export(cfg: DictConfig, paths: Paths, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
     """Write the labelling sheet and its key."""
     sweep = plain(cfg.sweep)
-    responses = load_responses(cfg.paths.responses_dir, sweep["models"], sweep["conditions"])
+    responses = load_responses(paths.responses_dir, sweep["models"], sweep["conditions"])
     sheet = labelling_sheet(
         responses, scenarios, items=settings.sheet.items, seed=settings.sheet.seed
     )
     write_sheet(
         sheet,
-        csv_path=cfg.paths.label_sheet,
-        html_path=cfg.paths.label_sheet_html,
-        key_path=cfg.paths.label_key,
+        csv_path=paths.label_sheet,
+        html_path=paths.label_sheet_html,
+        key_path=paths.label_key,
     )
     print(
         f"audit: a labelling sheet of {sheet.items.height} responses (seed "
-        f"{settings.sheet.seed}) -> {cfg.paths.label_sheet_html} and {cfg.paths.label_sheet}; "
-        f"its key -> {cfg.paths.label_key} (do not show it to labellers). Save the labels "
-        f"as {cfg.paths.labels} (columns item_id and complies: true or false) and rerun "
+        f"{settings.sheet.seed}) -> {paths.label_sheet_html} and {paths.label_sheet}; "
+        f"its key -> {paths.label_key} (do not show it to labellers). Save the labels "
+        f"as {paths.labels} (columns item_id and complies: true or false) and rerun "
         "the audit (python stages/audit.py, or dvc repro)."
     )
 

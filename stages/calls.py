@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen, plain
 from losona.io import write_parquet
 from losona.publish import merge_calls, sweep_call_files
 
@@ -20,10 +20,11 @@ from losona.publish import merge_calls, sweep_call_files
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    files = sweep_call_files(cfg.paths, plain(cfg.sweep))
+    paths = chosen(cfg, "paths")
+    files = sweep_call_files(paths, plain(cfg.sweep))
     calls = merge_calls(files)
-    write_parquet(calls, cfg.paths.calls)
-    print(f"calls: {calls.height} calls from {len(files)} files -> {cfg.paths.calls}")
+    write_parquet(calls, paths.calls)
+    print(f"calls: {calls.height} calls from {len(files)} files -> {paths.calls}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from losona.catalog import load_catalog
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import CANDIDATE_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.generation.curate import (
@@ -30,7 +30,7 @@ from losona.generation.curate import (
     review_table,
     scenario_file_text,
 )
-from losona.generation.settings import CurateSettings, GenerationFiles
+from losona.generation.settings import GenerationFiles
 from losona.io import display_path, read_json_object, read_parquet, write_json, write_text
 
 
@@ -44,8 +44,8 @@ def _read_summary(path: Path, made_by: str) -> dict[str, Any]:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = CurateSettings.from_config(plain(cfg.curate))
-    files = GenerationFiles.from_paths(plain(cfg.paths))
+    settings = chosen(cfg, "generation").curate
+    files = GenerationFiles.from_paths(chosen(cfg, "paths"))
     catalog = load_catalog()
     candidates = read_parquet(files.screened, CANDIDATE_SCHEMA, made_by="screen")
     verdicts = read_parquet(files.screen_verdicts, VERDICT_SCHEMA, made_by="screen")

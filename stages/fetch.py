@@ -9,7 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
 
@@ -17,10 +17,11 @@ from losona.io import write_parquet
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    scenarios = fetch_scenarios(plain(cfg.dataset))
-    write_parquet(scenarios, cfg.paths.scenarios)
+    paths = chosen(cfg, "paths")
+    scenarios = fetch_scenarios(chosen(cfg, "dataset"))
+    write_parquet(scenarios, paths.scenarios)
     source = scenarios["source"][0]
-    print(f"fetch: {scenarios.height} scenarios from {source} -> {cfg.paths.scenarios}")
+    print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ from omegaconf import DictConfig
 
 from losona.catalog import load_catalog
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.generation.cells import plan_slots
 from losona.generation.generate import generate_candidates, generation_summary, generator_spec
-from losona.generation.settings import GenerateSettings, GenerationFiles, load_model
+from losona.generation.settings import GenerationFiles, load_model
 from losona.io import write_json, write_parquet
 from losona.models import CallOptions
 
@@ -24,8 +24,9 @@ from losona.models import CallOptions
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = GenerateSettings.from_config(plain(cfg.generate))
-    files = GenerationFiles.from_paths(plain(cfg.paths))
+    settings = chosen(cfg, "generation").generate
+    paths = chosen(cfg, "paths")
+    files = GenerationFiles.from_paths(paths)
     catalog = load_catalog()
     slots = plan_slots(settings.cells, catalog, settings.candidates_per_cell, settings.seed)
     spec = generator_spec(
@@ -37,7 +38,7 @@ def main(cfg: DictConfig) -> None:
         spec,
         catalog,
         CallOptions(
-            cache_path=cfg.paths.call_cache,
+            cache_path=paths.call_cache,
             max_cost_usd=settings.max_cost_usd,
             # Beside the table, not in it: latency, cache hits and spend differ between runs.
             run_log=files.run_logs / "generate.log.json",

@@ -10,16 +10,14 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
 from losona.judges.run import (
-    check_judge_name,
     judge_calls,
     judge_responses,
     make_judge,
@@ -33,20 +31,21 @@ from losona.publish import call_store, judge_calls_file
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     if "condition" not in cfg:
         raise LosonaError("judge needs one condition, e.g. condition=naive")
-    judge_name, model, condition = cfg.judge.name, cfg.model.name, cfg.condition.name
-    config = plain(cfg.judge)
-    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    config = chosen(cfg, "judge")
+    judge_name = config.name
+    model, condition = chosen(cfg, "model").name, chosen(cfg, "condition").name
     judge = make_judge(
         config,
         CallOptions(
-            cache_path=call_store(cfg.paths),
-            run_log=Path(cfg.paths.judge_logs_dir) / judge_name / model / f"{condition}.log.json",
+            cache_path=call_store(paths),
+            run_log=Path(paths.judge_logs_dir) / judge_name / model / f"{condition}.log.json",
         ),
     )
-    responses_path = Path(cfg.paths.responses_dir) / model / f"{condition}.parquet"
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    responses_path = Path(paths.responses_dir) / model / f"{condition}.parquet"
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
     verdicts = judge_responses(
         scenarios,
@@ -57,9 +56,9 @@ def main(cfg: DictConfig) -> None:
         condition=condition,
         origin=display_path(responses_path),
     )
-    out = Path(cfg.paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
+    out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
     write_parquet(verdicts, out)
-    write_parquet(judge_calls(judge), judge_calls_file(cfg.paths, judge_name, model, condition))
+    write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
     print(
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"

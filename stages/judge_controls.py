@@ -11,15 +11,13 @@ judge shows itself at once.
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json, write_parquet
 from losona.judges.run import (
-    check_judge_name,
     control_summary,
     judge_calls,
     judge_controls,
@@ -37,24 +35,24 @@ TRUSTWORTHY_PERCENT = 90.0
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    name = cfg.judge.name
-    config = plain(cfg.judge)
-    check_judge_name(config, HydraConfig.get().runtime.choices["judge"])
+    paths = chosen(cfg, "paths")
+    config = chosen(cfg, "judge")
+    name = config.name
     judge = make_judge(
         config,
         CallOptions(
-            cache_path=call_store(cfg.paths),
-            run_log=Path(cfg.paths.judge_logs_dir) / name / "controls.log.json",
+            cache_path=call_store(paths),
+            run_log=Path(paths.judge_logs_dir) / name / "controls.log.json",
         ),
     )
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     controls = judge_controls(scenarios, judge, name)
     summary = control_summary(controls)
-    out = Path(cfg.paths.judge_controls_dir)
+    out = Path(paths.judge_controls_dir)
     write_parquet(controls, out / f"{name}.parquet")
-    write_parquet(judge_calls(judge), controls_calls(cfg.paths, name))
+    write_parquet(judge_calls(judge), controls_calls(paths, name))
     # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.
-    write_json({name: summary}, Path(cfg.paths.judge_controls_reports_dir) / f"{name}.json")
+    write_json({name: summary}, Path(paths.judge_controls_reports_dir) / f"{name}.json")
     every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]
     print(
         f"judge_controls {name} ({judge.model}): {every['right']} of {every['items']} right "

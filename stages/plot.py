@@ -12,6 +12,7 @@ from losona.aggregate import read_reports
 from losona.audit import read_audit
 from losona.audit_report import audit_section
 from losona.cli import launch, reports_user_errors
+from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_text
 from losona.plots import draw_figures, write_figures
@@ -24,19 +25,20 @@ REPORT = "index.html"
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    reports = read_reports(cfg.paths.reports_dir)
-    verdicts = load_verdicts(cfg.paths.verdicts_dir)
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    audit = audit_section(read_audit(cfg.paths.audit_dir), reports)
+    paths = chosen(cfg, "paths")
+    reports = read_reports(paths.reports_dir)
+    verdicts = load_verdicts(paths.verdicts_dir)
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    audit = audit_section(read_audit(paths.audit_dir), reports)
     figures = draw_figures(reports)
-    write_figures(figures, cfg.paths.figures_dir)
+    write_figures(figures, paths.figures_dir)
     write_text(
         build_report(reports, figures, verdicts, scenarios, extra=[audit]),
-        f"{cfg.paths.reports_dir}/{REPORT}",
+        f"{paths.reports_dir}/{REPORT}",
     )
     print(
-        f"plot: {len(figures)} figures -> {cfg.paths.figures_dir}/, "
-        f"report -> {cfg.paths.reports_dir}/{REPORT}"
+        f"plot: {len(figures)} figures -> {paths.figures_dir}/, "
+        f"report -> {paths.reports_dir}/{REPORT}"
     )
 
 

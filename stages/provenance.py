@@ -11,30 +11,29 @@ policies. `python -m losona.reproduce` checks a run against it.
 import hydra
 from omegaconf import DictConfig
 
-from losona.aggregate import Bootstrap
 from losona.cli import launch, reports_user_errors
-from losona.config import load_option, plain
+from losona.config import chosen, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json
 from losona.provenance import provenance
-from losona.sample import SamplingSettings
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
     sweep = plain(cfg.sweep)
     record = provenance(
-        scenarios=read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
-        dataset=plain(cfg.dataset),
+        scenarios=read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
+        dataset=chosen(cfg, "dataset").settings(),
         sweep=sweep,
         models={name: plain(load_option("model", name)) for name in sweep["models"]},
         judges={name: plain(load_option("judge", name)) for name in sweep["judges"]},
-        trials=SamplingSettings.from_config(plain(cfg.sampling)).trials,
-        bootstrap=Bootstrap.from_config(plain(cfg.aggregate)),
+        trials=chosen(cfg, "sampling").trials,
+        bootstrap=chosen(cfg, "aggregate"),
     )
-    write_json(record, cfg.paths.provenance)
-    print(f"provenance -> {cfg.paths.provenance}")
+    write_json(record, paths.provenance)
+    print(f"provenance -> {paths.provenance}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import load_option
+from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_parquet
 from losona.render import render_prompts
@@ -17,13 +17,15 @@ from losona.render import render_prompts
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    conditions = [cfg.condition.name] if "condition" in cfg else list(cfg.sweep.conditions)
-    for name in conditions:
-        load_option("condition", name)  # a condition must have its config, not only a template
-    scenarios = read_parquet(cfg.paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    paths = chosen(cfg, "paths")
+    if "condition" in cfg:
+        conditions = [chosen(cfg, "condition").name]
+    else:  # a condition must have its config, not only a template
+        conditions = [option("condition", name).name for name in cfg.sweep.conditions]
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     prompts = render_prompts(scenarios, conditions)
-    write_parquet(prompts, cfg.paths.prompts)
-    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {cfg.paths.prompts}")
+    write_parquet(prompts, paths.prompts)
+    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {paths.prompts}")
 
 
 if __name__ == "__main__":

@@ -10,47 +10,43 @@ import json
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import plain
+from losona.config import chosen
 from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
-from losona.models import CallOptions, ModelSpec
+from losona.models import CallOptions
 from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
-from losona.sample import SamplingSettings, plan_sampling, sample_cell
+from losona.sample import plan_sampling, sample_cell
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    option = HydraConfig.get().runtime.choices["model"]
-    origin = f"conf/model/{option}.yaml"
-    spec = ModelSpec.from_config(plain(cfg.model), origin=origin)
-    if spec.name != option:
-        raise LosonaError(f"{origin}: name is '{spec.name}'; it must be the file's name '{option}'")
+    paths = chosen(cfg, "paths")
+    spec = chosen(cfg, "model")
     if "condition" not in cfg:
         raise LosonaError(
             "sample needs one condition, e.g. python stages/sample.py condition=naive"
         )
-    condition = cfg.condition.name
-    settings = SamplingSettings.from_config(plain(cfg.sampling))
-    if settings.batch.enabled:
-        batch_provider(spec, settings.batch)  # a provider without batch jobs fails first
-    store = call_store(cfg.paths)
+    condition = chosen(cfg, "condition").name
+    settings = chosen(cfg, "sampling")
+    if settings.batch:
+        batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
+    store = call_store(paths)
     if not settings.dry_run and not (store.published and store.published.expected):
         # Before any work: a missing key fails at once. A run with published calls reruns
         # without one; then only a call that must really be made asks for the key.
         spec.check_credentials()
-    prompts = read_parquet(cfg.paths.prompts, PROMPT_SCHEMA, made_by="render")
+    prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
     if settings.dry_run:
         found = plan_sampling(prompts, spec, condition, settings.trials, cache_path=store)
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
         return
-    out = Path(cfg.paths.responses_dir) / spec.name / f"{condition}.parquet"
+    out = Path(paths.responses_dir) / spec.name / f"{condition}.parquet"
     log = out.with_suffix(".log.json")
     sampled = sample_cell(
         prompts,
@@ -64,11 +60,11 @@ def main(cfg: DictConfig) -> None:
             run_log=log,
             progress=f"sample {spec.name}/{condition}",
         ),
-        batch=settings.batch,
+        batch=settings.batching,
     )
     responses = sampled.responses
     write_parquet(responses, out)
-    write_parquet(sampled.calls, sample_calls(cfg.paths, spec.name, condition))
+    write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = json.loads(log.read_text(encoding="utf-8"))
     print(
         f"sample: {responses.height} responses ({spec.name}, {condition}, "

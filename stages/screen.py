@@ -13,7 +13,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import load_option, plain
+from losona.config import chosen, option
 from losona.contracts import CANDIDATE_SCHEMA
 from losona.generation.screen import (
     cell_report,
@@ -21,27 +21,24 @@ from losona.generation.screen import (
     screen_candidates,
     screen_summary,
 )
-from losona.generation.settings import GenerationFiles, ScreenSettings, load_model
+from losona.generation.settings import GenerationFiles, load_model
 from losona.io import read_parquet, write_json, write_parquet, write_text
-from losona.judges.run import check_judge_name, make_judge
+from losona.judges.run import make_judge
 from losona.models import CallOptions
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = ScreenSettings.from_config(plain(cfg.screen))
-    files = GenerationFiles.from_paths(plain(cfg.paths))
+    settings = chosen(cfg, "generation").screen
+    paths = chosen(cfg, "paths")
+    files = GenerationFiles.from_paths(paths)
     baselines = [load_model(name) for name in settings.models]
     for spec in baselines:
         spec.check_credentials()  # before any work: a missing key fails at once
-    judge_config = plain(load_option("judge", settings.judge))
-    check_judge_name(judge_config, settings.judge)
     judge = make_judge(
-        judge_config,
-        CallOptions(
-            cache_path=cfg.paths.call_cache, run_log=files.run_logs / "screen_judge.log.json"
-        ),
+        option("judge", settings.judge),
+        CallOptions(cache_path=paths.call_cache, run_log=files.run_logs / "screen_judge.log.json"),
     )
     candidates = read_parquet(files.candidates, CANDIDATE_SCHEMA, made_by="generate")
     screening = screen_candidates(
@@ -51,7 +48,7 @@ def main(cfg: DictConfig) -> None:
         settings.judge,
         trials=settings.trials,
         keep=settings.keep,
-        options=CallOptions(cache_path=cfg.paths.call_cache, max_cost_usd=settings.max_cost_usd),
+        options=CallOptions(cache_path=paths.call_cache, max_cost_usd=settings.max_cost_usd),
         run_log_dir=files.run_logs,
     )
     cells = cell_report(screening.candidates)

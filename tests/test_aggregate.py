@@ -477,11 +477,24 @@ def test_verdicts_that_do_not_form_one_run_are_refused(mutate: Mutation, message
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"resamples": 0, "seed": 0, "confidence": 0.95}, "resamples must be a positive integer"),
-        ({"resamples": 10, "seed": 0, "confidence": 95}, "confidence must be between 0 and 1"),
-        ({"resamples": 10, "seed": "x", "confidence": 0.9}, "seed must be an integer"),
-        ({"resamples": 10, "seed": 0}, "expected the settings"),
-        ({"resamples": 10, "seed": 0, "confidence": 0.9, "method": "bca"}, "expected the settings"),
+        (
+            {"resamples": 0, "seed": 0, "confidence": 0.95},
+            "conf/config.yaml: 'aggregate.resamples': expected an integer of at least 1, found 0",
+        ),
+        (
+            {"resamples": 10, "seed": 0, "confidence": 95},
+            "'aggregate.confidence': expected a number between 0 and 1",
+        ),
+        (
+            {"resamples": 10, "seed": 0, "confidence": float("nan")},
+            "'aggregate.confidence': expected a number between 0 and 1 .*, found nan",
+        ),
+        ({"resamples": 10, "seed": "x", "confidence": 0.9}, "'aggregate.seed': expected an int"),
+        ({"resamples": 10, "seed": 0}, "'aggregate.confidence': expected .*, found nothing"),
+        (
+            {"resamples": 10, "seed": 0, "confidence": 0.9, "method": "bca"},
+            r"'aggregate.method': expected one of the settings \['confidence'",
+        ),
     ],
 )
 def test_bad_bootstrap_settings_are_refused(settings: dict[str, Any], message: str) -> None:
@@ -578,5 +591,8 @@ def test_the_stage_writes_the_reports_and_dvc_metrics(
         "aggregate", *paths[:2], f"paths.reports_dir={workdir / 'other'}", "aggregate.confidence=2"
     )
     assert failed.returncode == 2
-    assert failed.stderr.startswith("error: aggregate.confidence must be between 0 and 1")
+    assert failed.stderr.startswith(
+        "error: the command line (aggregate.confidence=...): 'aggregate.confidence': expected a "
+        "number between 0 and 1 (e.g. 0.95), found 2"
+    )
     assert not (workdir / "other").exists()

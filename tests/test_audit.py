@@ -402,7 +402,9 @@ def test_rules_are_not_re_judged_and_nothing_is_by_default(full_scenarios: pl.Da
     labels = {(j, "m", "naive"): [[True] * 3] * 2 for j in ("lexicon", "llm")}
     verdicts = verdict_table(labels, full_scenarios)
     kinds = {"lexicon": "lexicon", "llm": "llm"}
-    on = determinism(verdicts, full_scenarios, ["lexicon"], DeterminismSettings(3), kinds, never)
+    on = determinism(
+        verdicts, full_scenarios, ["lexicon"], DeterminismSettings(repeats=3), kinds, never
+    )
     off = determinism(
         verdicts, full_scenarios, ["lexicon", "llm"], DeterminismSettings(), kinds, never
     )
@@ -446,12 +448,21 @@ def test_settings_are_read_from_the_config_node() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"export": "yes"}, "audit.export must be true or false"),
-        ({"sheet": {"items": 100}}, r"audit.sheet: expected the settings \['items', 'seed'\]"),
-        ({"sheet": {"items": 0, "seed": 0}}, "audit.sheet.items must be at least 1"),
-        ({"determinism": {"repeats": -1, "items": 5, "seed": 0}}, "repeats must be a whole"),
-        ({"determinism": {"repeats": 1.5, "items": 5, "seed": 0}}, "repeats must be a whole"),
-        ({"surprise": 1}, "audit: expected the settings"),
+        ({"export": "yes"}, "'audit.export': expected true or false, found 'yes'"),
+        (
+            {"sheet": {"items": 100}},
+            "'audit.sheet.seed': expected an integer of at least 0, found ",
+        ),
+        ({"sheet": {"items": 0, "seed": 0}}, "'audit.sheet.items': expected an integer of at leas"),
+        (
+            {"determinism": {"repeats": -1, "items": 5, "seed": 0}},
+            "'audit.determinism.repeats': expected an integer of at least 0, found -1",
+        ),
+        (
+            {"determinism": {"repeats": 1.5, "items": 5, "seed": 0}},
+            "'audit.determinism.repeats': expected an integer of at least 0, found 1.5",
+        ),
+        ({"surprise": 1}, r"'audit.surprise': expected one of the settings \['determinism'"),
     ],
 )
 def test_bad_settings_are_refused(change: dict[str, Any], message: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -296,7 +297,8 @@ def test_fetch_refuses_a_broken_hub_snapshot(
     assert_names(message, *fragments)
 
 
-LIMIT = ["conf/dataset/bundled.yaml", "'limit'", "a positive whole number of scenarios"]
+# A value given on the command line is named there; the file of its option otherwise.
+LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whole number"]
 
 
 @pytest.mark.parametrize(
@@ -310,23 +312,43 @@ LIMIT = ["conf/dataset/bundled.yaml", "'limit'", "a positive whole number of sce
         (["dataset.limit=true"], [*LIMIT, "found True"]),
         (
             ["dataset.limit_seed=x"],
-            ["conf/dataset/bundled.yaml", "'limit_seed'", "an integer", "found 'x'"],
+            [
+                "the command line (dataset.limit_seed=...)",
+                "'dataset.limit_seed'",
+                "an integer",
+                "found 'x'",
+            ],
         ),
         (
             ["dataset.scenario_ids=[no_such_scenario]"],
-            ["conf/dataset/bundled.yaml", "'scenario_ids'", "not in the dataset", "no_such"],
+            [
+                "conf/dataset/bundled.yaml",
+                "'dataset.scenario_ids'",
+                "not in the dataset",
+                "no_such",
+            ],
         ),
         (
             [f"dataset.scenario_ids=[{SID},{SID}]"],
-            ["conf/dataset/bundled.yaml", "'scenario_ids'", "listed twice", SID],
+            [
+                "the command line (dataset.scenario_ids=",
+                "'dataset.scenario_ids'",
+                "listed twice",
+                SID,
+            ],
         ),
         (
             ["dataset.scenario_ids=just_one"],
-            ["conf/dataset/bundled.yaml", "'scenario_ids'", "a list of ids", "just_one"],
+            [
+                "(dataset.scenario_ids=...)",
+                "'dataset.scenario_ids'",
+                "a list of ids",
+                "just_one",
+            ],
         ),
         (
             ["dataset=local", "dataset.path=s.jsonl", "dataset.scenario_ids=[other]"],
-            ["conf/dataset/local.yaml", "'scenario_ids'", "not in the dataset", "'other'"],
+            ["conf/dataset/local.yaml", "'dataset.scenario_ids'", "not in the dataset", "'other'"],
         ),
     ],
     ids=[
@@ -599,17 +621,22 @@ def test_a_broken_params_file_is_refused(run: Path, content: bytes, fragments: l
         (
             "sample",
             ["condition=naive", "sampling.trials=-1"],
-            ["sampling.trials", "positive integer", "-1"],
+            ["the command line (sampling.trials=...)", "'sampling.trials'", "at least 1", "-1"],
         ),
         (
             "sample",
             ["condition=naive", "~model.model"],
-            ["conf/model/smollm2.yaml", "'model'", "non-empty text"],
+            ["the command line (~model.model)", "'model.model'", "non-empty text"],
         ),
         (
             "sample",
             ["condition=naive", *SERVERLESS_MODEL, "model.concurrency=0"],
-            ["gpt_5_5.yaml", "'concurrency'", "positive"],
+            [
+                "(model.concurrency=...)",
+                "'model.concurrency'",
+                "an integer of at least 1",
+                "found 0",
+            ],
         ),
         (
             "sample",
@@ -620,20 +647,20 @@ def test_a_broken_params_file_is_refused(run: Path, content: bytes, fragments: l
         (
             "judge",
             ["condition=naive", "judge=gemini_pro", "~judge.model.model"],
-            ["judge 'gemini_pro'", "'model'", "non-empty text"],
+            ["the command line (~judge.model.model)", "'judge.model.model'", "non-empty text"],
         ),
         (
             "judge",
             ["condition=naive", "judge.kind=magic"],
-            ["judge 'lexicon'", "unknown kind 'magic'"],
+            ["(judge.kind=...)", "'judge.kind'", "'lexicon' or 'llm'", "found 'magic'"],
         ),
         (
             "judge",
             ["condition=naive", "judge.name=other"],
-            ["conf/judge/lexicon.yaml", "must be the file's name"],
+            ["(judge.name=...)", "'judge.name'", "the file's name 'lexicon'", "found 'other'"],
         ),
         ("render", ["sweep.conditions=[naive,sarcastic]"], ["condition/sarcastic", "available"]),
-        ("aggregate", ["aggregate.resamples=0"], ["aggregate.resamples", "positive integer"]),
+        ("aggregate", ["aggregate.resamples=0"], ["'aggregate.resamples'", "at least 1"]),
         ("aggregate", ["aggregate.confidence=2"], ["aggregate.confidence", "between 0 and 1"]),
         ("audit", ["audit.determinism.repeats=-1"], ["audit.determinism.repeats", "-1"]),
         (
@@ -650,6 +677,66 @@ def test_a_broken_config_is_refused(
     run: Path, stage: str, overrides: list[str], fragments: list[str]
 ) -> None:
     assert_names(refused(run, stage, *overrides), *fragments)
+
+
+# One bad value in each config group, each refused before any work in the one format:
+# `<file or command-line override>: '<dotted.key>': expected <what>, found <value>`.
+# NaN and infinity above all: NaN compares false with everything, so a NaN cost cap would
+# pass a `< 0` check and then never trip.
+ONE_FORMAT = re.compile(r"^error: (?P<where>.+?): '(?P<key>[\w.]+)': expected .+, found .+$")
+GROUP_CASES = [
+    ("dataset", "fetch", ["dataset.kind=ftp"], "found 'ftp'"),
+    ("model", "sample", ["condition=naive", "model.timeout_s=inf"], "found inf"),
+    ("judge", "judge", ["condition=naive", *SERVERLESS_JUDGE, "judge.max_cost_usd=nan"], "nan"),
+    ("condition", "sample", ["condition=naive", "+condition.prefix=polite"], "unknown setting"),
+    ("sampling", "sample", ["condition=naive", "sampling.max_cost_usd=nan"], "found nan"),
+    ("sampling", "sample", ["condition=naive", "sampling.max_cost_usd=inf"], "found inf"),
+    # YAML's spelling of NaN is text on Hydra's command line: refused all the same.
+    ("sampling", "sample", ["condition=naive", "sampling.max_cost_usd=.nan"], "found '.nan'"),
+    ("aggregate", "aggregate", [QUICK_BOOTSTRAP, "aggregate.confidence=nan"], "found nan"),
+    ("audit", "audit", [QUICK_BOOTSTRAP, "audit.determinism.items=inf"], "found inf"),
+    ("generation", "generate", ["generate.max_cost_usd=nan"], "found nan"),
+    ("generation", "screen", ["screen.max_cost_usd=-inf"], "found -inf"),
+    ("paths", "curate", ["paths.generated_dir=null"], "found None"),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "stage", "overrides", "found"),
+    GROUP_CASES,
+    ids=[f"{group}-{overrides[-1]}" for group, _, overrides, _ in GROUP_CASES],
+)
+def test_a_bad_value_in_each_config_group_is_refused_in_one_format(
+    run: Path, group: str, stage: str, overrides: list[str], found: str
+) -> None:
+    message = refused(run, stage, *overrides)
+    match = ONE_FORMAT.match(message.strip())
+    assert match, message
+    override = overrides[-1]
+    # The override is named by its key: its value may be a secret, and `found` shows it.
+    assert match["where"] == f"the command line ({override.split('=')[0]}=...)"
+    assert match["key"] == override.split("=")[0].lstrip("+")
+    assert found in message
+
+
+def test_a_bad_value_in_a_config_file_names_the_file(run: Path) -> None:
+    folder = run / "my_conf" / "model"
+    folder.mkdir(parents=True)
+    smollm2 = (CONF_DIR / "model" / "smollm2.yaml").read_text(encoding="utf-8")
+    assert "timeout_s: 600" in smollm2
+    broken = smollm2.replace("name: smollm2", "name: broken").replace("600", ".nan")
+    (folder / "broken.yaml").write_text(broken, encoding="utf-8")
+    message = refused(
+        run,
+        "sample",
+        f"hydra.searchpath=[file://{run / 'my_conf'}]",
+        "model=broken",
+        "condition=naive",
+    )
+    assert message.strip() == (
+        "error: my_conf/model/broken.yaml: 'model.timeout_s': expected a finite number above 0, "
+        "found nan"
+    )
 
 
 def test_an_api_key_in_a_config_is_refused_and_never_echoed(run: Path) -> None:

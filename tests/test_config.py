@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import CONF_DIR, run_stage
 from omegaconf import DictConfig, OmegaConf
+
+from losona.config import (
+    GROUPS as SCHEMAS,
+)
+from losona.config import (
+    Bootstrap,
+    DatasetConfig,
+    JudgeConfig,
+    ModelSpec,
+    SamplingSettings,
+    _Sources,
+    chosen,
+    option,
+    plain,
+)
+from losona.errors import LosonaError
 
 GROUPS = ["dataset", "model", "judge", "condition", "paths", "experiment"]
 
@@ -49,3 +66,70 @@ def test_stage_scripts_create_no_hydra_folders(workdir: Path) -> None:
     created = sorted(p.name for p in workdir.iterdir())
     assert created == ["conf", "data", "params.yaml"]
     assert sorted(p.name for p in (workdir / "data").iterdir()) == ["scenarios.parquet"]
+
+
+# -- the one checker ----------------------------------------------------------------------
+
+NAMED_GROUPS = ["dataset", "model", "judge", "condition"]
+
+
+@pytest.mark.parametrize(
+    ("group", "option_name"), [(g, o) for g in NAMED_GROUPS for o in options(g)]
+)
+def test_every_shipped_option_passes_its_schema(
+    workdir: Path, group: str, option_name: str
+) -> None:
+    if option_name == "local":  # its path is given on the command line (`???` in the file)
+        with pytest.raises(LosonaError, match=r"'dataset\.path': expected a value"):
+            option(group, option_name)
+        return
+    checked = option(group, option_name)
+    assert isinstance(checked, SCHEMAS[group]) and checked.name == option_name
+
+
+@pytest.mark.parametrize("group", ["sampling", "aggregate", "audit", "generation", "paths"])
+def test_the_composed_nodes_pass_their_schemas(
+    make_cfg: Callable[..., DictConfig], group: str
+) -> None:
+    assert isinstance(chosen(make_cfg(), group), SCHEMAS[group])
+
+
+@pytest.mark.parametrize("dataset", ["bundled", "local", "losona_hf"])
+def test_a_checked_dataset_records_the_settings_it_was_given(
+    make_cfg: Callable[..., DictConfig], dataset: str
+) -> None:
+    # Provenance records the dataset's settings: checking them must not change the record.
+    path = ["dataset.path=x.jsonl"] if dataset == "local" else []
+    cfg = make_cfg(f"dataset={dataset}", *path)
+    assert chosen(cfg, "dataset").settings() == plain(cfg.dataset)
+
+
+def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path) -> None:
+    sources = _Sources(
+        {"model": "gpt_5_5", "experiment": "paper", "paths": "default"},
+        ("model=gpt_5_5", "+experiment=paper", "aggregate.seed=-1", "~model.label"),
+    )
+    assert sources.where("aggregate.seed") == "the command line (aggregate.seed=...)"
+    assert sources.where("model.label") == "the command line (~model.label)"
+    # Choosing an option is not setting a value: the option's file holds it.
+    assert sources.where("model.concurrency") == "conf/model/gpt_5_5.yaml"
+    assert sources.where("sampling.trials") == "conf/experiment/paper.yaml"
+    assert sources.where("sampling.dry_run") == "conf/config.yaml"
+    assert sources.where("paths.reports_dir") == "conf/paths/default.yaml"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(float("nan"), "nan"), (float("inf"), "inf"), (-float("inf"), "-inf")]
+)
+def test_no_number_read_from_config_may_be_nan_or_infinite(value: float, shown: str) -> None:
+    nodes: list[tuple[type[Any], dict[str, Any], str]] = [
+        (SamplingSettings, {"trials": 3, "dry_run": False, "max_cost_usd": value}, "max_cost_usd"),
+        (Bootstrap, {"resamples": 10, "seed": 0, "confidence": value}, "confidence"),
+        (ModelSpec, {"name": "m", "model": "o/m", "backoff_s": value}, "backoff_s"),
+        (ModelSpec, {"name": "m", "model": "o/m", "params": {"top_p": value}}, "params.top_p"),
+        (JudgeConfig, {"name": "j", "kind": "lexicon", "max_cost_usd": value}, "max_cost_usd"),
+        (DatasetConfig, {"name": "b", "kind": "bundled", "limit": value}, "limit"),
+    ]
+    for schema, node, key in nodes:
+        with pytest.raises(LosonaError, match=rf"'{schema.KEY}\.{key}': expected .*found {shown}"):
+            schema.from_config(node)

@@ -173,14 +173,16 @@ def test_a_limit_past_the_set_keeps_it_whole_and_unmarked() -> None:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"limit": 0}, "'limit': expected a positive whole number"),
-        ({"limit": -2}, "'limit': expected a positive whole number"),
+        ({"limit": 0}, "'dataset.limit': expected a positive whole number"),
+        ({"limit": -2}, "'dataset.limit': expected a positive whole number"),
+        ({"limit": float("inf")}, "found inf"),
         ({"limit": float("nan")}, "found nan"),
         ({"limit": 2.5}, "found 2.5"),
         ({"limit": True}, "found True"),
-        ({"limit_seed": "x"}, "'limit_seed': expected an integer"),
-        ({"scenario_ids": ["nope"]}, "'scenario_ids': not in the dataset: ['nope']"),
-        ({"scenario_ids": "abc"}, "'scenario_ids': expected a list of ids"),
+        ({"limit_seed": "x"}, "'dataset.limit_seed': expected an integer"),
+        ({"scenario_ids": ["nope"]}, "'dataset.scenario_ids': expected ids of the dataset's"),
+        ({"scenario_ids": ["nope"]}, "found ids not in the dataset: ['nope']"),
+        ({"scenario_ids": "abc"}, "'dataset.scenario_ids': expected a list of ids"),
     ],
 )
 def test_a_bad_subset_names_the_file_and_field(setting: dict[str, Any], message: str) -> None:

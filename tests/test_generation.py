@@ -22,6 +22,7 @@ import pytest
 from test_generation_candidates import BUG, STANDUP, authored
 
 from losona.catalog import load_catalog
+from losona.config import STRUCTURED_OUTPUTS, GenerateSettings
 from losona.contracts import Scenario
 from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
@@ -46,7 +47,6 @@ from losona.generation.screen import (
     format_cell_report,
     screen_candidates,
 )
-from losona.generation.settings import STRUCTURED_OUTPUTS, GenerateSettings
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.models import CallOptions, CallsFailed, ModelSpec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import polars as pl
 import pytest
 from conftest import CONF_DIR, compose_config
 
-from losona.config import plain
+from losona.config import option, plain
 from losona.contracts import (
     CONTROL_SCHEMA,
     RESPONSE_SCHEMA,
@@ -25,7 +26,6 @@ from losona.judges.base import JudgeCase, Judgement, demonstration_cases
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
 from losona.judges.run import (
-    check_judge_name,
     control_summary,
     judge_controls,
     judge_responses,
@@ -248,15 +248,21 @@ def test_make_judge_builds_the_configured_kind(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"name": "mine", "kind": "oracle"}, "judge 'mine': unknown kind 'oracle'"),
-        ({"name": "mine", "kind": "llm"}, "judge 'mine': kind llm needs a 'model' node"),
+        (
+            {"name": "mine", "kind": "oracle"},
+            "judge 'mine': 'judge.kind': expected 'lexicon' or 'llm', found 'oracle'",
+        ),
+        (
+            {"name": "mine", "kind": "llm"},
+            "judge 'mine': 'judge.model': expected a node shaped like conf/model/*.yaml",
+        ),
         (
             {"name": "mine", "kind": "lexicon", "temperature": 0},
-            "judge 'mine': unknown setting(s) ['temperature']",
+            "judge 'mine': 'judge.temperature': expected one of the settings [",
         ),
         (
             {"name": "mine", "kind": "lexicon", "model": {"name": "x"}},
-            "the lexicon judge takes no 'model' node",
+            "'judge.model': expected no such setting: the lexicon judge calls no model",
         ),
         (
             {
@@ -265,11 +271,12 @@ def test_make_judge_builds_the_configured_kind(tmp_path: Path) -> None:
                 "model": {"name": "x", "model": "openai/x"},
                 "max_cost_usd": "5",
             },
-            "judge 'mine': max_cost_usd: expected null or a non-negative number, found '5'",
+            "judge 'mine': 'judge.max_cost_usd': expected null or a finite, non-negative "
+            "number of dollars, found '5'",
         ),
         (
             {"name": "mine", "kind": "llm", "model": {"name": "x", "model": "openai/x", "temp": 0}},
-            "judge 'mine': model: unknown setting(s) ['temp']",
+            "judge 'mine': 'judge.model.temp': expected one of the settings [",
         ),
     ],
 )
@@ -281,10 +288,14 @@ def test_a_wrong_judge_config_is_refused(
     assert message in str(error.value)
 
 
-def test_a_judge_config_must_carry_its_files_name() -> None:
-    check_judge_name({"name": "gemini_pro"}, "gemini_pro")
-    with pytest.raises(LosonaError, match=r"conf/judge/mine\.yaml: name is 'gemini_pro'"):
-        check_judge_name({"name": "gemini_pro"}, "mine")
+def test_a_judge_config_must_carry_its_files_name(workdir: Path) -> None:
+    assert option("judge", "gemini_pro").name == "gemini_pro"
+    (workdir / "conf").unlink()
+    shutil.copytree(CONF_DIR, workdir / "conf")
+    shutil.copy(workdir / "conf/judge/gemini_pro.yaml", workdir / "conf/judge/mine.yaml")
+    expected = r"conf/judge/mine\.yaml: 'judge.name': expected the file's name 'mine'"
+    with pytest.raises(LosonaError, match=expected):
+        option("judge", "mine")
 
 
 @pytest.mark.parametrize("option", sorted(p.stem for p in (CONF_DIR / "judge").glob("*.yaml")))
@@ -292,7 +303,6 @@ def test_shipped_judges_compose_and_llm_judges_use_the_papers_settings(
     option: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = plain(compose_config([f"judge={option}"]).judge)
-    check_judge_name(config, option)
     if config["kind"] == "llm":
         if key_env := config["model"].get("api_key_env"):  # the test server's needs none
             monkeypatch.setenv(key_env, "not-a-real-key")

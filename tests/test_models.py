@@ -80,23 +80,37 @@ def test_a_minimal_node_gives_documented_defaults() -> None:
 @pytest.mark.parametrize(
     ("node", "message"),
     [
-        ({"model": "openai/x"}, "'name': expected non-empty text"),
-        ({"name": "m"}, "'model': expected non-empty text"),
-        ({"name": "m", "model": "openai/x", "temprature": 1}, "unknown setting(s) ['temprature']"),
+        ({"model": "openai/x"}, "'model.name': expected non-empty text, found nothing"),
+        ({"name": "m"}, "'model.model': expected non-empty text"),
+        (
+            {"name": "m", "model": "openai/x", "temprature": 1},
+            "'model.temprature': expected one of the settings [",
+        ),
         (
             {"name": "m", "model": "openai/x", "concurrency": 0},
-            "'concurrency': expected a positive",
+            "'model.concurrency': expected an integer of at least 1, found 0",
         ),
         (
             {"name": "m", "model": "openai/x", "concurrency": 2.5},
-            "'concurrency': expected an integer",
+            "'model.concurrency': expected an integer",
+        ),
+        (
+            {"name": "m", "model": "openai/x", "timeout_s": float("inf")},
+            "'model.timeout_s': expected a finite number above 0, found inf",
+        ),
+        (
+            {"name": "m", "model": "openai/x", "params": {"temperature": float("nan")}},
+            "'model.params.temperature': expected a finite number, found nan",
         ),
         (
             {"name": "m", "model": "o/x", "api_base": "http://a", "endpoints": ["http://b"]},
             "not both",
         ),
         ({"name": "m", "model": "openai/x", "params": {"stream": True}}, "sets ['stream'] itself"),
-        ({"name": "m", "model": "openai/x", "price": {"input_usd_per_mtok": 1}}, "'price'"),
+        (
+            {"name": "m", "model": "openai/x", "price": {"input_usd_per_mtok": 1}},
+            "'model.price.output_usd_per_mtok': expected a finite number of at least 0, found no",
+        ),
         ({"name": "m", "model": "o/x", "seed_per_trial": True, "params": {"seed": 1}}, "no fixed"),
     ],
 )

@@ -227,9 +227,15 @@ def test_the_run_log_prices_the_batch_at_litellms_batch_prices(
 @pytest.mark.parametrize(
     ("node", "message"),
     [
-        ({"batch": "yes"}, "sampling.batch: expected true or false"),
-        ({"batch": True, "batch_poll_s": 0}, "sampling.batch_poll_s: expected a positive"),
-        ({"batch": True, "batch_rounds": 0}, "sampling.batch_rounds: expected a positive"),
+        ({"batch": "yes"}, "'sampling.batch': expected true or false"),
+        (
+            {"batch": True, "batch_poll_s": 0},
+            "'sampling.batch_poll_s': expected a finite number ab",
+        ),
+        (
+            {"batch": True, "batch_rounds": 0},
+            "'sampling.batch_rounds': expected an integer of at l",
+        ),
     ],
 )
 def test_bad_batch_settings_are_refused(node: dict[str, Any], message: str) -> None:

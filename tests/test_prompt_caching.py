@@ -183,9 +183,9 @@ def test_a_price_may_name_a_cached_input_price_and_prompt_caching_is_a_switch() 
     spec = ModelSpec.from_config({"name": "m", "model": "openai/m", "price": PRICE})
     assert spec.price is not None and spec.price.cached_input_usd_per_mtok == 0.1
     assert spec.prompt_caching is True
-    with pytest.raises(LosonaError, match="'prompt_caching': expected true or false"):
+    with pytest.raises(LosonaError, match=r"'model\.prompt_caching': expected true or false"):
         ModelSpec.from_config({"name": "m", "model": "openai/m", "prompt_caching": "yes"})
-    with pytest.raises(LosonaError, match="'price': expected a mapping with"):
+    with pytest.raises(LosonaError, match=r"'model.price.x': expected one of the settings \["):
         ModelSpec.from_config({"name": "m", "model": "openai/m", "price": PRICE | {"x": 1}})
     # Caching is billing only: the switch is not part of any call's key.
     off = ModelSpec.from_config({"name": "m", "model": "openai/m", "prompt_caching": False})

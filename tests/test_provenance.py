@@ -128,4 +128,5 @@ def test_the_stage_writes_the_same_bytes_twice_and_refuses_a_missing_table(
 
     bad = run_stage("provenance", "sampling.trials=-1")
     assert bad.returncode == 2
-    assert "sampling.trials: expected a positive integer, found -1" in bad.stderr
+    expected = "'sampling.trials': expected an integer of at least 1, found -1"
+    assert f"error: the command line (sampling.trials=...): {expected}" in bad.stderr

@@ -77,11 +77,28 @@ def responses_path(workdir: Path, name: str = "local") -> Path:
 @pytest.mark.parametrize(
     ("node", "message"),
     [
-        ({"trials": 0, "dry_run": False, "max_cost_usd": None}, "sampling.trials: expected a pos"),
+        (
+            {"trials": 0, "dry_run": False, "max_cost_usd": None},
+            "conf/config.yaml: 'sampling.trials': expected an integer of at least 1, found 0",
+        ),
         ({"trials": -3, "dry_run": False, "max_cost_usd": None}, "sampling.trials"),
         ({"trials": "3", "dry_run": False, "max_cost_usd": None}, "sampling.trials"),
         ({"trials": 3, "dry_run": "no", "max_cost_usd": None}, "sampling.dry_run"),
         ({"trials": 3, "dry_run": False, "max_cost_usd": -1}, "sampling.max_cost_usd"),
+        # NaN compares false with everything: it would pass `< 0` and never trip the cap.
+        (
+            {"trials": 3, "dry_run": False, "max_cost_usd": float("nan")},
+            "'sampling.max_cost_usd': expected null or a finite, non-negative number of "
+            "dollars, found nan",
+        ),
+        (
+            {"trials": 3, "dry_run": False, "max_cost_usd": float("inf")},
+            "'sampling.max_cost_usd': expected .* finite.*, found inf",
+        ),
+        (
+            {"trials": 3, "dry_run": False, "max_cost_usd": None, "batch_poll_s": float("nan")},
+            "'sampling.batch_poll_s': expected a finite number above 0, found nan",
+        ),
     ],
 )
 def test_bad_sampling_settings_are_refused(node: dict[str, Any], message: str) -> None:
@@ -233,9 +250,8 @@ def test_the_config_must_be_named_after_its_file(
         "sample", f"hydra.searchpath=[file://{configs.parent}]", "model=mine", "condition=naive"
     )
     assert result.returncode == 2
-    assert (
-        "conf/model/mine.yaml: name is 'other'; it must be the file's name 'mine'" in result.stderr
-    )
+    expected = "conf/model/mine.yaml: 'model.name': expected the file's name 'mine', found 'other'"
+    assert expected in result.stderr
 
 
 @pytest.mark.slow

@@ -80,4 +80,7 @@ def test_unknown_condition_is_refused(workdir: Path) -> None:
 def test_local_dataset_without_a_path_is_a_clear_config_error(workdir: Path) -> None:
     result = run_stage("fetch", "dataset=local")
     assert result.returncode == 2
-    assert "missing required setting dataset.path" in result.stderr
+    assert result.stderr.startswith(
+        "error: conf/dataset/local.yaml: 'dataset.path': expected a value (give it on the "
+        "command line, e.g. dataset.path=...), found ???"
+    )

@@ -37,8 +37,8 @@ from losona.audit.human import human_agreement
 from losona.audit.inputs import AuditInputs, audit_inputs
 from losona.audit.rejudging import DETERMINISM_COUNTS, determinism, verdict_label
 from losona.audit.run import Audit, audit, pair_name
-from losona.audit.settings import AuditSettings, DeterminismSettings, SheetSettings
 from losona.audit.summary import summary_lines
+from losona.config import AuditSettings, DeterminismSettings, SheetSettings
 
 __all__ = [
     "AUDIT_FILES",

@@ -10,7 +10,7 @@ import polars as pl
 
 from losona.aggregate import Presentation, presentation_for
 from losona.audit.comparison import judge_names
-from losona.config import load_option
+from losona.config import option
 from losona.verdicts import load_verdicts
 
 
@@ -37,5 +37,5 @@ def audit_inputs(
     presentation = presentation_for(verdicts, sweep)
     judges = judge_names(verdicts, presentation)
     recorded = recorded_kinds or {}
-    kinds = {j: str(recorded.get(j) or load_option("judge", j).get("kind")) for j in judges}
+    kinds = {j: recorded.get(j) or option("judge", j).kind for j in judges}
     return AuditInputs(verdicts, presentation, judges, kinds)

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY
-from losona.audit.settings import DeterminismSettings
+from losona.config import DeterminismSettings
 from losona.contracts import (
     DETERMINISM_FLIP_SCHEMA,
     DETERMINISM_SCHEMA,

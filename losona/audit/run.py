@@ -13,7 +13,7 @@ from losona.audit.comparison import compare_judges, headline_stability, judge_na
 from losona.audit.controls import control_results
 from losona.audit.human import human_agreement
 from losona.audit.rejudging import determinism
-from losona.audit.settings import DeterminismSettings
+from losona.config import DeterminismSettings
 from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
 from losona.errors import LosonaError
 from losona.judges.base import Judge

@@ -8,7 +8,6 @@ table, valid or invalid with its reasons (losona/generation/candidates.py).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections import Counter
@@ -18,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import Catalog
+from losona.config import GenerateSettings
 from losona.contracts import CANDIDATE_SCHEMA, table
 from losona.errors import LosonaError
 from losona.formatting import percent
@@ -29,7 +29,6 @@ from losona.generation.candidates import (
     scenario_row,
 )
 from losona.generation.cells import Slot
-from losona.generation.settings import GenerateSettings
 from losona.models import (
     CallOptions,
     Completion,
@@ -55,7 +54,7 @@ def generator_spec(spec: ModelSpec, structured_output: str) -> ModelSpec:
     response_format = RESPONSE_FORMATS[structured_output]
     if response_format is None:
         return spec
-    return dataclasses.replace(spec, params={**spec.params, "response_format": response_format})
+    return spec.with_params(response_format=response_format)
 
 
 def candidate(

@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from losona.config import KEEP_RULES
 from losona.contracts import (
     CANDIDATE_SCHEMA,
     GENERATION_CELL_SCHEMA,
@@ -35,7 +36,6 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.formatting import percent
-from losona.generation.settings import KEEP_RULES
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.metrics import majority_threshold, scenario_outcomes

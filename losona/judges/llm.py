@@ -223,9 +223,7 @@ class LLMJudge:
         if response_format is not None:
             # The prompt is unchanged; only the request asks for the schema, so these calls
             # have cache keys of their own.
-            spec = dataclasses.replace(
-                spec, params={**spec.params, "response_format": response_format}
-            )
+            spec = spec.with_params(response_format=response_format)
             if "response_format" in unsupported_params(spec):
                 raise LosonaError(
                     f"judge '{spec.name}': structured_output: {structured_output} is sent as "

@@ -14,75 +14,30 @@ from typing import Any
 
 import polars as pl
 
+from losona.config import JudgeConfig
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, scenarios_from_table, table
 from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
-from losona.models import BatchSettings, CallOptions, CallStore, ModelSpec, calls_table
+from losona.models import CallOptions, CallStore, calls_table
 from losona.models.batch import batch_provider
 
-JUDGE_KINDS = ("lexicon", "llm")
-# What a conf/judge/*.yaml node may set.
-JUDGE_KEYS = frozenset(
-    {
-        "name",
-        "label",
-        "kind",
-        "model",
-        "max_cost_usd",
-        "structured_output",
-        "batch",
-        "batch_poll_s",
-        "batch_rounds",
-    }
-)
 
-
-def check_judge_name(config: Mapping[str, Any], option: str) -> None:
-    """A judge config's name must be its file's name: it names the judge's output files."""
-    if config.get("name") != option:
-        raise LosonaError(
-            f"conf/judge/{option}.yaml: name is {config.get('name')!r}; it must be the "
-            f"file's name '{option}'"
-        )
-
-
-def make_judge(config: Mapping[str, Any], options: CallOptions) -> Judge:
-    """The judge a `conf/judge/*.yaml` node describes (as plain values).
+def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) -> Judge:
+    """The judge a `conf/judge/*.yaml` node describes (checked here when given plain values).
 
     An LLM judge calls its model with `options`, capped by its config's own max_cost_usd
     (whatever `options` says of the cap).
     """
-    name, kind = config.get("name"), config.get("kind")
-    unknown = sorted(set(config) - JUDGE_KEYS)
-    if unknown:
-        raise LosonaError(
-            f"judge '{name}': unknown setting(s) {unknown}; a judge config may set "
-            f"{sorted(JUDGE_KEYS)}"
-        )
-    if kind == "lexicon":
-        if "model" in config:
-            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'model' node")
-        if "structured_output" in config:
-            raise LosonaError(f"judge '{name}': the lexicon judge takes no 'structured_output'")
-        if config.get("batch"):
-            raise LosonaError(f"judge '{name}': the lexicon judge calls no model: no batch")
+    if not isinstance(config, JudgeConfig):
+        config = JudgeConfig.from_config(config, origin=f"judge '{config.get('name')}'")
+    if config.kind == "lexicon":
         return LexiconJudge()
-    if kind != "llm":
-        raise LosonaError(f"judge '{name}': unknown kind {kind!r}; expected one of {JUDGE_KINDS}")
-    if not isinstance(config.get("model"), Mapping):
-        raise LosonaError(
-            f"judge '{name}': kind llm needs a 'model' node shaped like conf/model/*.yaml"
-        )
-    cap = config.get("max_cost_usd")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap < 0):
-        raise LosonaError(
-            f"judge '{name}': max_cost_usd: expected null or a non-negative number, found {cap!r}"
-        )
-    spec = ModelSpec.from_config(dict(config["model"]), origin=f"judge '{name}': model")
-    batch = BatchSettings.from_config(config, where="judge.")
+    assert config.model is not None  # the schema requires it of kind llm
+    spec = config.model
+    batch = config.batching
     if batch.enabled:
         batch_provider(spec, batch)  # before the key: no key makes a provider batchable
     store = options.cache_path
@@ -93,15 +48,15 @@ def make_judge(config: Mapping[str, Any], options: CallOptions) -> Judge:
         spec.check_credentials()
     return LLMJudge(
         spec,
-        dataclasses.replace(options, max_cost_usd=None if cap is None else float(cap)),
+        dataclasses.replace(options, max_cost_usd=config.max_cost_usd),
         structured_output=structured_output(config),
         batch=batch,
     )
 
 
-def structured_output(config: Mapping[str, Any]) -> str:
+def structured_output(config: JudgeConfig) -> str:
     """An LLM judge's structured_output setting; `none` (the paper's setting) when unset."""
-    return str(config.get("structured_output") or "none")
+    return config.structured_output or "none"
 
 
 def judge_calls(judge: Judge) -> pl.DataFrame:

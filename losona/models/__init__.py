@@ -1,7 +1,7 @@
 """The one road to any model: every subject and judge call goes through this package.
 
     from losona.models import ModelSpec, Request, complete
-    spec = ModelSpec.from_config(model_node)
+    spec = ModelSpec.from_config(model_node)  # checked in losona/config.py
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
 `spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
@@ -16,9 +16,9 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from losona.config import BatchSettings
 from losona.models.batch import (
     BatchFailed,
-    BatchSettings,
     fill_cache_by_batch,
 )
 from losona.models.cache import CacheLocation, CallNotFound, CallStore

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from losona.config import BatchSettings
 from losona.errors import LosonaError
 from losona.io import write_json
 from losona.models.cache import CacheLocation, CallCache, CallStore
@@ -76,30 +77,6 @@ STATE_FORMAT = 1
 LIST_LIMIT = 100
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BatchSettings:
-    """Batch mode as a config sets it: `sampling.batch*` or a judge config's `batch*`."""
-
-    enabled: bool = False
-    poll_interval_s: float = 30.0  # seconds between two looks at a batch's status
-    rounds: int = 3  # batches in all: the first, then one per retry of its failed lines
-    where: str = "sampling."  # the settings' prefix, for messages: "sampling." or "judge."
-
-    @classmethod
-    def from_config(cls, node: Mapping[str, Any], where: str) -> BatchSettings:
-        """Read `batch`, `batch_poll_s` and `batch_rounds` (each optional) from a node."""
-        enabled = node.get("batch", cls.enabled)
-        poll = node.get("batch_poll_s", cls.poll_interval_s)
-        rounds = node.get("batch_rounds", cls.rounds)
-        if not isinstance(enabled, bool):
-            raise LosonaError(f"{where}batch: expected true or false, found {enabled!r}")
-        if isinstance(poll, bool) or not isinstance(poll, int | float) or not poll > 0:
-            raise LosonaError(f"{where}batch_poll_s: expected a positive number, found {poll!r}")
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise LosonaError(f"{where}batch_rounds: expected a positive integer, found {rounds!r}")
-        return cls(enabled=enabled, poll_interval_s=float(poll), rounds=rounds, where=where)
 
 
 class BatchFailed(LosonaError):

@@ -64,8 +64,8 @@ from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
 
-if TYPE_CHECKING:  # batch imports this module
-    from losona.models.batch import BatchSettings
+if TYPE_CHECKING:
+    from losona.config import BatchSettings
 
 # Bumped when the key's recipe changes, so old entries are never misread.
 KEY_VERSION = 1
