@@ -1,4 +1,4 @@
-"""calls: the run's model calls in one file, published with it (README, "Publish a run").
+"""calls: the run's model calls in one file, published with it (docs/reproducing.md).
 
 python stages/calls.py
 

@@ -8,5 +8,5 @@
 - `settings`: the generate, screen and curate config nodes (conf/generation/).
 
 The stages are stages/generate.py, stages/screen.py and stages/curate.py, wired as their
-own DVC project in generation/ (generation/dvc.yaml; README, "Growing the benchmark").
+own DVC project in generation/ (generation/dvc.yaml; docs/generation.md).
 """

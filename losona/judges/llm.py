@@ -70,7 +70,7 @@ RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {
     "json_object_schema": {"type": "json_object", "schema": JUDGE_JSON_SCHEMA},
 }
 STRUCTURED_ADVICE = (
-    "set structured_output: none in the judge's config (README, 'Structured output'): the "
+    "set structured_output: none in the judge's config (docs/judges.md, 'Structured output'): the "
     "prompt alone asks for the same JSON object"
 )
 
