@@ -10,6 +10,7 @@ returns the same K samples from the cache without a call. In batch mode
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -62,6 +63,22 @@ def plan_sampling(
     """What sampling this cell would do: calls, cached calls and estimated cost."""
     rows = condition_prompts(prompts, condition)
     return plan(spec, sample_requests(rows, trials), cache_path=cache_path)
+
+
+def plan_sweep(
+    prompts: pl.DataFrame,
+    specs: Sequence[ModelSpec],
+    conditions: Sequence[str],
+    trials: int,
+    *,
+    cache_path: CacheLocation,
+) -> list[tuple[str, CallPlan]]:
+    """Every cell's plan of a sweep, models x conditions, as (condition, plan) pairs."""
+    return [
+        (condition, plan_sampling(prompts, spec, condition, trials, cache_path=cache_path))
+        for spec in specs
+        for condition in conditions
+    ]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 python stages/sample.py condition=naive                        # smollm2, the offline default
 python stages/sample.py model=claude_opus condition=style_adaptation
 python stages/sample.py model=claude_opus condition=naive sampling.dry_run=true
+python stages/sample.py +experiment=paper sampling.dry_run=true    # every cell of the sweep
 python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a batch job
 """
 
@@ -13,14 +14,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.config import Paths, SamplingSettings, chosen, option, plain
 from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
-from losona.models import CallOptions
+from losona.models import CallOptions, CallPlan
 from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
-from losona.sample import plan_sampling, sample_cell
+from losona.sample import plan_sampling, plan_sweep, sample_cell
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -28,12 +29,16 @@ from losona.sample import plan_sampling, sample_cell
 def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
     spec = chosen(cfg, "model")
+    settings = chosen(cfg, "sampling")
     if "condition" not in cfg:
+        if settings.dry_run:
+            dry_run_sweep(cfg, paths, settings)
+            return
         raise LosonaError(
-            "sample needs one condition, e.g. python stages/sample.py condition=naive"
+            "sample needs one condition, e.g. python stages/sample.py condition=naive "
+            "(or sampling.dry_run=true, without a condition, for the whole sweep's cost)"
         )
     condition = chosen(cfg, "condition").name
-    settings = chosen(cfg, "sampling")
     if settings.batch:
         batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
     store = call_store(paths)
@@ -78,6 +83,20 @@ def main(cfg: DictConfig) -> None:
             f"{', '.join(batch['batch_ids']) or '(none needed)'}, "
             f"${batch['cost_usd_batch_price']:.4f} at batch prices"
         )
+
+
+def dry_run_sweep(cfg: DictConfig, paths: Paths, settings: SamplingSettings) -> None:
+    """Print what every cell of the sweep (sweep.models x sweep.conditions) would cost."""
+    sweep = plain(cfg.sweep)
+    specs = [option("model", name) for name in sweep["models"]]
+    prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
+    cells = plan_sweep(
+        prompts, specs, sweep["conditions"], settings.trials, cache_path=call_store(paths)
+    )
+    for condition, found in cells:
+        print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
+    total = CallPlan.total([found for _, found in cells])
+    print(f"sample (dry run, no calls made): the sweep, {total.describe()}")
 
 
 if __name__ == "__main__":

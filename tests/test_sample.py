@@ -28,7 +28,7 @@ from losona.contracts import RESPONSE_SCHEMA
 from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.io import write_parquet
-from losona.models import CallOptions, ModelSpec
+from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.render import render_prompts
 from losona.sample import SamplingSettings, sample_responses
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
@@ -238,6 +238,57 @@ def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
         "a server of your own: batch at its list price, batch mode can send it"
     )
     assert server.request_count == 0 and not responses_path(workdir).exists()
+
+
+@pytest.mark.slow  # runs the stage script, which imports litellm
+def test_a_dry_run_without_a_condition_prices_every_cell_of_the_sweep_and_their_sum(
+    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+) -> None:
+    result = run_stage(
+        "sample",
+        "sampling.dry_run=true",
+        "sweep.models=[gpt_5_5,claude_opus]",
+        "sweep.conditions=[naive,norm_informed]",
+        f"paths.call_cache={workdir / 'calls.sqlite'}",
+    )
+    assert result.returncode == 0, result.stderr
+    cells = re.findall(
+        r"\): (naive|norm_informed), (gpt_5_5|claude_opus): 18 calls.*\n"
+        r"  list \$(\d+\.\d{4}), with prompt caching \$(\d+\.\d{4}).*"
+        r"with caching and batch \$(\d+\.\d{4})",
+        result.stdout,
+    )
+    assert {(c[0], c[1]) for c in cells} == {
+        (condition, model)
+        for condition in ("naive", "norm_informed")
+        for model in ("gpt_5_5", "claude_opus")
+    }
+    total = re.search(
+        r"the sweep, 4 cells: 72 calls, 0 already cached, 72 to make.*\n"
+        r"  list \$(\d+\.\d{4}), with prompt caching \$(\d+\.\d{4}).*"
+        r"with caching and batch \$(\d+\.\d{4})",
+        result.stdout,
+    )
+    assert total, result.stdout
+    for column in range(3):  # list, with caching, with caching and batch
+        summed = sum(float(cell[2 + column]) for cell in cells)
+        assert abs(float(total.group(1 + column)) - summed) < 0.0005
+    assert float(total.group(3)) < float(total.group(1))  # both providers batch at half
+    assert server.request_count == 0 and not (workdir / "data" / "responses").exists()
+
+
+def test_the_sum_of_plans_leaves_out_an_unknown_price_and_says_so() -> None:
+    priced = CallPlan("a", 10, 2, 1.0, "counted", 0.5, 0.25, "rules")
+    unknown = CallPlan("b", 4, 0, None, "no price")
+    total = CallPlan.total([priced, priced, unknown])
+    assert (total.requests, total.cached, total.to_call) == (24, 4, 20)
+    assert (total.estimated_cost_usd, total.with_caching_usd, total.with_batch_usd) == (
+        2.0,
+        1.0,
+        0.5,
+    )
+    assert "1 cell(s) of unknown price left out" in total.describe()
+    assert CallPlan.total([unknown]).estimated_cost_usd is None
 
 
 def test_the_config_must_be_named_after_its_file(

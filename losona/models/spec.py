@@ -95,6 +95,30 @@ class CallPlan:
             return line
         return f"{line}\n  {self.prices()} ({self.pricing_basis})"
 
+    @classmethod
+    def total(cls, plans: Sequence[CallPlan]) -> CallPlan:
+        """Several cells' plans summed, for a sweep's dry run; unknown prices are left out."""
+        priced = [p for p in plans if p.estimated_cost_usd is not None]
+        left_out = len(plans) - len(priced)
+        basis = "the sum of the cells above" + (
+            f"; {left_out} cell(s) of unknown price left out" if left_out else ""
+        )
+
+        def summed(prices: list[float | None]) -> float | None:
+            # A priced cell always has all three prices; a sum over none is unknown.
+            return None if not prices or None in prices else sum(p or 0.0 for p in prices)
+
+        return cls(
+            model=f"{len(plans)} cells",
+            requests=sum(p.requests for p in plans),
+            cached=sum(p.cached for p in plans),
+            estimated_cost_usd=summed([p.estimated_cost_usd for p in priced]),
+            estimate_basis=basis,
+            with_caching_usd=summed([p.with_caching_usd for p in priced]),
+            with_batch_usd=summed([p.with_batch_usd for p in priced]),
+            pricing_basis=basis,
+        )
+
     def prices(self) -> str:
         """The three prices on one line: list, with caching, with caching and batch."""
         list_price = self.estimated_cost_usd or 0.0
