@@ -1,4 +1,4 @@
-"""The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit.py).
+"""The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit/).
 
 plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
 pick and format the values to show; the template (losona/pages/templates/audit.html) lays

@@ -28,7 +28,6 @@ from losona.sample import plan_sampling, plan_sweep, sample_cell
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
-    spec = chosen(cfg, "model")
     settings = chosen(cfg, "sampling")
     if "condition" not in cfg:
         if settings.dry_run:
@@ -38,6 +37,8 @@ def main(cfg: DictConfig) -> None:
             "sample needs one condition, e.g. python stages/sample.py condition=naive "
             "(or sampling.dry_run=true, without a condition, for the whole sweep's cost)"
         )
+    # One cell: the model and the condition chosen on the command line.
+    spec = chosen(cfg, "model")
     condition = chosen(cfg, "condition").name
     if settings.batch:
         batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
