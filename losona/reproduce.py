@@ -13,7 +13,9 @@ that the verdicts name the judge models and versions the provenance records, tha
 the scenario table and the templates still have the hashes it records, and that the
 run's published calls (paths.calls) hold every cell's calls file and, for every response,
 the very call that produced it (looked up by the call-cache key of the prompt, trial and
-model config).
+model config). Last, every output file against the md5 dvc.lock records for it, and
+dvc.lock against the one committed at git HEAD: a table, the calls file and dvc.lock that
+disagree, or a run recomputed and recorded again since it was committed, are named.
 
 Exit status: 0 when everything matches; 3 when anything differs (each difference is
 named: file, line or key, column, expected vs found); 2 when the run cannot be checked
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
@@ -72,8 +76,9 @@ from losona.models import (
     call_key,
     read_calls,
 )
+from losona.models.published import md5_file
 from losona.provenance import scenarios_sha256, template_hashes
-from losona.publish import recorded_md5, sweep_call_files
+from losona.publish import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
 from losona.verdicts import verdict_files
 
 DIFFERENCE_EXIT = 3
@@ -413,6 +418,7 @@ def check_run(paths: Mapping[str, str]) -> Check:
     if Path(paths["figures_dir"]).is_dir():
         check_figures(check, expected, paths["figures_dir"])
     check_calls(check, record["sweep"], paths)
+    check_lock(check)
     return check
 
 
@@ -438,8 +444,8 @@ def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
                 f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
             )
         return None
-    # Its bytes are not held against dvc.lock here (`dvc status` does that): an edited
-    # file is read, so that what differs is named value by value.
+    # Its bytes are held against dvc.lock by check_lock: an edited file is read here, so
+    # that what differs is named value by value too.
     return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
 
 
@@ -513,6 +519,70 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
                             )
                         )
             check.add(published, compared, differences)
+
+
+def committed_lock() -> str | None:
+    """dvc.lock as committed at git HEAD, None outside a git work tree or without one."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine: there is no commit to compare with
+        return None
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def check_lock(check: Check) -> None:
+    """Every output file against the md5 dvc.lock records, and dvc.lock against git HEAD's.
+
+    The first catches a table or calls file rewritten outside DVC; the second a run
+    recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
+    its files agree with each other, but they are no longer the run that was published.
+    A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
+    """
+    if not LOCK_FILE.is_file():
+        return
+    file = display_path(LOCK_FILE)
+    text = LOCK_FILE.read_text(encoding="utf-8")
+    recorded = lock_outputs(yaml.safe_load(text), LOCK_FILE)
+    differences, compared = [], 0
+    for path, md5 in sorted(recorded.items()):
+        if md5.endswith(".dir"):
+            continue
+        compared += 1
+        found = md5_file(path) if Path(path).is_file() else "(missing)"
+        if found != md5:
+            differences.append(Difference(file, f"out {path}", "md5", md5, found))
+    check.add(LOCK_FILE, compared, differences)
+    committed = committed_lock()
+    if committed is None or committed == text:
+        return
+    published = lock_outputs(yaml.safe_load(committed), f"{file} at git HEAD")
+    changed = [
+        Difference(
+            file,
+            f"out {path} (expected: as committed at git HEAD)",
+            "md5",
+            published.get(path, "(missing)"),
+            recorded.get(path, "(missing)"),
+        )
+        for path in sorted(set(published) | set(recorded))
+        if published.get(path) != recorded.get(path)
+    ]
+    check.add(f"{file} at git HEAD", len(published), changed)
+    check.notes.append(
+        f"{file} differs from the one committed at git HEAD"
+        + (
+            f": {len(changed)} outputs were recomputed since, so the files checked are not the "
+            "committed run (to check that one: git checkout dvc.lock && dvc checkout; to "
+            "check a new run: commit it first)"
+            if changed
+            else " in what it records of the inputs only; every output is the committed one"
+        )
+    )
 
 
 def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:

@@ -18,6 +18,7 @@ from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
 from losona.judges.run import (
+    call_sources,
     judge_calls,
     judge_responses,
     make_judge,
@@ -63,6 +64,8 @@ def main(cfg: DictConfig) -> None:
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"
     )
+    if (sources := call_sources(judge)) is not None:
+        print(f"judge {judge_name}: answers: {sources}")
     for note in unscored_notes(verdicts):
         print(f"note: {note}")
 

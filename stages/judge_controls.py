@@ -18,6 +18,7 @@ from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json, write_parquet
 from losona.judges.run import (
+    call_sources,
     control_summary,
     judge_calls,
     judge_controls,
@@ -60,6 +61,8 @@ def main(cfg: DictConfig) -> None:
         f"breaching examples {breaching['right']}/{breaching['items']}; "
         f"{status_counts(controls)} -> {out / f'{name}.parquet'}"
     )
+    if (sources := call_sources(judge)) is not None:
+        print(f"judge_controls {name}: answers: {sources}")
     for note in unscored_notes(controls):
         print(f"note: {note}")
     if (every["accuracy"] or 0.0) < TRUSTWORTHY_PERCENT:

@@ -24,8 +24,15 @@ import yaml
 
 from losona.contracts import scenarios_from_table
 from losona.datasets import fetch_scenarios
-from losona.judges.base import JudgeCase
-from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
+from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
+from losona.judges.llm import (
+    FIELDS,
+    STRUCTURED_ADVICE,
+    TEXT_FIELDS,
+    LLMJudge,
+    ReplyContext,
+    parse_verdict,
+)
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.render import render_prompts
 from losona.sample import sample_responses
@@ -137,24 +144,30 @@ def test_the_llm_judge_against_llama_cpp(
     # Without the schema an unreadable reply costs a repair round (the conversation read
     # again): one case keeps that within a couple of minutes on a busy 2-core machine.
     n = 2 if structured_output != "none" else 1
-    verdicts = judge.judge(cases(n))
+    asked = cases(n)
+    verdicts = judge.judge(asked)
     assert len(verdicts) == n
-    for verdict in verdicts:
-        assert verdict.status in ("ok", "unparseable")
-        # Unscored exactly when unparseable, and then the raw replies are kept.
-        assert (verdict.complies is None) == (verdict.status == "unparseable")
+    for case, verdict in zip(asked, verdicts, strict=True):
+        assert verdict.status in ("ok", *NOT_A_VERDICT)
+        # Unscored exactly when the reply held no verdict, and then the raw replies are kept.
+        assert (verdict.complies is None) == (verdict.status != "ok")
         if verdict.status == "ok":
             assert isinstance(verdict.complies, bool)
-            assert all(
-                value is None or isinstance(value, str)
-                for value in (verdict.elicitor_uptake, verdict.norm_requirement, verdict.reasoning)
-            )
+            # A scored verdict is the judge's own: read again, it passes every check.
+            assert parse_verdict(json.dumps(verdict_object(verdict)), ReplyContext.of(case))
         else:
             assert verdict.evidence
+    # The first replies as the server wrote them: a copy of the answer template (what this
+    # model writes under the schema) never became a scored verdict.
+    first_replies = [c.text or "" for c in judge.calls[:n]]
+    for text, verdict in zip(first_replies, verdicts, strict=True):
+        if template_copy(text):
+            assert verdict.status != "ok", text
     sent = json.loads((tmp_path / "judge.log.json").read_text())["params_sent"]
     if structured_output == "json_object_schema":
-        # With the schema, llama.cpp constrains the reply: every one parses.
-        assert [v.status for v in verdicts] == ["ok"] * n
+        # With the schema, llama.cpp constrains the reply to the object's shape: every reply
+        # holds one, so what is unscored was no verdict of the model's own, never unreadable.
+        assert "unparseable" not in [v.status for v in verdicts]
         assert sent["response_format"]["type"] == "json_object"
         assert set(sent["response_format"]["schema"]["properties"]) == {
             "elicitor_uptake",
@@ -165,6 +178,23 @@ def test_the_llm_judge_against_llama_cpp(
         }
     else:
         assert "response_format" not in sent
+
+
+def verdict_object(verdict: Judgement) -> dict[str, Any]:
+    """A scored verdict as the JSON object of Appendix C."""
+    return {field: getattr(verdict, field) for field in FIELDS}
+
+
+def template_copy(text: str) -> bool:
+    """Whether a reply is the answer template with its placeholders left in."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and any(
+        isinstance(obj.get(field), str) and set(obj[field].strip()) <= {".", "\u2026"}
+        for field in TEXT_FIELDS
+    )
 
 
 def test_a_server_that_rejects_the_schema_gets_the_advice(

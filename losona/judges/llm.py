@@ -6,26 +6,33 @@ between two marker lines whose id is a hash of the message itself, so no message
 close its own quotation early and pass text off as instructions.
 
 Reply: a JSON object alone, in a code fence, or with text around it, with the five fields
-of Appendix C; "true"/"false" written as strings are accepted. A reply that cannot be
-read gets one repair request (the conversation so far plus what was wrong); if that reply
-cannot be read either, the case is unscored ("unparseable") with both raw replies kept in
-`evidence`, never guessed. A call that fails after the model layer's retries is not a
-verdict: the judge raises CallsFailed (counted by kind) after the round of repairs, so the
-stage writes nothing and a rerun sends only the failed calls; every completed call,
-repairs included, is in the call cache.
+of Appendix C; "true"/"false" written as strings are accepted. The object must be the
+judge's own: one that the judged message holds, or whose reasoning is the judged message's
+words, is the subject speaking (a judge that echoes the message hands over whatever JSON
+the subject wrote); one whose reasoning is copied from the prompt, or whose fields are the
+answer template's placeholders or left without reasoning, says nothing. Such an object is
+no verdict. A reply without a verdict gets one repair request (the conversation so far
+plus what was wrong); if that reply has none either, the case is unscored, its status
+saying why (base.NOT_A_VERDICT), with both raw replies kept in `evidence`, never guessed.
+A call that fails after the model layer's retries is not a verdict: the judge raises
+CallsFailed (counted by kind) after the round of repairs, so the stage writes nothing and
+a rerun sends only the failed calls; every completed call, repairs included, is in the
+call cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from losona.errors import LosonaError
 from losona.io import sha256_text
-from losona.judges.base import JudgeCase, Judgement
+from losona.judges.base import JudgeCase, Judgement, Status
 from losona.models import (
     BatchSettings,
     CallOptions,
@@ -75,8 +82,41 @@ STRUCTURED_ADVICE = (
 )
 
 
+# The shortest reasoning held against the texts it may have been copied from: a judge may
+# say in a few words what the judged message also says ("it apologises"), but a sentence
+# that is word for word in the prompt, or the subject's words as the reasoning, is a copy.
+MIN_COPIED_WORDS = {"prompt": 8, "judged message": 4}
+# A field left as the answer template has it ("..."), or a stand-in for a value: nothing
+# but dots, an ellipsis or a <placeholder>, or a type name.
+_PLACEHOLDER = re.compile(r"[.\u2026\s]*|<[^<>]*>|string|text|str", re.IGNORECASE)
+
+
 class UnparseableReply(ValueError):
-    """A judge reply that holds no usable verdict; the message says what is wrong."""
+    """A judge reply that holds no verdict of the judge's own; the message says what is wrong.
+
+    `status` names the kind (base.NOT_A_VERDICT): it becomes the verdict's judge_status
+    when the repair round does not mend it.
+    """
+
+    def __init__(self, problem: str, status: Status = "unparseable") -> None:
+        super().__init__(problem)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ReplyContext:
+    """What a judge's reply is held against: the prompt it answers and the message it judges."""
+
+    prompt: str  # every message the judge was sent, the judged message left out
+    judged: str
+
+    @classmethod
+    def of(cls, case: JudgeCase) -> ReplyContext:
+        """The context of one case's judge prompt."""
+        if case.response is None:
+            raise ValueError(f"scenario '{case.scenario_id}': no response to judge")
+        sent = "\n".join(message["content"] for message in judge_messages(case))
+        return cls(prompt=sent.replace(fenced(case.response), ""), judged=case.response)
 
 
 def fence_id(message: str) -> str:
@@ -170,22 +210,75 @@ def _verdict(obj: Mapping[str, Any]) -> Judgement:
     )
 
 
-def parse_verdict(reply: str | None) -> Judgement:
-    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong."""
+def _words(text: str) -> str:
+    """Text compared for copying: its words in lower case, punctuation and spacing aside."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _copied_into(reasoning: str, source: str, what: str) -> bool:
+    """Whether the reasoning is, word for word, a passage of `source` (and long enough)."""
+    words = _words(reasoning)
+    return len(words.split()) >= MIN_COPIED_WORDS[what] and f" {words} " in f" {_words(source)} "
+
+
+def _check_own(obj: Mapping[str, Any], verdict: Judgement, context: ReplyContext | None) -> None:
+    """Refuse a verdict object that is not the judge's own work (see the module docstring)."""
+    reasoning = verdict.reasoning or ""
+    if context is not None:
+        if obj in _json_objects(context.judged) or _copied_into(
+            reasoning, context.judged, "judged message"
+        ):
+            raise UnparseableReply(
+                "the JSON object is taken from the judged message, not written by you",
+                "echoed_message",
+            )
+        if obj in _json_objects(context.prompt) or _copied_into(
+            reasoning, context.prompt, "prompt"
+        ):
+            raise UnparseableReply(
+                "the JSON object's reasoning is copied from the prompt", "copied_prompt"
+            )
+    # An empty field may mean "nothing to quote"; a placeholder never means anything, and a
+    # verdict without reasoning is not one.
+    unfilled = [
+        field
+        for field in TEXT_FIELDS
+        if (text := (obj[field] or "").strip()) and _PLACEHOLDER.fullmatch(text)
+    ]
+    if not reasoning.strip() and "reasoning" not in unfilled:
+        unfilled.append("reasoning")
+    if unfilled:
+        raise UnparseableReply(
+            f"the field(s) {', '.join(unfilled)} are not filled in", "placeholder"
+        )
+
+
+# Which problem to report when every object of a reply is refused: the most telling.
+_PRIORITY: tuple[Status, ...] = ("echoed_message", "copied_prompt", "placeholder", "unparseable")
+
+
+def parse_verdict(reply: str | None, context: ReplyContext | None = None) -> Judgement:
+    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong.
+
+    With a `context`, an object the judged message holds or the prompt gave is refused.
+    """
     if reply is None or not reply.strip():
         raise UnparseableReply("the reply was empty")
     objects = _json_objects(reply)
     if not objects:
         raise UnparseableReply("the reply holds no JSON object")
     verdicts: list[Judgement] = []
-    problems: list[str] = []
+    problems: list[UnparseableReply] = []
     for obj in objects:
         try:
-            verdicts.append(_verdict(obj))
+            verdict = _verdict(obj)
+            _check_own(obj, verdict, context)
         except UnparseableReply as exc:
-            problems.append(str(exc))
+            problems.append(exc)
+        else:
+            verdicts.append(verdict)
     if not verdicts:
-        raise UnparseableReply(problems[0])
+        raise min(problems, key=lambda problem: _PRIORITY.index(problem.status))
     if len({verdict.complies for verdict in verdicts}) > 1:
         raise UnparseableReply("the reply holds several verdicts that disagree on 'complies'")
     return verdicts[-1]
@@ -243,6 +336,8 @@ class LLMJudge:
         # Every completion the judgements were read from, first round and repairs: the
         # judge's calls, published with the run (losona.models.calls_table).
         self.calls: list[Completion] = []
+        # The run logs this judge wrote, one per round of calls it made (first, repairs).
+        self.run_logs: list[Path] = []
 
     @property
     def model(self) -> str:
@@ -263,6 +358,8 @@ class LLMJudge:
         requests = [Request(messages=m, trial=0) for m in unique.values()]
         results = complete(self.spec, requests, options, batch=self.batch)
         self.calls.extend(results)
+        if options.run_log is not None:
+            self.run_logs.append(Path(options.run_log))
         by_key = dict(zip(unique, results, strict=True))
         return [by_key[_key(m)] for m in conversations]
 
@@ -281,11 +378,12 @@ class LLMJudge:
         first = dict(zip(asked, first_round, strict=True))
 
         to_repair: dict[int, Messages] = {}
+        contexts = {i: ReplyContext.of(cases[i]) for i in asked}
         for i, completion in first.items():
             if not completion.ok:
                 continue  # no verdict: counted and raised below, after the repairs
             try:
-                judgements[i] = parse_verdict(completion.text)
+                judgements[i] = parse_verdict(completion.text, contexts[i])
             except UnparseableReply as problem:
                 to_repair[i] = repair_messages(
                     conversations[i], completion.text or "", str(problem)
@@ -316,10 +414,10 @@ class LLMJudge:
         for i, completion in zip(to_repair, repaired, strict=True):
             raw_first = first[i].text or ""
             try:
-                judgements[i] = parse_verdict(completion.text)
+                judgements[i] = parse_verdict(completion.text, contexts[i])
             except UnparseableReply as problem:
                 judgements[i] = Judgement.unscored(
-                    "unparseable",
+                    problem.status,
                     f"judge reply unparseable after one repair: {problem}",
                     evidence=raw_first + REPAIR_SEPARATOR + (completion.text or ""),
                 )

@@ -6,8 +6,10 @@ whose bytes are not deterministic. A run's calls therefore also travel as Parque
 DVC tracks and pushes with the run. Written with the project's Parquet writer, the same
 calls give the same bytes, so a rerun does not move dvc.lock.
 
-On another machine the published table answers the calls its run made: a hit is copied
-into the user's own cache, and nothing is ever written back to the published file. Whether
+On another machine the published table answers the calls its run made, ahead of the
+user's own cache: an audit reruns the published run, never the auditor's own calls. A key
+the user's cache lacks is copied into it; one it holds with another answer is left alone
+there, and counted in the run log. Nothing is ever written back to the published file. Whether
 a missing file is an error depends on whether the run recorded one (see PublishedCalls).
 """
 
@@ -121,6 +123,7 @@ class PublishedCalls:
                     cost_usd=row["cost_usd"],
                     error=None,
                     cached=True,
+                    published=True,
                 ),
             )
             for row in calls.iter_rows(named=True)
