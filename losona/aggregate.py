@@ -18,6 +18,7 @@ import polars as pl
 from losona.config import CONF_DIR, load_option
 from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
 from losona.contracts import (
+    CONTROL_SCHEMA,
     DELTA_SCHEMA,
     FLIP_SCHEMA,
     MEAN_SCHEMA,
@@ -31,11 +32,13 @@ from losona.formatting import number
 from losona.io import (
     read_csv,
     read_json_object,
+    read_parquet,
     read_text,
     require_outputs,
     write_json,
     write_text,
 )
+from losona.judges.health import controls_accuracy, degenerate_signs
 from losona.metrics import (
     BASELINE_CONDITION,
     UNSCORED_POLICY,
@@ -135,6 +138,21 @@ class Reports:
         return f"{self.metrics['settings']['confidence']:g}%"
 
 
+def judge_control_accuracy(
+    controls_dir: str | Path, judges: Iterable[str]
+) -> dict[str, float | None]:
+    """Each judge's validity-control accuracy from its controls table; None where it has none."""
+    accuracy: dict[str, float | None] = {}
+    for judge in judges:
+        path = Path(controls_dir) / f"{judge}.parquet"
+        accuracy[judge] = (
+            controls_accuracy(read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls"))
+            if path.is_file()
+            else None
+        )
+    return accuracy
+
+
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
     """Display labels from `conf/<group>/<name>.yaml`'s `label`; names without one keep the name."""
     labels = {}
@@ -154,8 +172,13 @@ def aggregate(
     *,
     bootstrap: Bootstrap,
     presentation: Presentation | None = None,
+    controls: Mapping[str, float | None] | None = None,
 ) -> Reports:
-    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables."""
+    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables.
+
+    `controls` is each judge's validity-control accuracy in percent (health.controls_accuracy),
+    which decides whether a cell of uniform verdicts is degenerate; unknown when left out.
+    """
     show = presentation or Presentation()
     check_verdicts(verdicts, scenarios)
     outcomes = scenario_outcomes(verdicts)
@@ -183,7 +206,10 @@ def aggregate(
 
     counts = _cell_counts(outcomes)
     judge_models = _judge_models(verdicts)
-    results = _results(cells, counts, estimates, judge_models, _non_answers(verdicts), show)
+    degenerate = _degenerate(verdicts, controls or {})
+    results = _results(
+        cells, counts, estimates, judge_models, _non_answers(verdicts), degenerate, show
+    )
     deltas, flips = _paired(pairs, by_cell, scenarios, estimates, show)
     means = _means(cells, counts, estimates, show)
     tables = {
@@ -298,6 +324,17 @@ def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
     }
 
 
+def _degenerate(verdicts: pl.DataFrame, controls: Mapping[str, float | None]) -> dict[Cell, str]:
+    """Per cell whose verdicts say nothing, why (losona/judges/health.py)."""
+    flagged = {}
+    for cell_verdicts in verdicts.partition_by(CELL):
+        cell = cell_of(cell_verdicts.row(0, named=True))
+        signs = degenerate_signs(cell_verdicts, controls.get(cell[0]))
+        if signs:
+            flagged[cell] = "; ".join(signs)
+    return flagged
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -308,6 +345,7 @@ def _results(
     estimates: dict[tuple[Any, ...], tuple[float, ...]],
     judge_models: dict[str, str],
     non_answers: dict[Cell, int | None],
+    degenerate: dict[Cell, str],
     show: Presentation,
 ) -> pl.DataFrame:
     rows = []
@@ -337,6 +375,7 @@ def _results(
                 "unscored_trials": c["trials"] - c["scored"],
                 "non_answers": missing,
                 "non_answer_share": None if missing is None else pct(_share(missing, c["scored"])),
+                "degenerate": degenerate.get(cell),
             }
         )
     return table(rows, RESULT_SCHEMA, sort_by=[])
@@ -604,8 +643,27 @@ def _table1(
             "",
             _non_answer_note(rows),
             "",
+            *_degenerate_note(str(judge), rows),
         ]
     return "\n".join(parts)
+
+
+def _degenerate_note(judge: str, rows: pl.DataFrame) -> list[str]:
+    """Table 1's warning, by name, about a judge whose verdicts in some cells say nothing."""
+    flagged = [
+        f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
+        for r in rows.iter_rows(named=True)
+        if r["degenerate"] is not None
+    ]
+    if not flagged:
+        return []
+    return [
+        f"**Degenerate verdicts: judge {judge}.** Its numbers in these cells measure the "
+        f"judge, not the model; check its validity controls before reading them: "
+        + "; ".join(flagged)
+        + ".",
+        "",
+    ]
 
 
 def subset_warning(subset: str) -> str:

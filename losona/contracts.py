@@ -206,6 +206,10 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
         # their share of the scored trials; null when the judge does not check it.
         "non_answers": pl.Int32(),
         "non_answer_share": pl.Float64(),
+        # Why the judge's verdicts in this cell say nothing (losona/judges/health.py): every
+        # verdict the same while its validity controls fail, no reasoning, or one reasoning
+        # on most replies; null when they do say something.
+        "degenerate": pl.String(),
     }
 )
 

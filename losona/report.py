@@ -105,6 +105,11 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
                     }
                     for r in rows.iter_rows(named=True)
                 ],
+                "degenerate": [
+                    {"model": r["model_label"], "condition": r["condition_label"], "why": why}
+                    for r in rows.iter_rows(named=True)
+                    if (why := r["degenerate"]) is not None
+                ],
                 "means": [
                     {
                         "condition": r["condition_label"],

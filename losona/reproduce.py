@@ -64,6 +64,7 @@ from losona.contracts import (
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
+from losona.judges.health import controls_accuracy
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
@@ -394,11 +395,15 @@ def check_run(paths: Mapping[str, str]) -> Check:
     bootstrap = Bootstrap.from_config(
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
+    controls = check_controls(check, inputs.judges, paths)
     expected = aggregate(
-        inputs.verdicts, scenarios, bootstrap=bootstrap, presentation=inputs.presentation
+        inputs.verdicts,
+        scenarios,
+        bootstrap=bootstrap,
+        presentation=inputs.presentation,
+        controls={judge: controls_accuracy(table) for judge, table in controls.items()},
     )
     check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
-    controls = check_controls(check, inputs.judges, paths)
     if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
         recomputed = audit(
             inputs.verdicts,

@@ -17,6 +17,7 @@ from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
+from losona.judges.health import degenerate_signs, uniform_verdict
 from losona.judges.run import (
     call_sources,
     judge_calls,
@@ -64,6 +65,14 @@ def main(cfg: DictConfig) -> None:
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"
     )
+    for sign in degenerate_signs(verdicts):
+        print(f"warning: judge {judge_name}'s verdicts on {model}/{condition} say nothing: {sign}")
+    if (label := uniform_verdict(verdicts)) is not None:
+        print(
+            f"note: every scored verdict of judge {judge_name} on {model}/{condition} is "
+            f"{'comply' if label else 'breach'}; if its validity controls fail "
+            "(judge_controls), aggregate flags the cell as degenerate"
+        )
     if (sources := call_sources(judge)) is not None:
         print(f"judge {judge_name}: answers: {sources}")
     for note in unscored_notes(verdicts):

@@ -17,6 +17,7 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json, write_parquet
+from losona.judges.health import TRUSTWORTHY_PERCENT
 from losona.judges.run import (
     call_sources,
     control_summary,
@@ -28,9 +29,6 @@ from losona.judges.run import (
 )
 from losona.models import CallOptions
 from losona.publish import call_store, controls_calls
-
-# Below this share of controls right, the stage says the judge looks broken.
-TRUSTWORTHY_PERCENT = 90.0
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
