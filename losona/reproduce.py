@@ -8,7 +8,8 @@ aggregate stage reports (results, means, deltas, flips, breakdowns, outcomes, Ta
 metrics.json), each judge's validity-control summary, the judge audit (when the run has
 one) and the numbers behind the figures, and compares them value by value with the files
 on disk. Below the numbers, it checks that every verdict judged the recorded response
-(the lexicon judge's verdicts are judged again from the responses: rules cost nothing),
+(the lexicon judge's verdicts are judged again from the responses: rules cost nothing; a
+judge panel's are combined again from its members' verdict files),
 that the verdicts name the judge models and versions the provenance records, that
 the scenario table and the templates still have the hashes it records, and that the
 run's published calls (paths.calls) hold every cell's calls file and, for every response,

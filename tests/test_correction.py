@@ -241,3 +241,46 @@ def test_the_intervals_follow_the_seed() -> None:
     assert first.equals(corrected_compliance(people, verdicts, ["j"], SHOW, QUICK)[1])
     other = Bootstrap(resamples=QUICK.resamples, seed=1, confidence=0.95)
     assert not first.equals(corrected_compliance(people, verdicts, ["j"], SHOW, other)[1])
+
+
+# -- in the audit --------------------------------------------------------------------------------
+
+
+def test_the_audit_writes_the_corrected_figures_only_when_labels_give_them() -> None:
+    from test_audit import NO_LABELS, run_audit, scenarios_table
+
+    from losona.audit import summary_lines
+    from losona.labels import Labels
+
+    scenarios = scenarios_table()
+    without = run_audit(scenarios, NO_LABELS)
+    for name in ("correction.csv", "corrected.csv", "corrected_deltas.csv", "self_preference.csv"):
+        assert without[name].is_empty(), name
+    # A run without labels keeps exactly the metrics it had before corrections existed.
+    assert "corrected" not in without.metrics and "self_preference" not in without.metrics
+    # Label judge a's six naive responses as a says, and one as it does not.
+    naive = [[True, False, False], [True, True, False]]
+    human = {
+        (f"standup__binary_answer_norm__{s}", "m", t): label
+        for s, trials in enumerate(naive)
+        for t, label in enumerate(trials)
+    }
+    human[("standup__binary_answer_norm__0", "m", 1)] = True  # a false negative of a
+    key = labelled_items(human)
+    labels = Labels(key.drop("human"), key)
+    with_labels = run_audit(scenarios, labels)
+    basis = {r["judge"]: r for r in with_labels["correction.csv"].iter_rows(named=True)}
+    assert basis["a"]["identifiable"] and basis["a"]["sensitivity"] == 75.0
+    # b says the opposite of a under naive: worse than chance against these labels.
+    assert not basis["b"]["identifiable"]
+    assert set(with_labels["corrected.csv"]["judge"]) == {"a"}
+    assert set(with_labels.metrics["corrected"]) == {"a"}
+    lines = summary_lines(with_labels)
+    assert any(
+        line.startswith("a: compliance corrected for judge error (sensitivity 75.0%")
+        for line in lines
+    )
+    assert any(
+        line.startswith("b: compliance corrected for judge error: not identifiable")
+        for line in lines
+    )

@@ -258,3 +258,26 @@ def test_the_shipped_panels_and_families() -> None:
 def test_a_panel_is_not_a_judge_to_call(tmp_path: Any) -> None:
     with pytest.raises(LosonaError, match=r"judge 'offline_panel' is a panel: .* conf/panels.yaml"):
         make_judge(option("judge", "offline_panel"), CallOptions(cache_path=tmp_path / "c.sqlite"))
+
+
+# -- the stages --------------------------------------------------------------------------------
+
+
+def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir: Any) -> None:
+    from conftest import run_stage
+
+    # Not a panel.
+    result = run_stage("panel", "judge=lexicon")
+    assert result.returncode == 2, result.stderr
+    assert "error: judge 'lexicon' is of kind lexicon, not a panel" in result.stderr
+    # The default sweep judges with the lexicon alone: the scripted judge is no judge of it.
+    result = run_stage("panel", "judge=offline_panel")
+    assert result.returncode == 2, result.stderr
+    assert (
+        "error: panel 'offline_panel': member 'local_openai' is not in sweep.judges ['lexicon']"
+        in result.stderr
+    )
+    result = run_stage("panel_votes", "judge=offline_panel")
+    assert result.returncode == 2, result.stderr
+    assert "+member=NAME" in result.stderr
+    assert not (workdir / "data").exists()  # nothing written
