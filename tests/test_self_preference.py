@@ -51,6 +51,7 @@ def test_the_difference_in_differences_by_hand() -> None:
     )
     assert (jb["judge_gap"], jb["reference_gap"], jb["self_preference"]) == (0.0, -25.0, 25.0)
     assert lex["self_preference"] is None and lex["status"].startswith("no family")
+    assert (lex["own_family_models"], lex["other_models"], lex["reference_judges"]) == ("",) * 3
 
 
 def synthetic_run(planted: float, seed: int = 0) -> pl.DataFrame:

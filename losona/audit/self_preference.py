@@ -76,9 +76,13 @@ def self_preference(
     plans: list[dict[str, Any]] = []
     for judge in rated:
         family = families.judges.get(judge)
-        own = [m for m in models if _same(families.models[m], family)]
-        other = [m for m in models if not _same(families.models[m], family)]
-        reference = [r for r in rated if r != judge and not _same(families.judges.get(r), family)]
+        own, other, reference = [], [], []  # nothing to compare for a judge without a family
+        if family is not None:
+            own = [m for m in models if _same(families.models[m], family)]
+            other = [m for m in models if not _same(families.models[m], family)]
+            reference = [
+                r for r in rated if r != judge and not _same(families.judges.get(r), family)
+            ]
         status = _why_not(family, own, other, reference)
         plans.append(
             {
