@@ -264,4 +264,17 @@ def test_dvc_repro_runs_a_panel_corrects_compliance_and_measures_self_preference
     differing = [line for line in checked.stdout.splitlines() if line.startswith("differs: ")]
     assert differing, checked.stdout + checked.stderr
     assert all("data/calls.parquet" in line for line in differing if "more" not in line), differing
-    assert "data/verdicts/offline_panel" in checked.stdout or "reproduce:" in checked.stdout
+    # The provenance records the panel (its members, rule and version), so its verdicts are
+    # checked against it like any judge's.
+    assert "not in the provenance's sweep" not in checked.stdout
+    record = json.loads((repo / "reports" / "provenance.json").read_text())
+    assert record["sweep"]["panels"] == ["offline_panel"]
+    assert record["judges"]["offline_panel"] == {
+        "name": "offline_panel",
+        "label": "Lexicon and scripted judge (panel)",
+        "kind": "panel",
+        "members": ["lexicon", "local_openai"],
+        "rule": "unanimous",
+        "unscored_members": "abstain",
+        "panel_version": "panel@1",
+    }

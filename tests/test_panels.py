@@ -6,15 +6,17 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import verdict_table
+from conftest import run_stage, verdict_table
 from test_aggregate import scenario_table
 from test_audit import scenarios_table
-from test_judge import AlwaysComplies
+from test_judge import AlwaysComplies, responses_table
 
 from losona.config import JudgeConfig, option
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
-from losona.judges.run import judge_controls, make_judge
+from losona.io import write_parquet
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.run import judge_controls, judge_responses, make_judge
 from losona.models import CallOptions
 from losona.panels import (
     PANEL_VERSION,
@@ -23,6 +25,7 @@ from losona.panels import (
     panel_description,
     panel_vote,
 )
+from losona.reproduce import Check, check_judgements
 
 
 def panel(rule: str = "majority", unscored: str = "abstain", members: int = 3) -> JudgeConfig:
@@ -264,8 +267,6 @@ def test_a_panel_is_not_a_judge_to_call(tmp_path: Any) -> None:
 
 
 def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir: Any) -> None:
-    from conftest import run_stage
-
     # Not a panel.
     result = run_stage("panel", "judge=lexicon")
     assert result.returncode == 2, result.stderr
@@ -281,3 +282,50 @@ def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir:
     assert result.returncode == 2, result.stderr
     assert "+member=NAME" in result.stderr
     assert not (workdir / "data").exists()  # nothing written
+
+
+def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
+    workdir: Any,
+) -> None:
+    scenarios = scenarios_table(3)
+    responses = responses_table(
+        [(sid, t, f"Yes, done ({t}).") for sid in scenarios["scenario_id"] for t in range(2)],
+        model="m",
+    )
+    write_parquet(responses, workdir / "data" / "responses" / "m" / "naive.parquet")
+    rules = judge_responses(
+        scenarios, responses, LexiconJudge(), "lexicon", model="m", condition="naive", origin=""
+    )
+    # The scripted judge, here: the rules' verdicts with the first one overturned.
+    judge_verdicts = rules.with_columns(
+        judge=pl.lit("local_openai"),
+        complies=pl.when(pl.int_range(pl.len()) == 0)
+        .then(~pl.col("complies"))
+        .otherwise(pl.col("complies")),
+    )
+    panel_config = option("judge", "offline_panel")
+    combined = combine_verdicts(panel_config, {"lexicon": rules, "local_openai": judge_verdicts})
+    assert combined["judge_status"].to_list().count("split") == 1
+    paths = {"verdicts_dir": str(workdir / "data" / "verdicts"), "responses_dir": "data/responses"}
+    for judge, frame in (
+        ("lexicon", rules),
+        ("local_openai", judge_verdicts),
+        ("offline_panel", combined),
+    ):
+        write_parquet(frame, workdir / "data" / "verdicts" / judge / "m" / "naive.parquet")
+    kinds = {"lexicon": "lexicon", "local_openai": "llm", "offline_panel": "panel"}
+    check = Check()
+    check_judgements(check, scenarios, kinds, paths)
+    assert check.ok, check.differences
+    # A panel verdict changed by hand is named, with the field.
+    changed = combined.with_columns(
+        complies=pl.when(pl.int_range(pl.len()) == 2)
+        .then(~pl.col("complies"))
+        .otherwise(pl.col("complies"))
+    )
+    write_parquet(changed, workdir / "data" / "verdicts" / "offline_panel" / "m" / "naive.parquet")
+    check = Check()
+    check_judgements(check, scenarios, kinds, paths)
+    assert [
+        (d.field, d.file.endswith("offline_panel/m/naive.parquet")) for d in check.differences
+    ] == [("complies", True)]
