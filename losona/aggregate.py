@@ -108,10 +108,14 @@ def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]])
 
 
 def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
-    """Judges, models and conditions in the verdicts that the sweep does not list, by kind."""
+    """Judges, models and conditions in the verdicts that the sweep does not list, by kind.
+
+    The sweep's panels (conf/panels.yaml) are judges it lists.
+    """
     unlisted = []
     for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
-        names = [n for n in verdicts[column].unique().sort() if n not in sweep[key]]
+        listed = [*sweep[key], *sweep.get("panels", ())] if key == "judges" else sweep[key]
+        names = [n for n in verdicts[column].unique().sort() if n not in listed]
         if names:
             unlisted.append(f"{column} {', '.join(names)} (not in sweep.{key})")
     return unlisted

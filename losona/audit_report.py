@@ -1,5 +1,8 @@
 """The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit/).
 
+It shows the judge-error figures (self-preference, compliance corrected for each judge's
+measured error) apart from the paper's metrics, and only when a run has them.
+
 plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
 pick and format the values to show; the template (losona/pages/templates/audit.html) lays
 them out, escaping every value from a file.
@@ -15,6 +18,7 @@ import polars as pl
 from losona.aggregate import Reports
 from losona.audit import Audit
 from losona.formatting import number as _num
+from losona.formatting import signed as _signed
 from losona.metrics import BASELINE_CONDITION
 from losona.pages import Section, section
 
@@ -29,7 +33,9 @@ def audit_section(result: Audit, reports: Reports) -> Section:
         "Judge audit",
         "audit.html",
         pairs=pairs_data(result, names),
+        preference=self_preference_data(result, names),
         human=human_data(result),
+        corrected=corrected_data(result),
         determinism=determinism_data(result),
         controls=controls_data(result),
     )
@@ -143,6 +149,79 @@ def human_data(result: Audit) -> dict[str, Any]:
             result["human_items.csv"].filter(pl.col("agree").not_()).iter_rows(named=True)
         ),
     }
+
+
+def self_preference_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
+    """Each judge's self-preference for its model family (empty when the check does not apply)."""
+
+    def models(joined: str | None) -> str:
+        return ", ".join(names.get(m, m) for m in (joined or "").split(", ") if m)
+
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "rows": [
+            r
+            | {
+                "own_family_models": models(r["own_family_models"]),
+                "other_models": models(r["other_models"]),
+                "judge_gap": _signed(r["judge_gap"]),
+                "reference_gap": _signed(r["reference_gap"]),
+                "self_preference": _signed(r["self_preference"]),
+                "interval": _interval(r["self_preference_low"], r["self_preference_high"]),
+            }
+            for r in result["self_preference.csv"].iter_rows(named=True)
+        ],
+    }
+
+
+def corrected_data(result: Audit) -> dict[str, Any]:
+    """Per judge: the correction's basis (labelled items, sensitivity, specificity) and its
+    corrected compliance and effects, or why there are none (empty without labels)."""
+    corrected, deltas = result["corrected.csv"], result["corrected_deltas.csv"]
+    judges = []
+    for r in result["correction.csv"].iter_rows(named=True):
+        mine = corrected.filter(pl.col("judge") == r["judge"])
+        effects = deltas.filter(pl.col("judge") == r["judge"])
+        judges.append(
+            r
+            | {
+                "sensitivity": f"{_num(r['sensitivity'])} "
+                + _interval(r["sensitivity_low"], r["sensitivity_high"]),
+                "specificity": f"{_num(r['specificity'])} "
+                + _interval(r["specificity_low"], r["specificity_high"]),
+                "rows": [
+                    {
+                        "model": c["model_label"],
+                        "condition": c["condition_label"],
+                        "compliance": f"{_num(c['compliance'])} "
+                        + _interval(c["compliance_low"], c["compliance_high"]),
+                        "corrected": f"{_num(c['corrected'])} "
+                        + _interval(c["corrected_low"], c["corrected_high"]),
+                    }
+                    for c in mine.iter_rows(named=True)
+                ],
+                "effects": [
+                    {
+                        "model": d["model_label"],
+                        "condition": d["condition_label"],
+                        "delta": f"{_signed(d['compliance_delta'])} "
+                        + _interval(d["compliance_delta_low"], d["compliance_delta_high"]),
+                        "corrected": f"{_signed(d['corrected_delta'])} "
+                        + _interval(d["corrected_delta_low"], d["corrected_delta_high"]),
+                    }
+                    for d in effects.iter_rows(named=True)
+                ],
+            }
+        )
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "judges": judges,
+        "baseline": BASELINE_CONDITION,
+    }
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
 
 
 def determinism_data(result: Audit) -> dict[str, Any]:

@@ -232,6 +232,9 @@ class ModelSpec(Schema):
 
     name: Text  # the config option's name, e.g. "claude_opus"
     model: Text  # the litellm model string, e.g. "anthropic/claude-opus-4-8"
+    # Who made the model ("Google", "Anthropic", ...): the audit's self-preference check
+    # compares a judge's family with its subjects'. None: not stated (left out of the check).
+    family: Text | None = None
     params: Params = Field(default_factory=dict)  # sent with every call
     label: Annotated[StrictStr, Field(description="text")] = ""  # display name; the name when empty
     api_key_env: Text | None = None  # the environment variable holding the key, never the key
@@ -413,30 +416,54 @@ class AuditSettings(Schema):
 # -- judge (conf/judge/*.yaml) --------------------------------------------------------------
 
 
+# A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
+PANEL_RULES = ("majority", "unanimous")
+UNSCORED_MEMBER_POLICIES = ("abstain", "void")
+PANEL_KEYS = ("members", "rule", "unscored_members")
+PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
+
+
 class JudgeConfig(_Batched):
-    """A judge: the lexicon rules, or an LLM through the model layer."""
+    """A judge: the lexicon rules, an LLM through the model layer, or a panel of judges."""
 
     KEY: ClassVar[str] = "judge"
 
     name: Text
     label: Annotated[StrictStr, Field(description="text")] = ""
-    kind: Literal["lexicon", "llm"]
+    kind: Literal["lexicon", "llm", "panel"]
     model: ModelSpec | None = None
     max_cost_usd: CostCap = None
     # How the verdict's schema goes with each call; checked against the judge's response
     # formats when the judge is built (losona/judges/llm.py). None: the paper's setting.
     structured_output: Text | None = None
+    # kind panel only (losona/panels.py): the judges it combines, how their votes decide,
+    # and what an unscored member's verdict does (abstain: the others decide; void: the
+    # panel's verdict is unscored too). Each must be written out: none has a default.
+    members: PanelMembers | None = Field(
+        None, description="a list of at least two judge names, each once"
+    )
+    rule: Literal["majority", "unanimous"] | None = None
+    unscored_members: Literal["abstain", "void"] | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _lexicon_calls_no_model(cls, node: Any) -> Any:
-        # Settings for a model would silently do nothing on the lexicon judge.
-        if isinstance(node, Mapping) and node.get("kind") == "lexicon":
-            for key in ("model", "structured_output"):
+        # Settings for a model would silently do nothing on the lexicon judge or a panel.
+        model_settings: dict[str, tuple[str, ...]] = {
+            "lexicon": ("model", "structured_output"),
+            "panel": ("model", "structured_output", "max_cost_usd"),
+        }
+        if isinstance(node, Mapping) and node.get("kind") in model_settings:
+            what = "the lexicon judge" if node.get("kind") == "lexicon" else "a panel"
+            for key in model_settings[node["kind"]]:
                 if key in node:
-                    raise Refusal("no such setting: the lexicon judge calls no model", "one", key)
+                    raise Refusal(f"no such setting: {what} calls no model", "one", key)
             if node.get("batch"):
-                raise Refusal("false: the lexicon judge calls no model", "true", "batch")
+                raise Refusal(f"false: {what} calls no model", "true", "batch")
+        if isinstance(node, Mapping) and node.get("kind") != "panel":
+            for key in PANEL_KEYS:
+                if key in node:
+                    raise Refusal("no such setting: only a judge of kind panel has it", "one", key)
         return node
 
     @model_validator(mode="after")
@@ -445,7 +472,28 @@ class JudgeConfig(_Batched):
             raise Refusal(
                 "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
             )
+        if self.kind == "panel":
+            for key, expected in (
+                ("members", "a list of at least two judge names (kind panel needs it)"),
+                ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
+                (
+                    "unscored_members",
+                    f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)",
+                ),
+            ):
+                if getattr(self, key) is None:
+                    raise Refusal(expected, "nothing (it is missing)", key)
+            assert self.members is not None
+            if len(set(self.members)) != len(self.members):
+                raise Refusal("each member once", repr(list(self.members)), "members")
+            if self.name in self.members:
+                raise Refusal("other judges than the panel itself", self.name, "members")
         return self
+
+    @property
+    def family(self) -> str | None:
+        """The family of the judge's model; None for rules and panels (no one model)."""
+        return None if self.model is None else self.model.family
 
     @property
     def display_name(self) -> str:
@@ -531,6 +579,7 @@ class Paths(Schema):
     prompts: PathText
     responses_dir: PathText
     verdicts_dir: PathText
+    panel_votes_dir: PathText
     judge_controls_dir: PathText
     judge_controls_reports_dir: PathText
     judge_logs_dir: PathText

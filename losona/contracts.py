@@ -374,11 +374,101 @@ HUMAN_ITEM_SCHEMA = pl.Schema(  # human_items.csv: every labelled item against e
     }
 )
 
+# Judge error carried into the results (losona/audit/correction.py): compliance corrected
+# for each judge's sensitivity and specificity against people's labels (Rogan-Gladen). Kept
+# apart from aggregate's tables, which stay the paper's metrics. "Sensitivity": the share of
+# the items people mark compliant that the judge marks compliant; "specificity": the share
+# of the items people mark breaching that the judge marks breaching.
+CORRECTION_SCHEMA = pl.Schema(  # correction.csv: each judge's error, the correction's basis
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "labelled": pl.Int32(),  # labelled items the judge scored: the basis of every figure
+        "people_compliant": pl.Int32(),
+        "people_breaching": pl.Int32(),
+        "true_positives": pl.Int32(),  # both say complies
+        "false_negatives": pl.Int32(),  # people say complies, the judge breach
+        "false_positives": pl.Int32(),  # people say breach, the judge complies
+        "true_negatives": pl.Int32(),  # both say breach
+        "sensitivity": pl.Float64(),  # percent; null when people marked no item compliant
+        "sensitivity_low": pl.Float64(),  # exact (Clopper-Pearson) interval, for reading only
+        "sensitivity_high": pl.Float64(),
+        "specificity": pl.Float64(),  # percent; null when people marked no item breaching
+        "specificity_low": pl.Float64(),
+        "specificity_high": pl.Float64(),
+        "youden": pl.Float64(),  # sensitivity + specificity - 1: what the correction divides by
+        "identifiable": pl.Boolean(),  # whether corrected.csv has this judge's figures
+        "status": pl.String(),  # "corrected", or why the correction is not identifiable
+    }
+)
+
+CORRECTED_SCHEMA = pl.Schema(  # corrected.csv: judge-error-corrected compliance, per cell
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "scenarios": pl.Int32(),
+        "scored_trials": pl.Int32(),
+        "compliance": pl.Float64(),  # as results.csv: the judge's own, uncorrected
+        "compliance_low": pl.Float64(),  # scenario bootstrap only
+        "compliance_high": pl.Float64(),
+        "corrected": pl.Float64(),  # Rogan-Gladen, clipped to 0-100
+        "corrected_low": pl.Float64(),  # scenario and labelled-item bootstrap together
+        "corrected_high": pl.Float64(),
+        # Resamples whose labelled items left the correction undefined; each counts as 0 for
+        # the low end and 100 for the high end, so they widen the interval, never narrow it.
+        "unidentified_resamples": pl.Int32(),
+    }
+)
+
+CORRECTED_DELTA_SCHEMA = pl.Schema(  # corrected_deltas.csv: compliance against naive, corrected
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "scenarios": pl.Int32(),
+        # In compliance points (not aggregate's accuracy-at-K: a majority of K trials is not
+        # a rate the labels can correct).
+        "compliance_delta": pl.Float64(),  # the judge's own, uncorrected
+        "compliance_delta_low": pl.Float64(),  # scenario bootstrap only
+        "compliance_delta_high": pl.Float64(),
+        "corrected_delta": pl.Float64(),  # corrected condition minus corrected naive
+        "corrected_delta_low": pl.Float64(),  # scenario and labelled-item bootstrap together
+        "corrected_delta_high": pl.Float64(),
+        "unidentified_resamples": pl.Int32(),  # each counts as -100 low and +100 high
+    }
+)
+
+# Self-preference (losona/audit/self_preference.py), in compliance points: how much more a
+# judge's compliance exceeds the reference judges' (the run's other judges of another family)
+# on subjects of its own family than on other subjects. A difference in differences.
+SELF_PREFERENCE_SCHEMA = pl.Schema(  # self_preference.csv: per judge (panels aside), if it applies
+    {
+        "judge": pl.String(),
+        "family": pl.String(),  # the judge model's family; null for rules
+        "own_family_models": pl.String(),  # subjects of the judge's family, joined by ", "
+        "other_models": pl.String(),  # subjects of other families
+        "reference_judges": pl.String(),  # the other judges it is compared with
+        "judge_gap": pl.Float64(),  # the judge: own-family minus other subjects' compliance
+        "reference_gap": pl.Float64(),  # the reference judges' mean of the same gap
+        "self_preference": pl.Float64(),  # judge_gap - reference_gap
+        "self_preference_low": pl.Float64(),  # scenario bootstrap
+        "self_preference_high": pl.Float64(),
+        "scenarios": pl.Int32(),
+        "status": pl.String(),  # "estimated", or why not
+    }
+)
+
 DETERMINISM_SCHEMA = pl.Schema(  # determinism.csv: each judge re-judging a subset, cache off
     {
         "judge": pl.String(),
         "judge_model": pl.String(),
-        "method": pl.String(),  # re-judged | rules (deterministic by construction) | not run
+        # re-judged | rules (deterministic by construction) | panel (its members') | not run
+        "method": pl.String(),
         "items": pl.Int32(),
         "repeats": pl.Int32(),
         "flipped_items": pl.Int32(),  # items whose scored verdicts were not all the same

@@ -31,6 +31,7 @@ from losona.judges.lexicon import RULES_PATH
 from losona.judges.run import structured_output
 from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 from losona.models import ModelSpec
+from losona.panels import PANEL_VERSION
 
 # The distributions whose versions can change what a run writes (PyPI names).
 PACKAGES = (
@@ -142,10 +143,15 @@ def model_record(spec: ModelSpec) -> dict[str, Any]:
 
 
 def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A judge config's record: its kind, and its model or its rules' version."""
+    """A judge config's record: its kind, and its model, its rules' version or its members."""
     judge = JudgeConfig.from_config(config, origin=f"conf/judge/{config.get('name')}.yaml")
     record: dict[str, Any] = {"name": judge.name, "label": judge.display_name, "kind": judge.kind}
-    if judge.model is None:
+    if judge.kind == "panel":
+        record["members"] = list(judge.members or ())
+        record["rule"] = judge.rule
+        record["unscored_members"] = judge.unscored_members
+        record["panel_version"] = PANEL_VERSION
+    elif judge.model is None:
         record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
     else:
         record["model"] = model_record(judge.model)
@@ -181,7 +187,9 @@ def provenance(
         "packages": package_versions(),
         "dataset": dataset_record(dataset, scenarios),
         "templates": template_hashes(),
-        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")},
+        # Panels are recorded when a run has them (a run without keeps its record as it was).
+        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")}
+        | ({"panels": list(sweep["panels"])} if sweep.get("panels") else {}),
         "models": {
             name: model_record(ModelSpec.from_config(dict(node), f"conf/model/{name}.yaml"))
             for name, node in models.items()

@@ -8,7 +8,8 @@ aggregate stage reports (results, means, deltas, flips, breakdowns, outcomes, Ta
 metrics.json), each judge's validity-control summary, the judge audit (when the run has
 one) and the numbers behind the figures, and compares them value by value with the files
 on disk. Below the numbers, it checks that every verdict judged the recorded response
-(the lexicon judge's verdicts are judged again from the responses: rules cost nothing),
+(the lexicon judge's verdicts are judged again from the responses: rules cost nothing; a
+judge panel's are combined again from its members' verdict files),
 that the verdicts name the judge models and versions the provenance records, that
 the scenario table and the templates still have the hashes it records, and that the
 run's published calls (paths.calls) hold every cell's calls file and, for every response,
@@ -53,7 +54,7 @@ from losona.aggregate import (
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, Paths, option, option_file
+from losona.config import CONF_DIR, JudgeConfig, Paths, option, option_file
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -78,6 +79,7 @@ from losona.models import (
     read_calls,
 )
 from losona.models.published import md5_file
+from losona.panels import combine_verdicts, panel_description
 from losona.provenance import scenarios_sha256, template_hashes
 from losona.publish import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
 from losona.verdicts import verdict_files
@@ -267,7 +269,16 @@ def check_verdict_origins(
         entry = record["judges"].get(judge)
         if entry is None:
             continue  # outside the recorded sweep: reported by aggregate, noted by the caller
-        if entry.get("kind") == "lexicon":
+        if entry.get("kind") == "panel":
+            panel = JudgeConfig.from_config(
+                {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
+                origin=f"{display_path(verdicts_dir)} (provenance: judges.{judge})",
+            )
+            expected = {
+                "judge_model": panel_description(panel),
+                "judge_version": entry.get("panel_version"),
+            }
+        elif entry.get("kind") == "lexicon":
             expected = {"judge_version": entry.get("rules_version")}
             expected["judge_model"] = f"lexicon@{expected['judge_version']}"
         else:
@@ -308,7 +319,19 @@ def check_judgements(
             continue
         found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
         responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-        if kinds[judge] == "lexicon":
+        if kinds[judge] == "panel":
+            # A panel's verdicts follow from its members': combine them again.
+            panel = option("judge", judge)
+            members = {
+                m: read_parquet(
+                    Path(paths["verdicts_dir"]) / m / model / f"{condition}.parquet",
+                    VERDICT_SCHEMA,
+                    made_by="judge",
+                )
+                for m in panel.members
+            }
+            expected = combine_verdicts(panel, members).sort("scenario_id", "trial")
+        elif kinds[judge] == "lexicon":
             # Rules, not a model: judging again is free and must give the same verdicts.
             expected = judge_responses(
                 scenarios,
@@ -416,6 +439,7 @@ def check_run(paths: Mapping[str, str]) -> Check:
             determinism_settings=DeterminismSettings(repeats=0),
             kinds=inputs.kinds,
             rejudge=_no_model_calls,
+            families=inputs.families,
         )
         check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])
     else:

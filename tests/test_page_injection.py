@@ -134,6 +134,17 @@ AUDIT_SHOWN = {
     ],
     "controls.csv": ["judge", "judge_model"],
     "control_misses.csv": ["judge", "scenario_id", "example", "response", "verdict", "reasoning"],
+    "correction.csv": ["judge", "status"],
+    "corrected.csv": ["model_label", "condition_label"],
+    "corrected_deltas.csv": ["model_label", "condition_label"],
+    "self_preference.csv": [
+        "judge",
+        "family",
+        "own_family_models",
+        "other_models",
+        "reference_judges",
+        "status",
+    ],
 }
 
 
@@ -184,6 +195,14 @@ def hostile_audit(p: Payloads) -> Audit:
         tables[name] = frame.with_columns(
             pl.lit(p(f"{name} {column}")).alias(column) for column in AUDIT_SHOWN[name]
         )
+    # One judge whose correction is shown with its corrected figures, and the same judge
+    # as one whose correction is not identifiable, with its reason.
+    basis = tables["correction.csv"]
+    tables["correction.csv"] = pl.concat(
+        [basis.with_columns(identifiable=pl.lit(flag)) for flag in (True, False)]
+    )
+    for name in ("corrected.csv", "corrected_deltas.csv"):
+        tables[name] = tables[name].with_columns(judge=pl.lit(basis["judge"][0]))
     # A sheet was labelled, so the section shows the agreement with people.
     metrics = result.metrics | {
         "labels": result.metrics["labels"] | {"sheet_items": 1, "labelled": 1}

@@ -44,6 +44,12 @@ def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) ->
         config = JudgeConfig.from_config(config, origin=f"judge '{config.get('name')}'")
     if config.kind == "lexicon":
         return LexiconJudge()
+    if config.kind == "panel":
+        raise LosonaError(
+            f"judge '{config.name}' is a panel: it judges nothing itself but combines its "
+            "members' verdicts (python stages/panel.py); list it in conf/panels.yaml, not "
+            "in sweep.judges (docs/judges.md, 'Judge panels')"
+        )
     assert config.model is not None  # the schema requires it of kind llm
     spec = config.model
     batch = config.batching

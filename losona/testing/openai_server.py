@@ -228,10 +228,12 @@ class OpenAIServer:
         """A model config node (the shape of conf/model/*.yaml) served by this server.
 
         Seeded per trial, so the default replies of a prompt's K trials differ; free; with
-        short retry delays and timeouts, so fault tests run in well under a second.
+        short retry delays and timeouts, so fault tests run in well under a second. Its
+        family is "test double", as for every test double (conf/judge/local_openai.yaml).
         """
         return {
             "name": name,
+            "family": "test double",
             "model": "openai/test-model",
             "api_base": self.url,
             "seed_per_trial": True,
