@@ -50,6 +50,10 @@ from losona.io import display_path, read_yaml
 PARAMS_FILE = Path("params.yaml")
 CONF_DIR = Path("conf")
 ROOT_FILE = CONF_DIR / "config.yaml"
+# K and the subset: the settings a run changes, kept apart from ROOT_FILE so that
+# `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
+# an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
+RUN_FILE = CONF_DIR / "run.yaml"
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -355,12 +359,12 @@ class _Batched(Schema):
 
 
 class SamplingSettings(_Batched):
-    """The `sampling:` node of conf/config.yaml."""
+    """The `sampling:` node of conf/config.yaml, with K (`trials`) from conf/run.yaml."""
 
     KEY: ClassVar[str] = "sampling"
     FILE: ClassVar[str] = str(ROOT_FILE)
 
-    trials: Count
+    trials: Count  # conf/run.yaml
     dry_run: Flag
     max_cost_usd: CostCap
 
@@ -841,6 +845,11 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     return checked
 
 
+def origin_of(dotted: str) -> str:
+    """Where a stage's value at a dotted key came from: a file, or the command line."""
+    return _Sources.of_hydra().where(dotted)
+
+
 def option(group: str, name: str) -> Any:
     """One option of a named group read on its own (conf/<group>/<name>.yaml), checked."""
     where = str(option_file(group, name))
@@ -905,6 +914,12 @@ class _Sources:
         if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
             return self.file("experiment", experiment)
         name = self.choices.get(group)
+        # Group options are composed after the run file, so a value an option's file sets
+        # is its own; what it leaves out may come from the run file (K, the subset).
+        if name and _sets(Path(self.file(group, name)), dotted):
+            return self.file(group, name)
+        if _sets(RUN_FILE, dotted):
+            return str(RUN_FILE)
         return self.file(group, name) if name else str(ROOT_FILE)
 
 
