@@ -90,7 +90,7 @@ class Subset:
 
     @classmethod
     def of(cls, dataset: DatasetConfig, ids_from: str | None = None) -> Subset:
-        """The subset a checked dataset config asks for; `ids_from` names where its ids came from."""
+        """The subset a checked dataset config asks for; `ids_from`: where its ids came from."""
         where = ids_from or f"conf/dataset/{dataset.name}.yaml"
         return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
 

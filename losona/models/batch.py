@@ -32,14 +32,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-from tqdm import tqdm
 
 from losona.config import BatchSettings
 from losona.errors import LosonaError
@@ -57,6 +54,7 @@ from losona.models.calls import (
     require_every_call,
 )
 from losona.models.pricing import Usage
+from losona.models.progress import progress_bar
 from losona.models.spec import Completion, ModelSpec, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -379,13 +377,8 @@ class _BatchJob:
 
     async def _wait(self, state: _State) -> Any:
         """Poll the batch until it ends, with a progress bar; the final batch object."""
-        bar = tqdm(
-            total=len(state.keys),
-            desc=f"{self.progress or self.spec.name} (batch {state.batch_id})",
-            unit="call",
-            disable=self.progress is None or not sys.stderr.isatty(),
-            dynamic_ncols=True,
-        )
+        label = f"{self.progress or self.spec.name} (batch {state.batch_id})"
+        bar = progress_bar(label if self.progress is not None else None, len(state.keys), 0)
         with bar:
             while True:
                 batch = await self._call(

@@ -60,6 +60,7 @@ from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
+from losona.models.progress import progress_bar
 from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
@@ -123,7 +124,8 @@ class CallOptions:
     max_cost_usd: float | None = None  # stop before this run's spend would pass it
     # A JSON file for this run's facts (latency, attempts, cache hits, spend, failures).
     run_log: str | Path | None = None
-    progress: str | None = None  # labels a progress bar, shown only on a terminal
+    # Labels the progress: a bar on a terminal, else a line every 30 s (models/progress.py).
+    progress: str | None = None
 
 
 def failure_kind(error: str | None) -> str:
@@ -745,13 +747,11 @@ async def acomplete(
             # all cached or published reruns without one.
             spec.check_credentials()
         cached = sum(1 for key, _ in keyed if key in found)
-        bar = tqdm(
+        # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
+        bar = progress_bar(
+            options.progress,
             total=len(requests),
-            initial=len(requests) - len(pending),  # cache hits and repeats of a request
-            desc=options.progress,
-            unit="call",
-            disable=options.progress is None or not sys.stderr.isatty(),
-            dynamic_ncols=True,
+            done=len(requests) - len(pending),  # cache hits and repeats of a request
         )
         budget = _Budget(options.max_cost_usd)
         run = _Run(prepared, cache, budget, bar, cached, options.use_cache)
