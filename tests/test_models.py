@@ -546,3 +546,22 @@ def test_sends_in_flight_drop_under_rate_limits_and_recover(cache: Path) -> None
     assert max(in_flight[110:140]) <= 2  # while every send is refused: cut to one or two
     recovered = in_flight[140 + 60 : len(in_flight) - 10]  # after, but before the queue drains
     assert recovered and max(recovered) >= 6
+
+
+def test_the_cap_says_what_was_spent_once_the_calls_in_flight_settle(
+    cache: Path, tmp_path: Path
+) -> None:
+    # Four calls in flight at $17 estimated each: the third reservation would pass $40 while
+    # the first two are still out. Their $7 each must be in the message, as in the run log.
+    priced = {"price": {"input_usd_per_mtok": 1e6, "output_usd_per_mtok": 1e6}}
+    log = tmp_path / "log.json"
+    with OpenAIServer(latency=0.2) as server:
+        spec = spec_for(server, concurrency=4, params={"max_tokens": 7}, **priced)
+        with pytest.raises(CallFailed) as stop:
+            complete(spec, prompts(10), CallOptions(cache_path=cache, max_cost_usd=40, run_log=log))
+    facts = json.loads(log.read_text())
+    assert server.request_count == 2 and facts["cost_usd_this_run"] == 14.0
+    assert "the cost cap of $40.0000 would be passed ($14.0000 spent in this run)" in str(
+        stop.value
+    )
+    assert facts["stopped"].endswith("($14.0000 spent in this run)")

@@ -463,6 +463,12 @@ class _Budget:
     cap: float | None
     spent: float = 0.0
     reserved: float = 0.0
+    tripped: bool = False  # a call was held back because it could pass the cap
+
+    def stopped(self) -> str:
+        """Why the run stopped, with its spend: said after every call in flight settled."""
+        spent = f"${self.spent:.4f} spent in this run"
+        return f"the cost cap of ${self.cap or 0:.4f} would be passed ({spent})"
 
     def reserve(self, estimate: float) -> bool:
         if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
@@ -537,10 +543,9 @@ class _Run:
                 key, request, params = pending[i]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    self.stop = (
-                        f"the cost cap of ${self.budget.cap:.4f} would be passed "
-                        f"(${self.budget.spent:.4f} spent in this run)"
-                    )
+                    # What was spent is said once the calls in flight have settled.
+                    self.budget.tripped = True
+                    self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
                     return
                 ready.popleft()
                 taken += 1
@@ -757,6 +762,8 @@ async def acomplete(
         run = _Run(prepared, cache, budget, bar, cached, options.use_cache)
         with bar:
             made = await run.run(list(pending.values()))
+        if budget.tripped:  # every worker has returned: the calls in flight are paid for
+            run.stop = budget.stopped()
         results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
     if options.run_log is not None:
         wall_s = time.perf_counter() - started
