@@ -912,12 +912,17 @@ def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
         )
     from losona.models.batch import BATCH_PROVIDERS  # batch imports this module
 
-    provider = _provider(prepared.spec)[1]
-    mode = (
-        "batch mode can send it"
-        if provider in BATCH_PROVIDERS and not prepared.spec.endpoints
-        else f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}"
-    )
+    provider, spec = _provider(prepared.spec)[1], prepared.spec
+    if provider not in BATCH_PROVIDERS or spec.endpoints:
+        mode = f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}, at one endpoint"
+    elif spec.api_base:
+        # A server of one's own speaks the chat API; few also serve OpenAI's Batch API.
+        mode = (
+            f"batch mode only if {spec.api_base} serves OpenAI's Batch API (/files, "
+            "/batches), which vLLM, llama.cpp and Ollama do not"
+        )
+    else:
+        mode = "batch mode can send it"
     return f"{how}; batch: {rates.batch_basis}, {mode}"
 
 
