@@ -170,15 +170,19 @@ def test_the_llm_judge_against_llama_cpp(
 def test_a_server_that_rejects_the_schema_gets_the_advice(
     llama_server: str, tmp_path: Path
 ) -> None:
-    # llama-cpp-python's server takes response_format types "text" and "json_object" only.
+    # llama-cpp-python's server takes response_format types "text" and "json_object" only,
+    # and says so with an HTTP 500: the advice is the form it takes, not the one for a 400.
     spec = ModelSpec.from_config(served(llama_server, "llama_judge"))
     judge = LLMJudge(
         spec, CallOptions(cache_path=tmp_path / "calls.sqlite"), structured_output="json_schema"
     )
     with pytest.raises(CallsFailed) as refused:
         judge.judge(cases(1))
-    assert "response_format" in str(refused.value)
-    assert STRUCTURED_ADVICE in str(refused.value)
+    message = str(refused.value)
+    assert "InternalServerError (500)" in message and "response_format" in message
+    assert "The server refused structured_output: json_schema with an HTTP 500" in message
+    assert "Set structured_output: json_object_schema to keep the schema" in message
+    assert STRUCTURED_ADVICE not in message  # the 400's advice
 
 
 def documented_llamacpp_config() -> dict[str, Any]:
