@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -254,6 +255,10 @@ class ModelSpec(Schema):
     # Send calls so the provider can cache their shared prefixes (billing only: what is sent
     # as the prompt and the cache key are the same either way; losona/models/caching.py).
     prompt_caching: Flag = True
+    # A stand-in served by the project's test server (scripted replies or verdicts), for
+    # checking the plumbing: every table and figure marks it, so that its numbers never
+    # read as a real model's or judge's. Not part of the cache key.
+    test_double: Flag = False
 
     @model_validator(mode="before")
     @classmethod
@@ -456,6 +461,11 @@ class JudgeConfig(_Batched):
         """The label, or the name when there is none."""
         return self.label or self.name
 
+    @property
+    def test_double(self) -> bool:
+        """Whether its verdicts come from a test double (its model node says so)."""
+        return self.model is not None and self.model.test_double
+
 
 # -- condition, dataset, paths ---------------------------------------------------------------
 
@@ -543,6 +553,7 @@ class Paths(Schema):
     audit_dir: PathText
     figures_dir: PathText
     labels_dir: PathText
+    configs_dir: PathText
     label_sheet: PathText
     label_sheet_html: PathText
     label_key: PathText
@@ -843,6 +854,31 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     if group in NAMED:
         _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
     return checked
+
+
+def without_password(url: str) -> str:
+    """A URL with any user:password removed: a secret must never reach a file."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
+    """A checked model or judge config as plain values, defaults filled in, no password.
+
+    What a run used of the option, for the files that stand for it in the pipeline (the
+    config stage, losona stages/config.py).
+    """
+    record: dict[str, Any] = checked.model_dump(mode="json")
+    node = record if isinstance(checked, ModelSpec) else record.get("model")
+    if node is not None:
+        if node.get("api_base"):
+            node["api_base"] = without_password(node["api_base"])
+        node["endpoints"] = [without_password(e) for e in node["endpoints"]]
+    return record
 
 
 def origin_of(dotted: str) -> str:

@@ -19,9 +19,7 @@ from losona.io import write_parquet
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
-    scenarios = fetch_scenarios(
-        chosen(cfg, "dataset"), ids_from=origin_of("dataset.scenario_ids")
-    )
+    scenarios = fetch_scenarios(chosen(cfg, "dataset"), ids_from=origin_of("dataset.scenario_ids"))
     write_parquet(scenarios, paths.scenarios)
     source = scenarios["source"][0]
     print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")

@@ -230,7 +230,8 @@ class OpenAIServer:
         """A model config node (the shape of conf/model/*.yaml) served by this server.
 
         Seeded per trial, so the default replies of a prompt's K trials differ; free; with
-        short retry delays and timeouts, so fault tests run in well under a second.
+        short retry delays and timeouts, so fault tests run in well under a second; and
+        marked a test double, so that reports say its numbers are no model's.
         """
         return {
             "name": name,
@@ -241,6 +242,7 @@ class OpenAIServer:
             "timeout_s": 2.0,
             "backoff_s": 0.01,
             "price": {"input_usd_per_mtok": 0, "output_usd_per_mtok": 0},
+            "test_double": True,
         } | settings
 
     def __enter__(self) -> OpenAIServer:
