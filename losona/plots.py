@@ -9,6 +9,7 @@ fixed so that the same tables give byte-identical files.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
+from mpl_toolkits.axes_grid1 import Divider, Size
 
 from losona.aggregate import Reports
 from losona.io import atomic_path, write_text
@@ -178,7 +180,8 @@ def _panels(rows: int, cols: int, width: float, height: float) -> tuple[MplFigur
 
 
 def _judge_title(text: str, judge: Judge) -> str:
-    return f"{text}\njudge: {judge[2]}"
+    # Wrapped, so that a long label (a test double's mark) stays over its own panel.
+    return f"{text}\n" + textwrap.fill(f"judge: {judge[2]} ({judge[1]})", width=48)
 
 
 def _empty(ax: Axes, message: str) -> None:
@@ -361,10 +364,13 @@ def _heatmap_data(reports: Reports) -> pl.DataFrame:
 
 # The heatmap's cells in inches, whatever the number of scenarios: at 5 scenarios as at 44
 # a cell is a cell, not a strip. Past LABELLED_ROWS scenarios the rows lose their labels and
-# markers, and the figure's height stops growing.
+# markers, and the panels stop growing at HEATMAP_MAX_H.
 CELL_W, CELL_H = 0.42, 0.2
 LABELLED_ROWS = 150
 HEATMAP_MAX_H = 24.0
+# Room for tick labels, per character, at their font sizes (generous: the saved figure is
+# cropped to what it draws).
+ROW_LABEL_IN, COLUMN_LABEL_IN = 0.05, 0.055
 
 
 def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
@@ -375,20 +381,36 @@ def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
         .unique(maintain_order=True)
         .iter_rows()
     )
+    column_labels = [f"{c[2]}{SEP}{c[3]}" for c in columns]
     scenarios = sorted(data["scenario_id"].unique().to_list())
     labelled_rows = len(scenarios) <= LABELLED_ROWS
-    grid_h = min(HEATMAP_MAX_H, CELL_H * len(scenarios))
+    # Every length in inches, fixed: the panels' size follows the cells, not the figure.
     grid_w = CELL_W * len(columns)
-    # Room for the scenario ids (left), the column labels (below) and the colour bar row.
-    label_w = 2.9 if labelled_rows else 0.6
-    figure = MplFigure(
-        figsize=((grid_w + label_w) * len(judges) + 0.4, grid_h + 2.9), layout="constrained"
+    grid_h = min(HEATMAP_MAX_H, CELL_H * len(scenarios))
+    rows_w = ROW_LABEL_IN * max(map(len, scenarios)) if labelled_rows else 0.5
+    below = COLUMN_LABEL_IN * max(map(len, column_labels)) + 0.2
+    bar_w = max(3.0, len(judges) * grid_w + (len(judges) - 1) * (rows_w + 0.3))
+    widths = [Size.Fixed(rows_w)]
+    for j in range(len(judges)):
+        widths += [Size.Fixed(grid_w), Size.Fixed(0.3 + (rows_w if j < len(judges) - 1 else 0))]
+    widths[-1] = Size.Fixed(
+        max(0.3, bar_w - len(judges) * grid_w - (len(judges) - 1) * (rows_w + 0.3))
     )
-    layout = figure.add_gridspec(2, len(judges), height_ratios=[max(grid_h, 0.6), 0.12])
-    axes = [figure.add_subplot(layout[0, j]) for j in range(len(judges))]
+    heights = [
+        Size.Fixed(0.9),
+        Size.Fixed(0.14),
+        Size.Fixed(below),
+        Size.Fixed(grid_h),
+        Size.Fixed(1.0),
+    ]
+    figure = MplFigure(
+        figsize=(sum(w.fixed_size for w in widths), sum(h.fixed_size for h in heights))
+    )
+    divider = Divider(figure, (0, 0, 1, 1), widths, heights, aspect=False)
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
     image: Any = None
-    for ax, judge in zip(axes, judges, strict=True):
+    for j, judge in enumerate(judges):
+        ax = figure.add_axes((0, 0, 1, 1), axes_locator=divider.new_locator(nx=1 + 2 * j, ny=3))
         part = data.filter(pl.col("judge") == judge[0])
         grid = np.full((len(scenarios), len(columns)), np.nan)
         passed = np.zeros_like(grid, dtype=bool)
@@ -396,38 +418,31 @@ def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
         row_of = {s: i for i, s in enumerate(scenarios)}
         col_of = {(c[0], c[1]): j for j, c in enumerate(columns)}
         for r in part.iter_rows(named=True):
-            i, j = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
-            grid[i, j] = np.nan if r["complying_share"] is None else r["complying_share"]
-            passed[i, j] = r["passed"] is True
-            undetermined[i, j] = r["passed"] is None
-        # Cells keep their shape: a data unit is CELL_W wide and CELL_H high.
-        image = ax.imshow(
-            grid,
-            cmap=cmap,
-            vmin=0,
-            vmax=1,
-            aspect=(grid_h / len(scenarios)) / CELL_W,
-            interpolation="nearest",
-        )
+            i, k = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
+            grid[i, k] = np.nan if r["complying_share"] is None else r["complying_share"]
+            passed[i, k] = r["passed"] is True
+            undetermined[i, k] = r["passed"] is None
+        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
         if labelled_rows:
             ys, xs = np.nonzero(passed)
-            ax.scatter(xs, ys, s=9, c="white", marker="o", edgecolors="#111111", linewidths=0.6)
+            ax.scatter(xs, ys, s=12, c="white", marker="o", edgecolors="#111111", linewidths=0.7)
             ys, xs = np.nonzero(undetermined)
-            ax.scatter(xs, ys, s=14, c="#111111", marker="x", linewidths=0.8)
+            ax.scatter(xs, ys, s=16, c="#111111", marker="x", linewidths=0.9)
             ax.set_yticks(range(len(scenarios)), scenarios, fontsize=6.5)
         else:
             ax.set_yticks([])
             ax.set_ylabel(f"{len(scenarios)} scenarios")
-        ax.set_xticks(
-            range(len(columns)), [f"{c[2]}{SEP}{c[3]}" for c in columns], rotation=90, fontsize=7
-        )
-        for j in range(1, len(columns)):
-            if columns[j][0] != columns[j - 1][0]:
-                ax.axvline(j - 0.5, color="white", linewidth=1.5)
+        ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=7)
+        for k in range(1, len(columns)):
+            if columns[k][0] != columns[k - 1][0]:
+                ax.axvline(k - 0.5, color="white", linewidth=1.5)
         ax.set_title(_judge_title("Scenario x condition", judge), fontsize=9)
         ax.spines[:].set_visible(False)
-    # A colour bar of its own row, as wide as the panels, at any number of scenarios.
-    bar = figure.colorbar(image, cax=figure.add_subplot(layout[1, :]), orientation="horizontal")
+    # A colour bar of its own, under the panels and at least 3 inches wide, at any size.
+    cax = figure.add_axes(
+        (0, 0, 1, 1), axes_locator=divider.new_locator(nx=1, nx1=len(widths), ny=1)
+    )
+    bar = figure.colorbar(image, cax=cax, orientation="horizontal")
     bar.set_ticks([0, 0.25, 0.5, 0.75, 1])
     bar.set_label("share of scored trials judged compliant", fontsize=8)
     bar.ax.tick_params(labelsize=7)
@@ -436,7 +451,9 @@ def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
             Line2D([], [], ls="", marker="o", mfc="white", mec="#111111", label="pass (Acc@K)"),
             Line2D([], [], ls="", marker="x", color="#111111", label="undetermined"),
         ]
-        figure.legend(handles=marks, loc="outside lower center", ncols=2, fontsize=7)
+        cax.legend(
+            handles=marks, loc="upper center", bbox_to_anchor=(0.5, -3.2), ncols=2, fontsize=7
+        )
     return figure
 
 
