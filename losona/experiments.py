@@ -21,15 +21,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from losona import aggregate
+from losona.audit import files as audit_files
 from losona.cli import USER_ERROR_EXIT
-from losona.config import PARAMS_FILE, RUN_FILE
+from losona.config import PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
 
-# The DVC metrics files the headline numbers come from (dvc.yaml declares them).
-RESULTS = "reports/metrics.json"
-AUDIT = "reports/audit/metrics.json"
-CONTROLS_DIR = "reports/judge_controls/"
+
+@dataclass(frozen=True)
+class MetricsFiles:
+    """Where the DVC metrics the headline numbers come from are (dvc.yaml declares them)."""
+
+    results: str  # aggregate's metrics.json
+    audit: str  # the judge audit's
+    controls_dir: str  # each judge's validity controls, <judge>.json
+
+    @classmethod
+    def of(cls, paths: Paths) -> MetricsFiles:
+        """Where the default paths (conf/paths/default.yaml, which dvc.yaml reads) put them."""
+        return cls(
+            f"{paths.reports_dir}/{aggregate.METRICS}",
+            f"{paths.audit_dir}/{audit_files.METRICS}",
+            f"{paths.judge_controls_reports_dir}/",
+        )
+
+
+def default_paths() -> Paths:
+    """conf/paths/default.yaml, checked: the paths dvc.yaml declares its metrics with."""
+    node = load_option("paths", "default")
+    checked: Paths = Paths.from_config(node.paths, origin=str(option_file("paths", "default")))
+    return checked
 
 
 @dataclass(frozen=True)
@@ -140,25 +162,27 @@ def settings_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str
     ]
 
 
-def _cells(experiments: Sequence[Experiment]) -> list[tuple[str, str, str]]:
+def _cells(experiments: Sequence[Experiment], results: str) -> list[tuple[str, str, str]]:
     """Every (judge, model, condition) any experiment reports, in first-seen order."""
     seen: dict[tuple[str, str, str], None] = {}
     for e in experiments:
-        for judge, part in (e.metrics.get(RESULTS) or {}).items():
+        for judge, part in (e.metrics.get(results) or {}).items():
             for model, conditions in (_get(part, "models") or {}).items():
                 for condition in conditions:
                     seen[(judge, model, condition)] = None
     return list(seen)
 
 
-def headline_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str]]]:
+def headline_rows(
+    experiments: Sequence[Experiment], files: MetricsFiles
+) -> list[tuple[str, list[str]]]:
     """Accuracy-at-K and the paired effect per cell, each judge's controls, judge agreement."""
-    cells = _cells(experiments)
+    cells = _cells(experiments, files.results)
     rows: list[tuple[str, list[str]]] = []
 
     def value(e: Experiment, cell: tuple[str, str, str]) -> Mapping[str, Any] | None:
         judge, model, condition = cell
-        found = _get(e.metrics.get(RESULTS), judge, "models", model, condition)
+        found = _get(e.metrics.get(files.results), judge, "models", model, condition)
         return found if isinstance(found, Mapping) else None
 
     def acc(found: Mapping[str, Any] | None) -> str:
@@ -181,13 +205,11 @@ def headline_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str
             [delta(value(e, cell)) for e in experiments],
         )
         for cell in cells
-        if any(
-            value(e, cell) is not None and "delta" in (value(e, cell) or {}) for e in experiments
-        )
+        if any(delta(value(e, cell)) != MISSING for e in experiments)
     ]
     judges = list(dict.fromkeys(judge for judge, _, _ in cells))
     for judge in judges:
-        path = f"{CONTROLS_DIR}{judge}.json"
+        path = f"{files.controls_dir}{judge}.json"
         rows.append(
             (
                 f"controls right (%): {judge}",
@@ -196,14 +218,17 @@ def headline_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str
         )
     pairs = list(
         dict.fromkeys(
-            p for e in experiments for p in (_get(e.metrics.get(AUDIT), "judge_pairs") or {})
+            p for e in experiments for p in (_get(e.metrics.get(files.audit), "judge_pairs") or {})
         )
     )
     for pair in pairs:
         rows.append(
             (
                 f"judge agreement % (kappa): {pair.replace('_vs_', ' vs ')}",
-                [_agreement(_get(e.metrics.get(AUDIT), "judge_pairs", pair)) for e in experiments],
+                [
+                    _agreement(_get(e.metrics.get(files.audit), "judge_pairs", pair))
+                    for e in experiments
+                ],
             )
         )
     return rows
@@ -220,10 +245,13 @@ def _agreement(pair: Any) -> str:
     return f"{number(pair['agreement'])} ({number(pair.get('kappa'), 3)})"
 
 
-def table_lines(experiments: Sequence[Experiment]) -> list[str]:
+def table_lines(experiments: Sequence[Experiment], files: MetricsFiles) -> list[str]:
     """The comparison as text: a header of experiment names, then a row per setting or number."""
     header = ("", [_title(e) for e in experiments])
-    sections = [("settings", settings_rows(experiments)), ("numbers", headline_rows(experiments))]
+    sections = [
+        ("settings", settings_rows(experiments)),
+        ("numbers", headline_rows(experiments, files)),
+    ]
     failed = [(f"failed: {e.name}", e.error) for e in experiments if e.error]
     rows = [header, *[row for _, part in sections for row in part]]
     first = max(len(label) for label, _ in rows)
@@ -246,11 +274,12 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     """Print the experiments named (default: all that `dvc exp show` lists) side by side."""
     wanted = list(sys.argv[1:] if argv is None else argv)
     try:
+        files = MetricsFiles.of(default_paths())
         experiments = select(dvc_experiments(), wanted)
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
-    for line in table_lines(experiments):
+    for line in table_lines(experiments, files):
         out(line)
     return 0
 

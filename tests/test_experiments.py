@@ -14,15 +14,17 @@ from pathlib import Path
 import pytest
 
 from losona.errors import LosonaError
-from losona.experiments import from_exp_show, select, table_lines
+from losona.experiments import MetricsFiles, default_paths, from_exp_show, select, table_lines
 
 SHOWN = json.loads((Path(__file__).parent / "fixtures" / "exp_show.json").read_text())
 
 
-def test_each_experiment_is_a_column_of_settings_and_headline_numbers() -> None:
+def test_each_experiment_is_a_column_of_settings_and_headline_numbers(workdir: Path) -> None:
+    files = MetricsFiles.of(default_paths())  # where dvc.yaml puts them, from conf/paths
+    assert files.results == "reports/metrics.json"
     experiments = from_exp_show(SHOWN)
     assert [e.name for e in experiments] == ["workspace", "master", "erect-cyma", "conic-maid"]
-    lines = table_lines(select(experiments, ["conic-maid", "erect-cyma"]))
+    lines = table_lines(select(experiments, ["conic-maid", "erect-cyma"]), files)
     assert lines[0].split() == ["conic-maid", "(58eb38b)", "erect-cyma", "(0c72272)"]
 
     def cells(label: str) -> list[str]:
