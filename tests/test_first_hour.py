@@ -210,6 +210,22 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     assert (clone / "dvc.lock").read_bytes() == lock
     assert python(clone, theirs, "-m", "losona.publishable").returncode == 0
 
+    # A sweep with one more model: `dvc repro --dry` cannot show it (DVC stops at the first
+    # stage whose input does not exist yet); the docs' two commands instead.
+    other = yaml.safe_load((clone / "conf" / "model" / "my_llamacpp.yaml").read_text())
+    written = clone / "conf" / "model" / "my_other.yaml"
+    written.write_text(yaml.safe_dump(other | {"name": "my_other"}))
+    params = yaml.safe_load((clone / "params.yaml").read_text())
+    params["sweep"]["models"].append("my_other")
+    (clone / "params.yaml").write_text(yaml.safe_dump(params))
+    pending = run_dvc("status", cwd=clone, env=theirs).stdout
+    assert "sample@my_other-naive:" in pending and "judge@local_openai-my_other-naive:" in pending
+    priced = python(clone, theirs, "stages/sample.py", "sampling.dry_run=true")
+    assert priced.returncode == 0, priced.stderr
+    assert "sample (dry run, no calls made): the sweep, 2 cells: 4 calls" in priced.stdout
+    git("checkout", "-q", "params.yaml", cwd=clone)
+    written.unlink()
+
     # What the run rests on, changed in the clone: refused, each change named.
     (clone / "conf" / "condition" / "written_later.yaml").write_text(
         "name: written_later\nlabel: L\n"
