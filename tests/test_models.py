@@ -449,12 +449,20 @@ def test_calls_are_spread_over_several_endpoints(cache: Path) -> None:
     assert first.request_count + second.request_count == 40
 
 
-def test_the_progress_bar_stays_quiet_off_a_terminal(
+def test_off_a_terminal_the_progress_is_lines_not_a_bar(
     server: OpenAIServer, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    complete(
-        spec_for(server), prompts(3), CallOptions(cache_path=cache, progress="sample local/naive")
-    )
+    # Under DVC there is no terminal: no bar's carriage returns, a line at the start and
+    # at the end (and every 30 s between; tests/test_progress.py).
+    options = CallOptions(cache_path=cache, progress="sample local/naive")
+    complete(spec_for(server), prompts(3), options)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert lines[0] == "sample local/naive: 3 calls, 0 answered from the call cache, 3 to make"
+    assert lines[-1].startswith("sample local/naive: 3 of 3 calls done (cached 0, failed 0, $")
+    # Answered whole from the cache: nothing to report.
+    complete(spec_for(server), prompts(3), options)
     assert capsys.readouterr().err == ""
 
 

@@ -189,9 +189,11 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
         table(controls, CONTROL_SCHEMA, sort_by=["scenario_id", "example"]),
         repo_copy / "data" / "judge_controls" / "lexicon.parquet",
     )
+    # No model was called for these verdicts: the cells' calls folder is there, and empty.
+    (repo_copy / "data" / "calls").mkdir(parents=True)
     git("config", "user.email", "test@example.com", cwd=repo_copy)
     git("config", "user.name", "test", cwd=repo_copy)
-    for stage in ("aggregate", "audit", "plot"):
+    for stage in ("model_config", "judge_config", "aggregate", "audit", "plot"):
         run_dvc("repro", "--single-item", stage, cwd=repo_copy)
     assert (repo_copy / "reports" / "index.html").is_file()
     shown = json.loads(run_dvc("metrics", "show", "--json", cwd=repo_copy).stdout)
