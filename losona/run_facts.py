@@ -72,7 +72,25 @@ def cell_calls(calls_dir: str | Path) -> pl.DataFrame:
 
 
 def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
-    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof)."""
+    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof).
+
+    Cells come in the reports' order: `labels` lists names as results.csv does.
+    """
+    order = {name: i for i, name in enumerate(labels)}
+
+    def rank(name: str | None) -> tuple[int, str]:
+        return (order.get(name, len(order)), name or "") if name else (-1, "")
+
+    stages = {SAMPLE: 0, JUDGE: 1, CONTROLS: 2}
+    ordered = sorted(
+        calls.iter_rows(named=True),
+        key=lambda r: (
+            stages[r["stage"]],
+            rank(r["judge"]),
+            rank(r["subject_model"]),
+            rank(r["condition"]),
+        ),
+    )
     rows = [
         {
             "cell": cell_name(r, labels),
@@ -81,7 +99,7 @@ def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
             "completion_tokens": f"{r['completion_tokens']:,}",
             "cost": f"{r['cost_usd']:.4f}",
         }
-        for r in calls.iter_rows(named=True)
+        for r in ordered
     ]
     total = {
         "calls": f"{int(calls['calls'].sum()):,}",
@@ -93,7 +111,8 @@ def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
 
 
 def display_names(results: pl.DataFrame) -> dict[str, str]:
-    """Each model's, condition's and judge's display label, by config name (results.csv)."""
+    """Each model's, condition's and judge's display label, by config name, in the order
+    results.csv names them (the sweep's)."""
     return {
         name: label
         for names, labels in (

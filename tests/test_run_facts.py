@@ -51,6 +51,10 @@ def test_each_cell_shows_its_calls_tokens_and_list_cost(tmp_path: Path) -> None:
     ]
     labels = {"local": "Test server [TEST DOUBLE]", "naive": "Naive", "scripted": "Scripted"}
     body = facts_section(found, labels).body
+    # In the reports' order (the labels'), not the files': naive before elicitor-only.
+    write_parquet(calls(1, (1, 1), 0.0), root / "sample" / "local" / "elicitor_only.parquet")
+    ordered = facts_section(cell_calls(root), labels | {"elicitor_only": "Elicitor-only"}).body
+    assert ordered.index("/ Naive") < ordered.index("/ Elicitor-only")
     assert "sample: Test server [TEST DOUBLE] / Naive" in body
     assert "judge Scripted: Test server [TEST DOUBLE] / Naive" in body
     assert "validity controls: Scripted" in body
