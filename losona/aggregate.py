@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.config import CONF_DIR, load_option
 from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
+from losona.config import option, option_file
 from losona.contracts import (
     CONTROL_SCHEMA,
     DELTA_SCHEMA,
@@ -28,7 +28,7 @@ from losona.contracts import (
     subset_note,
     table,
 )
-from losona.formatting import number
+from losona.formatting import display_label, number
 from losona.io import (
     read_csv,
     read_json_object,
@@ -77,6 +77,7 @@ class Presentation:
     conditions: Sequence[str] = (BASELINE_CONDITION,)
     model_labels: Mapping[str, str] = field(default_factory=dict)
     condition_labels: Mapping[str, str] = field(default_factory=dict)
+    judge_labels: Mapping[str, str] = field(default_factory=dict)
 
     def cell_key(self, cell: Cell) -> tuple[Any, ...]:
         """Sort key: the sweep's order first; names it does not list follow alphabetically."""
@@ -95,15 +96,20 @@ class Presentation:
         """A condition's display name, e.g. "Norm-informed"."""
         return self.condition_labels.get(name, name)
 
+    def judge_label(self, name: str) -> str:
+        """A judge's display name, e.g. "Gemini 3.1 Pro Preview (paper judge)"."""
+        return self.judge_labels.get(name, name)
+
 
 def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> Presentation:
-    """The sweep's order (params.yaml) and the labels of conf/model/ and conf/condition/."""
+    """The sweep's order (params.yaml) and the labels of conf/model/, condition/ and judge/."""
     return Presentation(
         judges=sweep["judges"],
         models=sweep["models"],
         conditions=sweep["conditions"],
         model_labels=config_labels("model", verdicts["subject_model"].unique().sort()),
         condition_labels=config_labels("condition", verdicts["condition"].unique().sort()),
+        judge_labels=config_labels("judge", verdicts["judge"].unique().sort()),
     )
 
 
@@ -158,12 +164,19 @@ def judge_control_accuracy(
 
 
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
-    """Display labels from `conf/<group>/<name>.yaml`'s `label`; names without one keep the name."""
+    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked.
+
+    A name without a config file (verdicts that outlived theirs), or without a label,
+    keeps its name.
+    """
     labels = {}
     for name in names:
-        has_file = (CONF_DIR / group / f"{name}.yaml").is_file()
-        label = load_option(group, name).get("label") if has_file else None
-        labels[name] = str(label) if label else name
+        if not option_file(group, name).is_file():
+            labels[name] = name
+            continue
+        checked = option(group, name)
+        label = checked.label or name
+        labels[name] = display_label(label, bool(getattr(checked, "test_double", False)))
     return labels
 
 
@@ -361,6 +374,7 @@ def _results(
             {
                 "judge": cell[0],
                 "judge_model": judge_models[cell[0]],
+                "judge_label": show.judge_label(cell[0]),
                 "subject_model": cell[1],
                 "model_label": show.model_label(cell[1]),
                 "condition": cell[2],
@@ -614,8 +628,9 @@ def _table1(
     for (judge,), rows in results.group_by("judge", maintain_order=True):
         ks = sorted(set(rows["k"].to_list()))
         k = str(ks[0]) if len(ks) == 1 else "K"
+        heading = judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0])
         parts += [
-            f"## Judge: {judge} ({rows['judge_model'][0]})\n",
+            f"## Judge: {heading}\n",
             f"| Model | Prompt | Acc@{k} ({confidence} CI) | Compliance | Consistency |",
             "|---|---|---|---|---|",
         ]
@@ -668,6 +683,11 @@ def _degenerate_note(judge: str, rows: pl.DataFrame) -> list[str]:
         + ".",
         "",
     ]
+
+
+def judge_heading(judge: str, label: str, judge_model: str) -> str:
+    """How a table names its judge: the label, then the config name and model string."""
+    return f"{judge} ({judge_model})" if label == judge else f"{label} ({judge}, {judge_model})"
 
 
 def subset_warning(subset: str) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -50,6 +51,10 @@ from losona.io import display_path, read_yaml
 PARAMS_FILE = Path("params.yaml")
 CONF_DIR = Path("conf")
 ROOT_FILE = CONF_DIR / "config.yaml"
+# K and the subset: the settings a run changes, kept apart from ROOT_FILE so that
+# `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
+# an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
+RUN_FILE = CONF_DIR / "run.yaml"
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -253,6 +258,10 @@ class ModelSpec(Schema):
     # Send calls so the provider can cache their shared prefixes (billing only: what is sent
     # as the prompt and the cache key are the same either way; losona/models/caching.py).
     prompt_caching: Flag = True
+    # A stand-in served by the project's test server (scripted replies or verdicts), for
+    # checking the plumbing: every table and figure marks it, so that its numbers never
+    # read as a real model's or judge's. Not part of the cache key.
+    test_double: Flag = False
 
     @model_validator(mode="before")
     @classmethod
@@ -358,12 +367,12 @@ class _Batched(Schema):
 
 
 class SamplingSettings(_Batched):
-    """The `sampling:` node of conf/config.yaml."""
+    """The `sampling:` node of conf/config.yaml, with K (`trials`) from conf/run.yaml."""
 
     KEY: ClassVar[str] = "sampling"
     FILE: ClassVar[str] = str(ROOT_FILE)
 
-    trials: Count
+    trials: Count  # conf/run.yaml
     dry_run: Flag
     max_cost_usd: CostCap
 
@@ -500,6 +509,11 @@ class JudgeConfig(_Batched):
         """The label, or the name when there is none."""
         return self.label or self.name
 
+    @property
+    def test_double(self) -> bool:
+        """Whether its verdicts come from a test double (its model node says so)."""
+        return self.model is not None and self.model.test_double
+
 
 # -- condition, dataset, paths ---------------------------------------------------------------
 
@@ -588,6 +602,7 @@ class Paths(Schema):
     audit_dir: PathText
     figures_dir: PathText
     labels_dir: PathText
+    configs_dir: PathText
     label_sheet: PathText
     label_sheet_html: PathText
     label_key: PathText
@@ -890,6 +905,36 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     return checked
 
 
+def without_password(url: str) -> str:
+    """A URL with any user:password removed: a secret must never reach a file."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
+    """A checked model or judge config as plain values, defaults filled in, no password.
+
+    What a run used of the option, for the files that stand for it in the pipeline (the
+    config stage, losona stages/config.py).
+    """
+    record: dict[str, Any] = checked.model_dump(mode="json")
+    node = record if isinstance(checked, ModelSpec) else record.get("model")
+    if node is not None:
+        if node.get("api_base"):
+            node["api_base"] = without_password(node["api_base"])
+        node["endpoints"] = [without_password(e) for e in node["endpoints"]]
+    return record
+
+
+def origin_of(dotted: str) -> str:
+    """Where a stage's value at a dotted key came from: a file, or the command line."""
+    return _Sources.of_hydra().where(dotted)
+
+
 def option(group: str, name: str) -> Any:
     """One option of a named group read on its own (conf/<group>/<name>.yaml), checked."""
     where = str(option_file(group, name))
@@ -954,6 +999,12 @@ class _Sources:
         if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
             return self.file("experiment", experiment)
         name = self.choices.get(group)
+        # Group options are composed after the run file, so a value an option's file sets
+        # is its own; what it leaves out may come from the run file (K, the subset).
+        if name and _sets(Path(self.file(group, name)), dotted):
+            return self.file(group, name)
+        if _sets(RUN_FILE, dotted):
+            return str(RUN_FILE)
         return self.file(group, name) if name else str(ROOT_FILE)
 
 

@@ -185,6 +185,9 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
     {
         "judge": pl.String(),
         "judge_model": pl.String(),
+        # Display labels (conf/<group>/<name>.yaml's `label`), "[TEST DOUBLE]" appended
+        # for a test double's (losona/formatting.py).
+        "judge_label": pl.String(),
         "subject_model": pl.String(),
         "model_label": pl.String(),
         "condition": pl.String(),

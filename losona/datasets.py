@@ -46,15 +46,22 @@ _BUNDLED_KEYS = frozenset(
 
 
 def fetch_scenarios(
-    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
+    dataset: DatasetConfig | Mapping[str, Any],
+    catalog: Catalog | None = None,
+    *,
+    ids_from: str | None = None,
 ) -> pl.DataFrame:
-    """Load the configured dataset, validate every row, and return the sorted scenario table."""
+    """Load the configured dataset, validate every row, and return the sorted scenario table.
+
+    `ids_from` says where `scenario_ids` came from (a file or the command line), for the
+    message that refuses an id the dataset lacks; by default the dataset's file.
+    """
     if not isinstance(dataset, DatasetConfig):  # plain values: checked before any loading
         dataset = DatasetConfig.from_config(
             dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml"
         )
     catalog = catalog or load_catalog()
-    subset = Subset.of(dataset)
+    subset = Subset.of(dataset, ids_from)
     if dataset.kind == "bundled":
         rows = load_bundled(catalog)
     elif dataset.kind == "local":
@@ -82,9 +89,9 @@ class Subset:
         self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
 
     @classmethod
-    def of(cls, dataset: DatasetConfig) -> Subset:
-        """The subset a checked dataset config asks for."""
-        where = f"conf/dataset/{dataset.name}.yaml"
+    def of(cls, dataset: DatasetConfig, ids_from: str | None = None) -> Subset:
+        """The subset a checked dataset config asks for; `ids_from`: where its ids came from."""
+        where = ids_from or f"conf/dataset/{dataset.name}.yaml"
         return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
 
     def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

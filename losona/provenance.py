@@ -18,14 +18,13 @@ import platform
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
 from losona import templates
 from losona.aggregate import Bootstrap
 from losona.catalog import CATALOG_PATH
-from losona.config import JudgeConfig
+from losona.config import JudgeConfig, without_password
 from losona.io import read_yaml, sha256_file, sha256_text
 from losona.judges.lexicon import RULES_PATH
 from losona.judges.run import structured_output
@@ -117,24 +116,14 @@ def template_hashes() -> dict[str, dict[str, str]]:
     return hashes
 
 
-def _without_password(url: str) -> str:
-    """A URL with any user:password removed: a secret must never reach the record."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def model_record(spec: ModelSpec) -> dict[str, Any]:
     """What a model config says about the calls: provider string, endpoint(s), sampling."""
     return {
         "name": spec.name,
         "label": spec.display_name,
         "model": spec.model,
-        "api_base": None if spec.api_base is None else _without_password(spec.api_base),
-        "endpoints": sorted(_without_password(e) for e in spec.endpoints),
+        "api_base": None if spec.api_base is None else without_password(spec.api_base),
+        "endpoints": sorted(without_password(e) for e in spec.endpoints),
         "params": spec.params,
         "seed_per_trial": spec.seed_per_trial,
         "drop_params": list(spec.drop_params),

@@ -322,7 +322,7 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         (
             ["dataset.scenario_ids=[no_such_scenario]"],
             [
-                "conf/dataset/bundled.yaml",
+                "the command line (dataset.scenario_ids=...)",
                 "'dataset.scenario_ids'",
                 "not in the dataset",
                 "no_such",
@@ -348,7 +348,7 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         ),
         (
             ["dataset=local", "dataset.path=s.jsonl", "dataset.scenario_ids=[other]"],
-            ["conf/dataset/local.yaml", "'dataset.scenario_ids'", "not in the dataset", "'other'"],
+            ["the command line (dataset.scenario_ids=...)", "not in the dataset", "'other'"],
         ),
     ],
     ids=[

@@ -14,12 +14,14 @@ import losona.judges.llm as llm
 from losona.judges.base import JudgeCase
 from losona.judges.llm import (
     REPAIR_SEPARATOR,
+    STRUCTURED_ADVICE,
     LLMJudge,
     UnparseableReply,
     fence_id,
     judge_messages,
     judge_prompt,
     parse_verdict,
+    structured_output_advice,
 )
 from losona.models import CallOptions, CallsFailed, Completion, ModelSpec
 from losona.templates import JUDGE_INSTRUCTIONS, JUDGE_TEMPLATE_VERSION
@@ -498,3 +500,22 @@ def test_an_echoing_server_gets_no_message_scored(
         "echoed_message",
         "echoed_message",
     ]
+
+
+def test_a_refused_schema_gets_the_advice_for_the_way_it_was_refused() -> None:
+    # llama-cpp-python's server: an HTTP 500 naming its two response_format types.
+    llama = (
+        "1 x InternalServerError (500): ... 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'"
+    )
+    advice = structured_output_advice("json_schema", llama)
+    assert advice is not None and "with an HTTP 500" in advice
+    assert "Set structured_output: json_object_schema to keep the schema" in advice
+    # Already asking in the form it takes: only `none` is left to suggest.
+    advice = structured_output_advice("json_object_schema", llama)
+    assert advice is not None and "Set structured_output: none (" in advice
+    # A 400 from any other server: the general advice.
+    refused = structured_output_advice("json_schema", "1 x BadRequestError (400): no")
+    assert refused is not None and STRUCTURED_ADVICE in refused
+    assert structured_output_advice("none", llama) is None
+    assert structured_output_advice("json_schema", "1 x Timeout: slow") is None

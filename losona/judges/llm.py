@@ -90,6 +90,40 @@ MIN_COPIED_WORDS = {"prompt": 8, "judged message": 4}
 # but dots, an ellipsis or a <placeholder>, or a type name.
 _PLACEHOLDER = re.compile(r"[.\u2026\s]*|<[^<>]*>|string|text|str", re.IGNORECASE)
 
+# What llama-cpp-python's server (`python -m llama_cpp.server`) says of a response_format
+# it does not take. It answers HTTP 500, not 400: its request validation fails inside the
+# handler. Its types are "text" and "json_object"; the schema goes inside JSON mode.
+LLAMA_CPP_PYTHON_FORMATS = "'text' or 'json_object'"
+
+
+def structured_output_advice(structured_output: str, failure: str) -> str | None:
+    """What to do when calls that asked for structured output failed, or None if unrelated.
+
+    A server that refuses the request itself (400), or names response_format in its
+    error whatever its status, may be refusing the schema.
+    """
+    if structured_output == "none":
+        return None
+    if LLAMA_CPP_PYTHON_FORMATS in failure:
+        keep = (
+            "json_object_schema to keep the schema (inside JSON mode, which this server takes), or "
+            if structured_output != "json_object_schema"
+            else ""
+        )
+        return (
+            f"The server refused structured_output: {structured_output} with an HTTP 500 (its "
+            f"response_format types are {LLAMA_CPP_PYTHON_FORMATS}: llama-cpp-python's server, "
+            "which reports a request it does not take as a server error). Set "
+            f"structured_output: {keep}none (the paper's setting: the prompt alone asks for "
+            "the same JSON object) in the judge's config (docs/judges.md, 'Structured output')."
+        )
+    if "(400)" in failure or "response_format" in failure:
+        return (
+            f"The requests asked for structured output ({structured_output}); if the provider "
+            f"rejects response_format, {STRUCTURED_ADVICE}, or the form your server takes."
+        )
+    return None
+
 
 class UnparseableReply(ValueError):
     """A judge reply that holds no verdict of the judge's own; the message says what is wrong.
@@ -401,15 +435,9 @@ class LLMJudge:
                 run_log=self.options.run_log,
             )
         except CallsFailed as failed:
-            if self.structured_output != "none" and (
-                "(400)" in str(failed) or "response_format" in str(failed)
-            ):
-                # A server that refuses the request itself may be refusing the schema.
-                raise CallsFailed(
-                    f"{failed}\nThe requests asked for structured output "
-                    f"({self.structured_output}); if the provider rejects response_format, "
-                    f"{STRUCTURED_ADVICE}."
-                ) from None
+            advice = structured_output_advice(self.structured_output, str(failed))
+            if advice is not None:
+                raise CallsFailed(f"{failed}\n{advice}") from None
             raise
         for i, completion in zip(to_repair, repaired, strict=True):
             raw_first = first[i].text or ""

@@ -60,6 +60,7 @@ from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
+from losona.models.progress import progress_bar
 from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
@@ -123,7 +124,8 @@ class CallOptions:
     max_cost_usd: float | None = None  # stop before this run's spend would pass it
     # A JSON file for this run's facts (latency, attempts, cache hits, spend, failures).
     run_log: str | Path | None = None
-    progress: str | None = None  # labels a progress bar, shown only on a terminal
+    # Labels the progress: a bar on a terminal, else a line every 30 s (models/progress.py).
+    progress: str | None = None
 
 
 def failure_kind(error: str | None) -> str:
@@ -461,6 +463,12 @@ class _Budget:
     cap: float | None
     spent: float = 0.0
     reserved: float = 0.0
+    tripped: bool = False  # a call was held back because it could pass the cap
+
+    def stopped(self) -> str:
+        """Why the run stopped, with its spend: said after every call in flight settled."""
+        spent = f"${self.spent:.4f} spent in this run"
+        return f"the cost cap of ${self.cap or 0:.4f} would be passed ({spent})"
 
     def reserve(self, estimate: float) -> bool:
         if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
@@ -535,10 +543,9 @@ class _Run:
                 key, request, params = pending[i]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    self.stop = (
-                        f"the cost cap of ${self.budget.cap:.4f} would be passed "
-                        f"(${self.budget.spent:.4f} spent in this run)"
-                    )
+                    # What was spent is said once the calls in flight have settled.
+                    self.budget.tripped = True
+                    self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
                     return
                 ready.popleft()
                 taken += 1
@@ -745,18 +752,18 @@ async def acomplete(
             # all cached or published reruns without one.
             spec.check_credentials()
         cached = sum(1 for key, _ in keyed if key in found)
-        bar = tqdm(
+        # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
+        bar = progress_bar(
+            options.progress,
             total=len(requests),
-            initial=len(requests) - len(pending),  # cache hits and repeats of a request
-            desc=options.progress,
-            unit="call",
-            disable=options.progress is None or not sys.stderr.isatty(),
-            dynamic_ncols=True,
+            done=len(requests) - len(pending),  # cache hits and repeats of a request
         )
         budget = _Budget(options.max_cost_usd)
         run = _Run(prepared, cache, budget, bar, cached, options.use_cache)
         with bar:
             made = await run.run(list(pending.values()))
+        if budget.tripped:  # every worker has returned: the calls in flight are paid for
+            run.stop = budget.stopped()
         results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
     if options.run_log is not None:
         wall_s = time.perf_counter() - started
@@ -905,12 +912,17 @@ def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
         )
     from losona.models.batch import BATCH_PROVIDERS  # batch imports this module
 
-    provider = _provider(prepared.spec)[1]
-    mode = (
-        "batch mode can send it"
-        if provider in BATCH_PROVIDERS and not prepared.spec.endpoints
-        else f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}"
-    )
+    provider, spec = _provider(prepared.spec)[1], prepared.spec
+    if provider not in BATCH_PROVIDERS or spec.endpoints:
+        mode = f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}, at one endpoint"
+    elif spec.api_base:
+        # A server of one's own speaks the chat API; few also serve OpenAI's Batch API.
+        mode = (
+            f"batch mode only if {spec.api_base} serves OpenAI's Batch API (/files, "
+            "/batches), which vLLM, llama.cpp and Ollama do not"
+        )
+    else:
+        mode = "batch mode can send it"
     return f"{how}; batch: {rates.batch_basis}, {mode}"
 
 
