@@ -38,7 +38,7 @@ from losona.io import (
     write_json,
     write_text,
 )
-from losona.judges.health import controls_accuracy, degenerate_signs
+from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.metrics import (
     BASELINE_CONDITION,
     UNSCORED_POLICY,
@@ -148,19 +148,28 @@ class Reports:
         return f"{self.metrics['settings']['confidence']:g}%"
 
 
-def judge_control_accuracy(
-    controls_dir: str | Path, judges: Iterable[str]
-) -> dict[str, float | None]:
-    """Each judge's validity-control accuracy from its controls table; None where it has none."""
-    accuracy: dict[str, float | None] = {}
-    for judge in judges:
+def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
+    """What each judge's degenerate-verdicts flag needs: its validity-control accuracy (from
+    its controls table, if it has one) and whether its reasoning is a model's own words."""
+    evidence = {}
+    for judge, kind in kinds.items():
         path = Path(controls_dir) / f"{judge}.parquet"
-        accuracy[judge] = (
-            controls_accuracy(read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls"))
-            if path.is_file()
-            else None
+        controls = (
+            read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls") if path.is_file() else None
         )
-    return accuracy
+        evidence[judge] = JudgeEvidence(
+            controls=None if controls is None else controls_accuracy(controls),
+            own_words=kind == "llm",
+        )
+    return evidence
+
+
+def judge_kinds(names: Iterable[str]) -> dict[str, str]:
+    """Each judge's kind from `conf/judge/<name>.yaml` ("llm" for one without a config)."""
+    return {
+        name: option("judge", name).kind if option_file("judge", name).is_file() else "llm"
+        for name in names
+    }
 
 
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
@@ -189,12 +198,12 @@ def aggregate(
     *,
     bootstrap: Bootstrap,
     presentation: Presentation | None = None,
-    controls: Mapping[str, float | None] | None = None,
+    judges: Mapping[str, JudgeEvidence] | None = None,
 ) -> Reports:
     """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables.
 
-    `controls` is each judge's validity-control accuracy in percent (health.controls_accuracy),
-    which decides whether a cell of uniform verdicts is degenerate; unknown when left out.
+    `judges` tells, per judge, what its degenerate-verdicts flag needs beside its verdicts
+    (losona/judges/health.py); for a judge left out, nothing beyond its verdicts is known.
     """
     show = presentation or Presentation()
     check_verdicts(verdicts, scenarios)
@@ -223,7 +232,7 @@ def aggregate(
 
     counts = _cell_counts(outcomes)
     judge_models = _judge_models(verdicts)
-    degenerate = _degenerate(verdicts, controls or {})
+    degenerate = _degenerate(verdicts, judges or {})
     results = _results(
         cells, counts, estimates, judge_models, _non_answers(verdicts), degenerate, show
     )
@@ -341,12 +350,12 @@ def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
     }
 
 
-def _degenerate(verdicts: pl.DataFrame, controls: Mapping[str, float | None]) -> dict[Cell, str]:
+def _degenerate(verdicts: pl.DataFrame, judges: Mapping[str, JudgeEvidence]) -> dict[Cell, str]:
     """Per cell whose verdicts say nothing, why (losona/judges/health.py)."""
     flagged = {}
     for cell_verdicts in verdicts.partition_by(CELL):
         cell = cell_of(cell_verdicts.row(0, named=True))
-        signs = degenerate_signs(cell_verdicts, controls.get(cell[0]))
+        signs = degenerate_signs(cell_verdicts, judges.get(cell[0], JudgeEvidence()))
         if signs:
             flagged[cell] = "; ".join(signs)
     return flagged

@@ -65,7 +65,7 @@ from losona.contracts import (
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
-from losona.judges.health import controls_accuracy
+from losona.judges.health import JudgeEvidence, controls_accuracy
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
@@ -424,7 +424,13 @@ def check_run(paths: Mapping[str, str]) -> Check:
         scenarios,
         bootstrap=bootstrap,
         presentation=inputs.presentation,
-        controls={judge: controls_accuracy(table) for judge, table in controls.items()},
+        judges={
+            judge: JudgeEvidence(
+                controls=controls_accuracy(controls[judge]) if judge in controls else None,
+                own_words=kind == "llm",
+            )
+            for judge, kind in inputs.kinds.items()
+        },
     )
     check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
     if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():

@@ -13,7 +13,8 @@ from omegaconf import DictConfig
 
 from losona.aggregate import (
     aggregate,
-    judge_control_accuracy,
+    judge_evidence,
+    judge_kinds,
     outside_sweep,
     presentation_for,
     write_reports,
@@ -41,7 +42,7 @@ def main(cfg: DictConfig) -> None:
         scenarios,
         bootstrap=bootstrap,
         presentation=presentation_for(verdicts, sweep),
-        controls=judge_control_accuracy(paths.judge_controls_dir, verdicts["judge"].unique()),
+        judges=judge_evidence(paths.judge_controls_dir, judge_kinds(verdicts["judge"].unique())),
     )
     write_reports(reports, paths.reports_dir)
     results = reports["results.csv"]

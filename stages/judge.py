@@ -17,7 +17,8 @@ from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
-from losona.judges.health import degenerate_signs, uniform_verdict
+from losona.judges.health import JudgeEvidence, degenerate_signs, uniform_verdict
+from losona.judges.llm import LLMJudge
 from losona.judges.run import (
     call_sources,
     judge_calls,
@@ -65,7 +66,7 @@ def main(cfg: DictConfig) -> None:
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"
     )
-    for sign in degenerate_signs(verdicts):
+    for sign in degenerate_signs(verdicts, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):
         print(f"warning: judge {judge_name}'s verdicts on {model}/{condition} say nothing: {sign}")
     if (label := uniform_verdict(verdicts)) is not None:
         print(

@@ -11,6 +11,7 @@ from losona.aggregate import aggregate
 from losona.judges.health import (
     MIN_SCORED,
     TRUSTWORTHY_PERCENT,
+    JudgeEvidence,
     controls_accuracy,
     degenerate_signs,
     uniform_verdict,
@@ -33,31 +34,39 @@ def cell(labels: list[bool | None], reasoning: list[str] | None = None) -> pl.Da
 def test_uniform_verdicts_are_degenerate_only_when_the_controls_fail() -> None:
     every_comply = cell([True] * 12)
     assert degenerate_signs(every_comply) == []  # controls unknown: a model may comply always
-    assert degenerate_signs(every_comply, controls=100.0) == []
-    (sign,) = degenerate_signs(every_comply, controls=50.0)
+    assert degenerate_signs(every_comply, JudgeEvidence(controls=100.0)) == []
+    (sign,) = degenerate_signs(every_comply, JudgeEvidence(controls=50.0))
     assert (
         sign == "every scored verdict is comply while it got 50.0% of its validity controls right"
     )
-    assert degenerate_signs(cell([True] * 11 + [False]), controls=50.0) == []
+    assert degenerate_signs(cell([True] * 11 + [False]), JudgeEvidence(controls=50.0)) == []
     # Unscored trials do not break the uniformity: they are no verdict at all.
-    assert degenerate_signs(cell([False] * 11 + [None]), controls=10.0)[0].startswith(
-        "every scored verdict is breach"
-    )
+    assert degenerate_signs(cell([False] * 11 + [None]), JudgeEvidence(controls=10.0))[
+        0
+    ].startswith("every scored verdict is breach")
 
 
 def test_no_reasoning_or_one_reasoning_on_most_replies_is_degenerate() -> None:
+    model = JudgeEvidence(own_words=True)
     labels = [i % 2 == 0 for i in range(12)]
     copied = ["The message follows the norm."] * 7 + [f"own {i}" for i in range(5)]
-    assert degenerate_signs(cell(labels, copied)) == [
+    assert degenerate_signs(cell(labels, copied), model) == [
         "7 of 12 scored verdicts give the same reasoning, word for word"
     ]
     half = ["The message follows the norm."] * 6 + [f"own {i}" for i in range(6)]
-    assert degenerate_signs(cell(labels, half)) == []  # not most
+    assert degenerate_signs(cell(labels, half), model) == []  # not most
     empty = ["", " "] * 4 + [f"own {i}" for i in range(4)]
-    assert degenerate_signs(cell(labels, empty)) == ["8 of 12 scored verdicts give no reasoning"]
+    assert degenerate_signs(cell(labels, empty), model) == [
+        "8 of 12 scored verdicts give no reasoning"
+    ]
     # Too few verdicts to call a pattern in their reasoning.
     few = MIN_SCORED - 1
-    assert degenerate_signs(cell(labels[:few], ["same"] * few)) == []
+    assert degenerate_signs(cell(labels[:few], ["same"] * few), model) == []
+    # Rules and panels write one sentence per decision by design: only a model's count,
+    # and a judge not known to be a model is not flagged on a guess.
+    for not_a_model in (JudgeEvidence(own_words=False), JudgeEvidence()):
+        assert degenerate_signs(cell(labels, copied), not_a_model) == []
+        assert degenerate_signs(cell(labels, empty), not_a_model) == []
 
 
 def test_controls_accuracy_and_uniform_verdict() -> None:
@@ -80,7 +89,7 @@ def test_a_sound_judge_is_not_flagged(controls: float | None) -> None:
         verdict_table(labels, scenarios),
         scenarios,
         bootstrap=BOOTSTRAP,
-        controls={"j": controls},
+        judges={"j": JudgeEvidence(controls=controls)},
     )
     assert reports["results.csv"]["degenerate"].to_list() == [None]
     assert "Degenerate" not in reports.table1
@@ -93,7 +102,10 @@ def test_a_degenerate_judge_is_named_in_results_and_table_1() -> None:
         ("j", "m", "norm_informed"): [[i % 2 == 0] * 3 for i in range(12)],
     }
     reports = aggregate(
-        verdict_table(labels, scenarios), scenarios, bootstrap=BOOTSTRAP, controls={"j": 50.0}
+        verdict_table(labels, scenarios),
+        scenarios,
+        bootstrap=BOOTSTRAP,
+        judges={"j": JudgeEvidence(controls=50.0)},
     )
     results = reports["results.csv"]
     assert results.filter(pl.col("condition") == "naive")["degenerate"].to_list() == [
