@@ -1,5 +1,6 @@
 """plot: the paper's figures and the self-contained HTML report, from aggregate's tables
-and the judge audit's (reports/audit/).
+and the judge audit's (reports/audit/), and, when the dynamic extension is on, its section
+from reports/dynamic/.
 
 python stages/plot.py
 python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/reports/figures
@@ -14,6 +15,7 @@ from losona.audit_report import audit_section
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
+from losona.dynamic.report import dynamic_section, read_judges
 from losona.io import read_parquet, write_text
 from losona.plots import draw_figures, write_figures
 from losona.report import build_report
@@ -29,11 +31,15 @@ def main(cfg: DictConfig) -> None:
     reports = read_reports(paths.reports_dir)
     verdicts = load_verdicts(paths.verdicts_dir)
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    audit = audit_section(read_audit(paths.audit_dir), reports)
+    extra = [audit_section(read_audit(paths.audit_dir), reports)]
+    dynamic = chosen(cfg, "dynamic")
+    if dynamic.on:  # off: not a byte of the report changes (docs/dynamic.md)
+        judges = read_judges(paths.dynamic_reports_dir, dynamic.judges)
+        extra.insert(0, dynamic_section(judges, reports.confidence))
     figures = draw_figures(reports)
     write_figures(figures, paths.figures_dir)
     write_text(
-        build_report(reports, figures, verdicts, scenarios, extra=[audit]),
+        build_report(reports, figures, verdicts, scenarios, extra=extra),
         f"{paths.reports_dir}/{REPORT}",
     )
     print(

@@ -40,10 +40,10 @@ from losona.contracts import Scenario
 from losona.datasets import bundled_row
 from losona.generation.cells import Slot
 from losona.io import sha256_text
-from losona.render import MIN_LEAK_WORDS, LeakError, subject_messages
+from losona.render import LeakError, subject_messages
 from losona.scenarios import without_demonstrations
 from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
-from losona.validate import ScenarioError, check_scenarios, normalize
+from losona.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
 
 MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)
 MIN_DEMOS, MAX_DEMOS = 2, 3
