@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import stand_in_followup
 
 from losona.catalog import load_catalog
 from losona.datasets import BUNDLED_DIR, load_bundled
@@ -26,8 +27,10 @@ CATALOG = load_catalog()
 
 
 def authored(scenario_id: str) -> dict[str, Any]:
-    """A bundled scenario in the generator's output shape (the authoring format, no ids)."""
+    """A bundled scenario in the generator's output shape (the authoring format, no ids),
+    with its follow-up material, or a stand-in while its file has none."""
     raw = read_yaml(BUNDLED_DIR / f"{scenario_id}.yaml")
+    raw.setdefault("followup", stand_in_followup(raw["cast"], raw["elicitor"]["actor"]))
     scenario = {key: copy.deepcopy(raw[key]) for key in AUTHORED_KEYS}
     for turn in scenario["turns"]:
         turn.setdefault("is_demo", False)
@@ -52,12 +55,30 @@ STANDUP = "standup__binary_answer_norm"
 
 def test_every_bundled_scenario_passes_every_check() -> None:
     # The rules are the bundled set's construction rules: none of its 46 scenarios, written
-    # by people under them, may be rejected.
+    # by people under them, may be rejected (its follow-up material, while a file has none,
+    # is a stand-in: that material is checked on its own, by fetch).
     rows = load_bundled(CATALOG)
     assert len(rows) > 40
+    for _, row in rows:
+        row.setdefault("followup", stand_in_followup(row["cast"], row["elicitor_actor"]))
     assert {origin: check_candidate(row, CATALOG) for origin, row in rows} == {
         origin: [] for origin, _ in rows
     }
+
+
+def test_a_candidate_without_follow_up_material_is_rejected_by_name() -> None:
+    scenario = authored(BUG)
+    del scenario["followup"]
+    assert problems(scenario, BUG) == [
+        "followup: expected a mapping with ['sanction', 'neutral', 'elicitor'], "
+        "found nothing (the block is missing)"
+    ]
+    scenario = authored(BUG)
+    scenario["followup"]["neutral"][0]["content"] = "x"
+    assert any(
+        r.startswith("followup.neutral[0].content: expected 0.5x to 2x")
+        for r in problems(scenario, BUG)
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,7 +263,9 @@ def test_the_prompt_holds_the_cell_and_the_schema() -> None:
     assert "Venue: cohort -- " + CATALOG.venues["cohort"] in text
     assert norm.statement in text and norm.example_breaching_response in text
     assert json.loads(text[text.index("{") :])["required"] == list(AUTHORED_KEYS)
-    assert AUTHORED_KEYS[0] == "end_goal" and AUTHORED_KEYS[-1] == "elicitor"
+    # Writing order: the end goal first, the elicitor after the chat, then what follows it.
+    assert AUTHORED_KEYS[0] == "end_goal" and AUTHORED_KEYS[-2:] == ("elicitor", "followup")
+    assert "8. followup:" in text
     assert GENERATOR_TEMPLATE_VERSION.startswith("generator-")
 
 
