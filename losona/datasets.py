@@ -77,7 +77,8 @@ def fetch_followups(
     found = {}
     for _, row in rows:
         if row.get(FOLLOWUP) is not None:
-            source = followup_version() if dataset.kind == "bundled" else str(row["source"])
+            bundled = dataset.kind == "bundled"
+            source = followup_version(BUNDLED_DIR) if bundled else str(row["source"])
             found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
     return found
 
@@ -91,7 +92,7 @@ def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
 
 def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
     if dataset.kind == "bundled":
-        rows = load_bundled(catalog)
+        rows = load_bundled(catalog, BUNDLED_DIR)
     elif dataset.kind == "local":
         rows = load_local(Path(str(dataset.path)))
     else:
