@@ -549,6 +549,7 @@ class Paths(Schema):
     generated_dir: PathText
     dynamic_dir: PathText
     dynamic_reports_dir: PathText
+    dynamic_logs_dir: PathText
     calls_dir: PathText
     calls: PathText | None  # null: no published calls below the cache, on purpose
     call_cache: PathText

@@ -6,15 +6,21 @@ Reads the cell's dynamic prompts and responses (data/dynamic/<judge>/...) and wr
 data/dynamic/<judge>/verdicts/<model>/<condition>.parquet.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA, SCENARIO_SCHEMA
-from losona.dynamic.files import JUDGE_CALLS, PROMPTS, RESPONSES, VERDICTS, calls_file, cell_file
+from losona.dynamic.files import (
+    JUDGE_CALLS,
+    PROMPTS,
+    RESPONSES,
+    VERDICTS,
+    calls_file,
+    cell_file,
+    run_log,
+)
 from losona.dynamic.judge import judge_second_turn
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
@@ -34,7 +40,7 @@ def main(cfg: DictConfig) -> None:
     config = chosen(cfg, "judge")
     name, model = config.name, chosen(cfg, "model").name
     condition = chosen(cfg, "condition").name
-    log = Path(paths.judge_logs_dir) / "dynamic" / name / model / f"{condition}.log.json"
+    log = run_log(paths, "judge", name, model, condition)
     judge = make_judge(config, CallOptions(cache_path=call_store(paths), run_log=log))
     responses_path = cell_file(paths, RESPONSES, name, model, condition)
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")

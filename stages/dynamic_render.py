@@ -19,7 +19,7 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA
 from losona.datasets import fetch_followups
-from losona.dynamic.files import GROUP_CALLS, PROMPTS, calls_file, cell_file
+from losona.dynamic.files import GROUP_CALLS, PROMPTS, calls_file, cell_file, run_log
 from losona.dynamic.render import GroupModel, render_cell
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
@@ -50,7 +50,7 @@ def main(cfg: DictConfig) -> None:
             CallOptions(
                 cache_path=store,
                 max_cost_usd=chosen(cfg, "sampling").max_cost_usd,
-                run_log=out.with_suffix(".log.json"),
+                run_log=run_log(paths, "render", judge, model, condition),
                 progress=f"dynamic_render {judge}/{model}/{condition} (group model)",
             ),
         )

@@ -4,7 +4,7 @@ python stages/dynamic_sample.py judge=lexicon model=smollm2 condition=naive
 
 Reads data/dynamic/<judge>/prompts/<model>/<condition>.parquet and writes the responses
 beside it (data/dynamic/<judge>/responses/...), with the calls they came from under
-paths.calls_dir; the run log (<condition>.log.json) sits beside the table, as sample's does.
+paths.calls_dir; its run log goes to paths.dynamic_logs_dir.
 """
 
 import json
@@ -15,7 +15,14 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import DYNAMIC_PROMPT_SCHEMA
-from losona.dynamic.files import PROMPTS, RESPONSES, SAMPLE_CALLS, calls_file, cell_file
+from losona.dynamic.files import (
+    PROMPTS,
+    RESPONSES,
+    SAMPLE_CALLS,
+    calls_file,
+    cell_file,
+    run_log,
+)
 from losona.dynamic.sample import sample_second_turn
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
@@ -40,7 +47,7 @@ def main(cfg: DictConfig) -> None:
     source = cell_file(paths, PROMPTS, judge, spec.name, condition)
     prompts = read_parquet(source, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     out = cell_file(paths, RESPONSES, judge, spec.name, condition)
-    log = out.with_suffix(".log.json")
+    log = run_log(paths, "sample", judge, spec.name, condition)
     sampled = sample_second_turn(
         prompts,
         spec,

@@ -29,6 +29,12 @@ def calls_file(paths: Paths, stage: str, judge: str, model: str, condition: str)
     return Path(paths.calls_dir) / stage / judge / model / f"{condition}.parquet"
 
 
+def run_log(paths: Paths, stage: str, judge: str, model: str, condition: str) -> Path:
+    """Where a dynamic stage writes one cell's run log (kept out of dynamic_dir: it differs
+    on every run, and dynamic_aggregate depends on that folder as a whole)."""
+    return Path(paths.dynamic_logs_dir) / judge / stage / model / f"{condition}.log.json"
+
+
 def reports_dir(paths: Paths, judge: str) -> Path:
     """The folder of one judge's dynamic tables, figure and metrics."""
     return Path(paths.dynamic_reports_dir) / judge
