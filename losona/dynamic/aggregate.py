@@ -68,8 +68,6 @@ METRICS = "metrics.json"
 FIGURE = "recovery"
 CELL = ["judge", "subject_model", "condition"]
 KEY = ["scenario_id", "trial", "arm"]
-METRIC_NAMES = ("recovery_after_sanction", "recovery_after_control", "sanction_effect", "retention")
-LEVELS = ("trial", "scenario")
 EXAMPLES_PER_CELL = 3  # breaches continued both ways, shown per model x condition
 
 
@@ -251,7 +249,8 @@ class _Stat:
 
 
 def cell_statistics(rows: pl.DataFrame, outcomes: pl.DataFrame, ids: list[str]) -> list[_Stat]:
-    """The eight metrics of one cell, trial level then scenario level, in METRIC_NAMES order."""
+    """The eight metrics of one cell: recovery after the sanction and after the control, the
+    sanction effect and retention, at the trial level, then the same at the scenario level."""
     arms = {arm: _per_scenario(rows, arm, ids) for arm in ARMS}
     pairs = _pairs(rows, ids)
     passes = {arm: _passes(outcomes, arm, ids) for arm in ARMS}

@@ -34,7 +34,6 @@ from losona.models import CallOptions, ModelSpec, Request, calls_table, complete
 from losona.render import LeakError, check_no_leak, messages_sha256, subject_prompt
 from losona.templates import SUBJECT_TEMPLATE_VERSION
 
-SCRIPTED, SIMULATED = "scripted", "simulated"
 SHOWN = 5  # scenario ids named in a message before "and N more"
 
 
