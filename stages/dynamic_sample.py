@@ -4,7 +4,8 @@ python stages/dynamic_sample.py judge=lexicon model=smollm2 condition=naive
 
 Reads data/dynamic/<judge>/prompts/<model>/<condition>.parquet and writes the responses
 beside it (data/dynamic/<judge>/responses/...), with the calls they came from under
-paths.calls_dir; its run log goes to paths.dynamic_logs_dir.
+paths.calls_dir; its run log goes to paths.dynamic_logs_dir. With sampling.dry_run=true it
+prints what the calls would cost (cached calls counted), and writes nothing.
 """
 
 import json
@@ -23,10 +24,10 @@ from losona.dynamic.files import (
     cell_file,
     run_log,
 )
-from losona.dynamic.sample import sample_second_turn
+from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
-from losona.models import CallOptions
+from losona.models import CallOptions, plan
 from losona.publish import call_store
 
 
@@ -42,10 +43,14 @@ def main(cfg: DictConfig) -> None:
     spec = chosen(cfg, "model")
     judge, condition = chosen(cfg, "judge").name, chosen(cfg, "condition").name
     store = call_store(paths)
-    if not (store.published and store.published.expected):
+    if not settings.dry_run and not (store.published and store.published.expected):
         spec.check_credentials()
     source = cell_file(paths, PROMPTS, judge, spec.name, condition)
     prompts = read_parquet(source, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
+    if settings.dry_run:
+        found = plan(spec, second_turn_requests(prompts), cache_path=store)
+        print(f"dynamic_sample (dry run, no calls made): {condition}, {found.describe()}")
+        return
     out = cell_file(paths, RESPONSES, judge, spec.name, condition)
     log = run_log(paths, "sample", judge, spec.name, condition)
     sampled = sample_second_turn(

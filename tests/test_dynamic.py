@@ -358,3 +358,49 @@ def test_a_group_model_writes_the_follow_ups_and_a_missing_elicitor(
     assert named["status"] == "no_followup" and named["messages"] == []
     assert re.search(r"followup\.neutral\[0\]\.content: expected .*the word 'norm'", named["note"])
     assert rendered.calls.height == 12 and set(rendered.calls["model"]) == {"openai/test-model"}
+
+
+def test_a_dry_run_prices_the_calls_and_writes_nothing(
+    workdir: Path, scenarios: pl.DataFrame
+) -> None:
+    from conftest import run_stage
+
+    from losona.io import write_parquet
+
+    items = [(SID.format(x), trial, reply) for (x, trial), reply in FIRST.items()]
+    responses = responses_table(items, model="smollm2", condition="naive")
+    verdicts = judge_responses(
+        scenarios,
+        responses,
+        LexiconJudge(),
+        "lexicon",
+        model="smollm2",
+        condition="naive",
+        origin="",
+    )
+    write_parquet(scenarios, workdir / "data" / "scenarios.parquet")
+    write_parquet(verdicts, workdir / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet")
+    cell = ["judge=lexicon", "model=smollm2", "condition=naive", "sampling.dry_run=true"]
+    # The group model is a paid API model with no key set: a dry run needs none.
+    group = ["dynamic.source=simulated", "dynamic.group_model=gpt_5_5"]
+    before = sorted(workdir.rglob("*"))
+    result = run_stage("dynamic_render", *cell, *group, cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    # A second elicitor for each of the four scenarios, and 11 reactions (4 breaches x 2, 3).
+    assert "(dry run, no calls made): the group model, gpt_5_5: 15 calls" in result.stdout
+    assert sorted(workdir.rglob("*")) == before
+    prompts = render_cell(
+        scenarios,
+        verdicts,
+        judge="lexicon",
+        model="smollm2",
+        condition="naive",
+        followups=material(scenarios["scenario_id"].to_list()),
+    ).prompts
+    path = workdir / "data" / "dynamic" / "lexicon" / "prompts" / "smollm2" / "naive.parquet"
+    write_parquet(prompts, path)
+    before = sorted(workdir.rglob("*"))
+    result = run_stage("dynamic_sample", *cell, cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "dynamic_sample (dry run, no calls made): naive, smollm2: 11 calls" in result.stdout
+    assert sorted(workdir.rglob("*")) == before

@@ -275,3 +275,40 @@ def test_a_candidate_id_names_the_cell_and_changes_with_the_content() -> None:
     assert first.startswith(f"{BUG}__") and first == candidate_id(slot, "a reply")
     assert candidate_id(slot, "another reply") != first
     assert candidate_id(slot_of(BUG, sample=1), "a reply") != first
+
+
+def test_screen_makes_a_valid_candidate_without_follow_ups_invalid() -> None:
+    # A candidate table written before the generator asked for the follow-up material.
+    from losona.contracts import CANDIDATE_SCHEMA, table
+    from losona.generation.screen import recheck_followups
+
+    rows = []
+    for sample, with_block in ((0, True), (1, False)):
+        scenario = authored(BUG)
+        if not with_block:
+            del scenario["followup"]
+        row = scenario_row(scenario, slot_of(BUG, sample=sample), f"c{sample}", CATALOG, "s")
+        rows.append(
+            {
+                "candidate_id": f"c{sample}",
+                "event_type": "bug_report",
+                "norm_id": "no_apology_culture_norm",
+                "venue": "workplace",
+                "sample": sample,
+                "generator": "g",
+                "generator_model": "g",
+                "template_version": "generator-v1",
+                "reply": "{}",
+                "finish_reason": "stop",
+                "cost_usd": 0.0,
+                "scenario": json.dumps(row),
+                "status": "valid",
+                "reasons": [],
+            }
+        )
+    checked = recheck_followups(table(rows, CANDIDATE_SCHEMA, sort_by=["candidate_id"]))
+    assert checked["status"].to_list() == ["valid", "invalid"]
+    assert checked["reasons"][1].to_list() == [
+        "followup: expected a mapping with ['sanction', 'neutral', 'elicitor'], "
+        "found nothing (the block is missing)"
+    ]

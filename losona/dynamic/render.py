@@ -191,6 +191,37 @@ def _continued(
     }
 
 
+Ask = tuple[tuple[str, ...], Scenario, str, Request]
+
+
+def group_asks(
+    followups: Mapping[str, Followup],
+    scenarios: Mapping[str, Scenario],
+    trials: list[dict[str, Any]],
+) -> list[Ask]:
+    """What the group model is asked for a cell: (key, scenario, kind, request) each.
+
+    First one second elicitor per scenario that has no scripted one, asked before any
+    reply (key: the scenario id); then one reaction per arm of every trial, which reads
+    the reply it reacts to (key: scenario id, trial, kind).
+    """
+    asks: list[Ask] = [
+        ((sid,), scenario, "elicitor", Request(tuple(group_messages(scenario, "elicitor", None))))
+        for sid, scenario in sorted(scenarios.items())
+        if sid not in followups
+    ]
+    for trial in trials:
+        scenario = scenarios[trial["scenario_id"]]
+        for arm in arms_for(trial["complies"]):
+            kind = CONTINUATION[arm]
+            messages = group_messages(scenario, kind, trial["response"])
+            request = Request(tuple(messages), trial=trial["trial"])
+            asks.append(
+                ((scenario.scenario_id, str(trial["trial"]), kind), scenario, kind, request)
+            )
+    return asks
+
+
 class _Writer(ABC):
     """Where a trial's follow-up and second elicitor come from."""
 
@@ -246,36 +277,18 @@ class _Simulated(_Writer):
         trials: list[dict[str, Any]],
     ) -> None:
         self.group, self.followups = group, followups
-        # One second elicitor per scenario lacking a scripted one, asked before any reply.
-        asks: list[tuple[tuple[str, ...], Scenario, str]] = [
-            ((sid,), scenario, "elicitor")
-            for sid, scenario in sorted(scenarios.items())
-            if sid not in followups
-        ]
-        for trial in trials:
-            for arm in arms_for(trial["complies"]):
-                kind = CONTINUATION[arm]
-                key = (trial["scenario_id"], str(trial["trial"]), kind)
-                asks.append((key, scenarios[trial["scenario_id"]], kind))
-        replies: dict[tuple[str, ...], str | None] = {
-            (t["scenario_id"], str(t["trial"])): t["response"] for t in trials
-        }
-        # A reaction reads the reply it reacts to; a second elicitor is asked before any.
-        requests = [
-            Request(
-                messages=tuple(group_messages(scenario, kind, replies.get(key[:2]))),
-                trial=0 if kind == "elicitor" else int(key[1]),
-            )
-            for key, scenario, kind in asks
-        ]
+        asks = group_asks(followups, scenarios, trials)
         spec = group.spec
         completions = complete_all(
-            spec, requests, group.options, to=f"the group model '{spec.name}'"
+            spec,
+            [request for *_, request in asks],
+            group.options,
+            to=f"the group model '{spec.name}'",
         )
         self.calls = calls_table(spec.model, completions)
         self.read: dict[tuple[str, ...], tuple[tuple[Message, ...], str | None]] = {
             key: read_group_reply(completion.text or "", scenario, kind)
-            for (key, scenario, kind), completion in zip(asks, completions, strict=True)
+            for (key, scenario, kind, _), completion in zip(asks, completions, strict=True)
         }
 
     def followup(
