@@ -360,6 +360,7 @@ def test_a_group_model_writes_the_follow_ups_and_a_missing_elicitor(
     assert rendered.calls.height == 12 and set(rendered.calls["model"]) == {"openai/test-model"}
 
 
+@pytest.mark.slow  # two stage scripts, as a user runs them
 def test_a_dry_run_prices_the_calls_and_writes_nothing(
     workdir: Path, scenarios: pl.DataFrame
 ) -> None:
