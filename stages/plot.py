@@ -1,5 +1,6 @@
 """plot: the paper's figures and the self-contained HTML report, from aggregate's tables,
-the judge audit's (reports/audit/) and each cell's calls (data/calls/).
+the judge audit's (reports/audit/), each cell's calls (data/calls/) and, when the dynamic
+extension is on, its section from reports/dynamic/.
 
 python stages/plot.py
 python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/reports/figures
@@ -14,6 +15,7 @@ from losona.audit_report import audit_section
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA, subset_note
+from losona.dynamic.report import dynamic_section, read_judges
 from losona.io import read_parquet, write_text
 from losona.plots import draw_figures, write_figures
 from losona.report import build_report
@@ -34,6 +36,11 @@ def main(cfg: DictConfig) -> None:
     # The calls each cell's table was built from: facts a rerun does not change, unlike
     # the run logs' (losona/run_facts.py).
     facts = facts_section(cell_calls(paths.calls_dir), display_names(reports["results.csv"]))
+    extra = [audit_section(audited, reports), facts]
+    dynamic = chosen(cfg, "dynamic")
+    if dynamic.on:  # off: not a byte of the report changes (docs/dynamic.md)
+        judges = read_judges(paths.dynamic_reports_dir, dynamic.judges)
+        extra.insert(0, dynamic_section(judges, reports.confidence))
     figures = draw_figures(reports, subset=subset_note(scenarios))
     write_figures(figures, paths.figures_dir)
     page = build_report(
@@ -41,7 +48,7 @@ def main(cfg: DictConfig) -> None:
         figures,
         verdicts,
         scenarios,
-        extra=[audit_section(audited, reports), facts],
+        extra=extra,
         controls=audited["controls.csv"],
         correction=audited["correction.csv"],
     )
