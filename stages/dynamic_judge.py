@@ -24,7 +24,13 @@ from losona.dynamic.files import (
 from losona.dynamic.judge import judge_second_turn
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
-from losona.judges.run import judge_calls, make_judge, status_counts, unscored_notes
+from losona.judges.run import (
+    call_sources,
+    judge_calls,
+    make_judge,
+    status_counts,
+    unscored_notes,
+)
 from losona.models import CallOptions
 from losona.publish import call_store
 
@@ -60,6 +66,8 @@ def main(cfg: DictConfig) -> None:
         f"dynamic_judge {name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"
     )
+    if (sources := call_sources(judge)) is not None:
+        print(f"dynamic_judge {name}: answers: {sources}")
     for note in unscored_notes(verdicts):
         print(f"note: {note}")
 

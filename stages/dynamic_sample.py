@@ -8,8 +8,6 @@ paths.calls_dir; its run log goes to paths.dynamic_logs_dir. With sampling.dry_r
 prints what the calls would cost (cached calls counted), and writes nothing.
 """
 
-import json
-
 import hydra
 from omegaconf import DictConfig
 
@@ -27,7 +25,7 @@ from losona.dynamic.files import (
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
-from losona.models import CallOptions, plan
+from losona.models import CallOptions, answer_sources, plan, read_run_log
 from losona.publish import call_store
 
 
@@ -67,11 +65,10 @@ def main(cfg: DictConfig) -> None:
     )
     write_parquet(sampled.responses, out)
     write_parquet(sampled.calls, calls_file(paths, SAMPLE_CALLS, judge, spec.name, condition))
-    facts = json.loads(log.read_text(encoding="utf-8"))
+    facts = read_run_log(log)
     print(
         f"dynamic_sample {judge}/{spec.name}/{condition}: {sampled.responses.height} second "
-        f"replies ({facts['cache_hits']} from the call cache, {facts['completed']} new calls, "
-        f"${facts['cost_usd_this_run']:.4f}) -> {out}"
+        f"replies ({answer_sources(facts)}, ${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
 
 
