@@ -128,17 +128,13 @@ def stand_in_followup(cast: Sequence[Mapping[str, Any]], elicitor_actor: str) ->
     }
 
 
-def add_followup_fixtures(repo: Path) -> list[str]:
-    """Append each fixture's followup: block (tests/fixtures/followups/) to the copy's scenario
-    file when that file has none; the ids of the scenarios that have fixtures."""
-    ids = []
-    for fixture in sorted(FOLLOWUP_FIXTURES.glob("*.yaml")):
-        target = repo / "losona" / "data" / "scenarios" / fixture.name
-        text = target.read_text(encoding="utf-8")
-        if "\nfollowup:" not in text:
-            target.write_text(text.rstrip("\n") + "\n" + fixture.read_text(encoding="utf-8"))
-        ids.append(fixture.stem)
-    return ids
+def drop_followup(repo: Path, scenario_id: str) -> None:
+    """Take a scenario's follow-up material out of the copy's scenario file (for the paths a
+    scenario without material takes: the group model writes its second elicitor)."""
+    target = repo / "losona" / "data" / "scenarios" / f"{scenario_id}.yaml"
+    text = target.read_text(encoding="utf-8")
+    assert "\nfollowup:" in text, f"{target} has no follow-up material"
+    target.write_text(text.split("\nfollowup:", 1)[0] + "\n", encoding="utf-8")
 
 
 def copy_repo(target: Path) -> Path:

@@ -1,8 +1,7 @@
 """The dynamic extension through DVC, on a copy of the repository: on, off, published.
 
-Both runs are lean: one model, one condition, a few of the scenarios that have follow-up
-fixtures (tests/fixtures/followups/, appended to the copy's scenario files while the
-bundled set has no material of its own), a call cache of the test's own.
+Both runs are lean: one model, one condition, a few of the bundled scenarios (each carries
+its follow-up material), a call cache of the test's own.
 """
 
 from __future__ import annotations
@@ -19,14 +18,16 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
-from conftest import add_followup_fixtures, run_dvc
+from conftest import drop_followup, run_dvc
 
 from losona.testing.openai_server import OpenAIServer, default_reply
 
 pytestmark = pytest.mark.slow
 
 DYNAMIC = "conf/dynamic/default.yaml"
-EXTRA_SCENARIO = "bug_report__no_apology_culture_norm"  # no fixture: a group writes its ask
+SCENARIOS = ["event_planning__extreme_conciseness_norm", "standup__binary_answer_norm"]
+# Its follow-up material taken out in the copy: the group model writes its second elicitor.
+EXTRA_SCENARIO = "bug_report__no_apology_culture_norm"
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -38,12 +39,11 @@ def configure(repo: Path, model: str, ids: list[str], trials: int, cache: Path) 
     """One model, the naive condition, the lexicon judge, the scenarios `ids`, K = `trials`."""
     sweep = {"models": [model], "conditions": ["naive"], "judges": ["lexicon"]}
     (repo / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": sweep}))
-    dataset = repo / "conf" / "dataset" / "bundled.yaml"
-    dataset.write_text(
-        dataset.read_text().replace("scenario_ids: []", f"scenario_ids: [{', '.join(ids)}]")
-    )
-    config = repo / "conf" / "config.yaml"
-    config.write_text(re.sub(r"  trials: 3 ", f"  trials: {trials} ", config.read_text()))
+    run = repo / "conf" / "run.yaml"
+    text = run.read_text()
+    assert "scenario_ids: []" in text and "  trials: 3 " in text  # else nothing would change
+    text = text.replace("scenario_ids: []", f"scenario_ids: [{', '.join(ids)}]")
+    run.write_text(text.replace("  trials: 3 ", f"  trials: {trials} "))
     paths = repo / "conf" / "paths" / "default.yaml"
     paths.write_text(re.sub(r"call_cache: .*", f"call_cache: {cache}", paths.read_text()))
     (repo / "dvc.lock").unlink(missing_ok=True)
@@ -95,8 +95,8 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     repo_copy: Path, tmp_path: Path
 ) -> None:
     repo = repo_copy
-    ids = add_followup_fixtures(repo)[:2]  # lean: two scenarios, one trial each
-    configure(repo, "smollm2", ids, trials=1, cache=tmp_path / "calls.sqlite")
+    # Lean: two scenarios, one trial each.
+    configure(repo, "smollm2", SCENARIOS, trials=1, cache=tmp_path / "calls.sqlite")
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "the sweep", cwd=repo)
     off = run_dvc("repro", cwd=repo).stdout
@@ -174,8 +174,10 @@ def test_a_simulated_second_turn_is_published_and_reruns_with_no_call(
     repo_copy: Path, tmp_path: Path, server: OpenAIServer
 ) -> None:
     repo = repo_copy
-    ids = [*add_followup_fixtures(repo), EXTRA_SCENARIO]
-    configure(repo, "local", ids, trials=2, cache=tmp_path / "calls.sqlite")
+    drop_followup(repo, EXTRA_SCENARIO)
+    configure(
+        repo, "local", [*SCENARIOS, EXTRA_SCENARIO], trials=2, cache=tmp_path / "calls.sqlite"
+    )
     (repo / "conf" / "model" / "local.yaml").write_text(
         yaml.safe_dump(server.model_config("local", label="Test server"))
     )

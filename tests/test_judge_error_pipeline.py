@@ -77,8 +77,8 @@ def repo(repo_copy: Path, server: OpenAIServer, tmp_path: Path) -> Path:
     }
     (repo_copy / "params.yaml").write_text(yaml.safe_dump(params))
     (repo_copy / "conf" / "panels.yaml").write_text("panels: [offline_panel]\n")
-    edit(repo_copy / "conf" / "dataset" / "bundled.yaml", r"\nlimit: null", "\nlimit: 4")
-    edit(repo_copy / "conf" / "config.yaml", r"trials: 3", "trials: 2")
+    edit(repo_copy / "conf" / "run.yaml", r"limit: null", "limit: 4")
+    edit(repo_copy / "conf" / "run.yaml", r"trials: 3", "trials: 2")
     model = server.model_config("local", label="Test server")
     assert model["family"] == "test double"
     (repo_copy / "conf" / "model" / "local.yaml").write_text(yaml.safe_dump(model))
