@@ -238,6 +238,25 @@ def test_dvc_repro_runs_a_panel_corrects_compliance_and_measures_self_preference
     assert "Self-preference for the judge's own model family" in page
     assert "unanimous of lexicon, local_openai (unscored members abstain)" in page
     assert "a panel: it calls no model" in page
+    # The Judges table: for each judge, beside its label and validity controls, its
+    # degenerate-verdicts flag (none here) and what its compliance was corrected with.
+    judges_table = page[page.index('<section id="judges">') :]
+    judges_table = judges_table[: judges_table.index("</table>")]
+    for judge, basis in correction.items():
+        row = next(r for r in judges_table.split("<tr")[2:] if f"<code>{judge}</code>" in r)
+        summary = json.loads((repo / "reports" / "judge_controls" / f"{judge}.json").read_text())
+        assert f"{summary[judge]['compliant']['right']}/8" in row  # its controls
+        assert "<td>none</td>" in row  # not degenerate
+        if basis["identifiable"]:
+            assert f"from {basis['labelled']} labelled items: sensitivity" in row, row
+        else:
+            assert "not corrected: " in row, row
+    scripted_label = re.search(
+        r"<tr class=\"double\"><td><b>([^<]+)</b></td><td><code>"
+        r"local_openai</code>",
+        judges_table,
+    )
+    assert scripted_label and scripted_label.group(1).endswith("[TEST DOUBLE]")
     print(
         "pipeline figures:",
         {j: (r["sensitivity"], r["specificity"], r["status"]) for j, r in correction.items()},
