@@ -652,7 +652,7 @@ def test_a_broken_params_file_is_refused(run: Path, content: bytes, fragments: l
         (
             "judge",
             ["condition=naive", "judge.kind=magic"],
-            ["(judge.kind=...)", "'judge.kind'", "'lexicon' or 'llm'", "found 'magic'"],
+            ["(judge.kind=...)", "'judge.kind'", "'lexicon', 'llm' or 'panel'", "found 'magic'"],
         ),
         (
             "judge",

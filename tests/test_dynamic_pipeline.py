@@ -131,6 +131,9 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     assert (reports / "recovery.png").is_file()
     html = (repo / "reports" / "index.html").read_text()
     assert '<section id="dynamic"><h2>Dynamic second turn</h2>' in html
+    # reproduce checks the committed run (docs/reproducing.md): commit the experiment.
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "the second turn", cwd=repo)
     checked = reproduce(repo)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "data/dynamic/lexicon/verdicts/smollm2/naive.parquet" not in checked.stdout

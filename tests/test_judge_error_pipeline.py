@@ -245,7 +245,9 @@ def test_dvc_repro_runs_a_panel_corrects_compliance_and_measures_self_preference
     for judge, basis in correction.items():
         row = next(r for r in judges_table.split("<tr")[2:] if f"<code>{judge}</code>" in r)
         summary = json.loads((repo / "reports" / "judge_controls" / f"{judge}.json").read_text())
-        assert f"{summary[judge]['compliant']['right']}/8" in row  # its controls
+        for example in ("compliant", "breaching"):  # its controls, right of all
+            kind = summary[judge][example]
+            assert f'<td class="num">{kind["right"]}/{kind["items"]}</td>' in row, row
         assert "<td>none</td>" in row  # not degenerate
         if basis["identifiable"]:
             assert f"from {basis['labelled']} labelled items: sensitivity" in row, row

@@ -20,11 +20,13 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from conftest import run_dvc
 
+from losona.catalog import load_catalog
 from losona.testing.openai_server import OpenAIServer, body_digest
 from losona.testing.scripted_judge import ScriptedJudge
 
@@ -42,6 +44,21 @@ def server() -> Iterator[OpenAIServer]:
 
 def is_judge_call(body: dict[str, object]) -> bool:
     return body.get("model") == "scripted-judge"
+
+
+EXAMPLE_REPLIES = {
+    reply
+    for norm in load_catalog().norms.values()
+    for reply in (norm.example_compliant_response, norm.example_breaching_response)
+}
+
+
+def judged_message(body: dict[str, Any]) -> str:
+    found = re.search(
+        r"<<<BEGIN JUDGED MESSAGE \w+>>>\n(.*?)\n<<<END", body["messages"][1]["content"], re.S
+    )
+    assert found, "a judge prompt without a judged message"
+    return found.group(1)
 
 
 @pytest.fixture
@@ -109,7 +126,14 @@ def test_two_queued_experiments_share_the_call_cache(
     # naive once (both experiments need it) and norm_informed once, each call sent once
     assert len(subject) == 2 * calls_per_condition
     assert max(Counter(body_digest(b) for b in subject).values()) == 1
-    assert len(judged) == 2 * calls_per_condition  # the LLM judge, in the second experiment
+    # The LLM judge, in the second experiment: every subject reply, and its validity
+    # controls (each norm's example replies, which the aggregate's judge health reads).
+    on_replies = [b for b in judged if judged_message(b) not in EXAMPLE_REPLIES]
+    assert len(on_replies) == 2 * calls_per_condition
+    assert {judged_message(b) for b in judged} - {judged_message(b) for b in on_replies} == (
+        EXAMPLE_REPLIES
+    )
+    assert max(Counter(body_digest(b) for b in judged).values()) == 1
 
     with sqlite3.connect(tmp_path / "cache" / "calls.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == len(subject) + len(judged)
