@@ -1,18 +1,24 @@
-"""Small file helpers shared by every stage: atomic writes, strict YAML, content hashes."""
+"""Small file helpers shared by every stage: atomic writes (tables whole or chunk by chunk),
+strict YAML, content hashes."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import polars as pl
+import pyarrow.parquet
 import yaml
+from polars.io.plugins import register_io_source
 
 from losona.errors import LosonaError
 
@@ -40,11 +46,89 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
-    """Write a table atomically; same rows and schema give the same bytes."""
+@dataclass(frozen=True)
+class Chunks:
+    """A table made a chunk of rows at a time, in its final row order.
+
+    For tables of a size that grows with a run (prompts, responses, verdicts, calls): each
+    chunk is built, handed on and dropped, so no list of every row's Python objects ever
+    exists. `produce` yields DataFrames of `schema` whose heights add up to `rows`; each call
+    starts over, so a table can be written and collected alike.
+    """
+
+    schema: pl.Schema
+    rows: int
+    produce: Callable[[], Iterator[pl.DataFrame]]
+
+    def collect(self) -> pl.DataFrame:
+        """The whole table in memory (for small tables and tests)."""
+        return pl.concat([self.schema.to_frame(), *self.produce()], rechunk=True)
+
+
+# Compression and statistics are fixed so the bytes depend only on the data.
+_PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3, "statistics": True}
+
+
+def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
+    """Write a table atomically; same rows and schema give the same bytes, whole or in chunks.
+
+    Chunks are written as they come, a Parquet row group at a time, in exactly the row
+    groups polars cuts the whole table into (see `row_group_sizes`), so the file is byte for
+    byte the one the whole table gives, and only one row group is ever held.
+    """
     with atomic_path(path) as tmp:
-        # Statistics and compression are fixed so the bytes depend only on the data.
-        df.write_parquet(tmp, compression="zstd", compression_level=3, statistics=True)
+        if isinstance(table, pl.DataFrame):
+            table.write_parquet(tmp, **_PARQUET_OPTIONS)
+        elif table.rows == 0:
+            table.schema.to_frame().write_parquet(tmp, **_PARQUET_OPTIONS)
+        else:
+            sizes = row_group_sizes(table.rows)
+
+            def row_groups(*_: object) -> Iterator[pl.DataFrame]:
+                # polars calls this on a thread of its own: the chunks are made there.
+                return _regrouped(table, sizes)
+
+            # DataFrame.write_parquet is this same streaming sink over the whole table.
+            register_io_source(row_groups, schema=table.schema).sink_parquet(
+                tmp, engine="streaming", **_PARQUET_OPTIONS
+            )
+
+
+@functools.cache
+def row_group_sizes(rows: int) -> tuple[int, ...]:
+    """The rows of each row group polars writes a table of `rows` rows in (one chunk).
+
+    Asked of polars itself, by writing a column of that many nulls: how it cuts a table
+    depends on the number of rows alone (about 123,000 rows a group in polars 2.1), not on
+    the columns; tests/test_io.py checks that the chunked writer gives the same bytes.
+    """
+    probe = io.BytesIO()
+    pl.DataFrame({"probe": pl.repeat(None, rows, dtype=pl.Boolean, eager=True)}).write_parquet(
+        probe, **_PARQUET_OPTIONS
+    )
+    metadata = pyarrow.parquet.ParquetFile(probe).metadata
+    return tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
+
+
+def _regrouped(table: Chunks, sizes: Sequence[int]) -> Iterator[pl.DataFrame]:
+    """The table's chunks cut and joined into frames of exactly these sizes, in order."""
+    buffered: list[pl.DataFrame] = []
+    held = written = 0
+    wanted = iter(sizes)
+    size = next(wanted)
+    for chunk in table.produce():
+        if chunk.schema != table.schema:
+            raise ValueError(f"a chunk has the columns {chunk.schema}, expected {table.schema}")
+        buffered.append(chunk)
+        held += chunk.height
+        while size and held >= size:
+            group = pl.concat(buffered, rechunk=True)
+            yield group.head(size)
+            written += size
+            buffered, held = [group.slice(size)], held - size
+            size = next(wanted, 0)
+    if held or written != table.rows:
+        raise ValueError(f"the chunks held {written + held} rows, expected {table.rows}")
 
 
 def write_text(text: str, path: str | Path) -> None:
