@@ -30,7 +30,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -179,7 +179,7 @@ def _candidates(first: int | None, own: T, recent: Sequence[tuple[int, T]]) -> l
 
 
 def plan_reuse(
-    conversations: Sequence[Messages], encode: Encode, rule: CacheRule | None
+    conversations: Iterable[Messages], encode: Encode, rule: CacheRule | None
 ) -> list[Reuse]:
     """For each conversation, sent in this order: what it can reuse of an earlier one.
 
@@ -192,7 +192,7 @@ def plan_reuse(
     calls (see docs/scale.md).
     """
     if rule is None:
-        return [NO_REUSE] * len(conversations)
+        return [NO_REUSE for _ in conversations]
     if rule.markers:
         return _plan_markers(conversations, encode, rule)
     first: dict[bytes, int] = {}
@@ -232,7 +232,7 @@ def _through(encode: Encode, conversation: Messages, last: int, counted: dict[in
 
 
 def _plan_markers(
-    conversations: Sequence[Messages], encode: Encode, rule: CacheRule
+    conversations: Iterable[Messages], encode: Encode, rule: CacheRule
 ) -> list[Reuse]:
     """Anthropic: mark shared whole messages; a call reads what its parent wrote."""
     first: dict[bytes, int] = {}
