@@ -1,5 +1,5 @@
-"""Small file helpers shared by every stage: atomic writes (tables whole or chunk by chunk),
-strict YAML, content hashes."""
+"""Small helpers shared by every stage: atomic writes (tables whole or chunk by chunk),
+sequences made on demand, strict YAML, content hashes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar, overload
 
 import polars as pl
 import pyarrow.parquet
@@ -46,6 +46,42 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+T = TypeVar("T")
+
+
+class OnDemand(Sequence[T]):
+    """A sequence whose items are made when asked for and not kept: `item(i)` for each i.
+
+    For what a run has one of per call (requests, prompts, cases, judgements): a consumer
+    that reads it in order holds one item at a time, however long the run.
+    """
+
+    def __init__(self, length: int, item: Callable[[int], T]) -> None:
+        self.length, self.item = length, item
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            picked = range(self.length)[index]
+            return OnDemand(len(picked), lambda i: self.item(picked[i]))
+        return self.item(range(self.length)[index])  # negative indices; IndexError past the end
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self.item, range(self.length))
+
+
+# Rows made, and calls looked up in or read back from the call cache, at a time, by what
+# builds a table in chunks: large enough that each step's overhead does not count, small
+# enough that a chunk's Python objects do not.
+CHUNK = 1000
+
+
 @dataclass(frozen=True)
 class Chunks:
     """A table made a chunk of rows at a time, in its final row order.
@@ -66,7 +102,11 @@ class Chunks:
 
 
 # Compression and statistics are fixed so the bytes depend only on the data.
-_PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3, "statistics": True}
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "statistics": True,
+}
 
 
 def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:

@@ -10,6 +10,7 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 from pathlib import Path
 
 import hydra
+import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
@@ -19,7 +20,7 @@ from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
 from losona.judges.run import (
     judge_calls,
-    judge_responses,
+    judge_table,
     make_judge,
     status_counts,
     unscored_notes,
@@ -47,7 +48,7 @@ def main(cfg: DictConfig) -> None:
     responses_path = Path(paths.responses_dir) / model / f"{condition}.parquet"
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-    verdicts = judge_responses(
+    verdicts = judge_table(
         scenarios,
         responses,
         judge,
@@ -57,13 +58,16 @@ def main(cfg: DictConfig) -> None:
         origin=display_path(responses_path),
     )
     out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
+    # Each table is made a chunk at a time as it is written; the account below reads back
+    # the two columns it needs.
     write_parquet(verdicts, out)
     write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
+    outcomes = pl.read_parquet(out, columns=["complies", "judge_status"])
     print(
-        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
-        f"verdicts, {status_counts(verdicts)} -> {out}"
+        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.rows} "
+        f"verdicts, {status_counts(outcomes)} -> {out}"
     )
-    for note in unscored_notes(verdicts):
+    for note in unscored_notes(outcomes):
         print(f"note: {note}")
 
 

@@ -68,12 +68,12 @@ def main(cfg: DictConfig) -> None:
         ),
         batch=settings.batching,
     )
-    responses = sampled.responses
-    write_parquet(responses, out)
+    # Each table is made from the call cache a chunk at a time as it is written.
+    write_parquet(sampled.responses, out)
     write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = json.loads(log.read_text(encoding="utf-8"))
     print(
-        f"sample: {responses.height} responses ({spec.name}, {condition}, "
+        f"sample: {sampled.responses.rows} responses ({spec.name}, {condition}, "
         f"{settings.trials} trials; {facts['cache_hits']} from the call cache, "
         f"{facts['completed']} new calls, ${facts['cost_usd_this_run']:.4f}) -> {out}"
     )

@@ -17,6 +17,7 @@ repairs included, is in the call cache.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.errors import LosonaError
-from losona.io import sha256_text
+from losona.io import OnDemand, sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.models import (
     BatchSettings,
@@ -240,9 +241,9 @@ class LLMJudge:
         # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
         # it (the determinism audit) calls the model directly.
         self.batch = batch if batch is not None and batch.enabled and options.use_cache else None
-        # Every completion the judgements were read from, first round and repairs: the
+        # Every round of calls the judgements were read from, first rounds and repairs: the
         # judge's calls, published with the run (losona.models.calls_table).
-        self.calls: list[Completion] = []
+        self.calls: list[Sequence[Completion]] = []
 
     @property
     def model(self) -> str:
@@ -256,51 +257,58 @@ class LLMJudge:
 
     def _complete(
         self, conversations: Sequence[Messages], options: CallOptions
-    ) -> list[Completion]:
+    ) -> Sequence[Completion]:
         # Identical conversations (e.g. two scenarios sharing a norm's control examples)
         # are sent once.
-        unique = {_key(m): m for m in conversations}
-        requests = [Request(messages=m, trial=0) for m in unique.values()]
+        sent: dict[str, int] = {}  # each distinct conversation's key: its request's number
+        firsts: list[int] = []  # the conversation each request is made of
+        request_of = []  # each conversation's request
+        for number, messages in enumerate(conversations):
+            key = _key(messages)
+            if key not in sent:
+                sent[key] = len(firsts)
+                firsts.append(number)
+            request_of.append(sent[key])
+        requests = OnDemand(
+            len(firsts), lambda n: Request(messages=conversations[firsts[n]], trial=0)
+        )
         results = complete(self.spec, requests, options, batch=self.batch)
-        self.calls.extend(results)
-        by_key = dict(zip(unique, results, strict=True))
-        return [by_key[_key(m)] for m in conversations]
+        self.calls.append(results)
+        return OnDemand(len(request_of), lambda n: results[request_of[n]])
 
-    def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
+    def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
         """One judgement per case: parsed, repaired once, or unparseable with the reason kept.
 
+        Every call is made here; the judgements are read from the replies as they are asked
+        for, so judging holds no prompt and no reply of its own (a cell of any size).
         Raises CallsFailed when any call still failed after the model layer's retries.
         """
-        judgements: list[Judgement | None] = [None] * len(cases)
         asked = [i for i, case in enumerate(cases) if case.response is not None]
-        for i, case in enumerate(cases):
-            if case.response is None:
-                judgements[i] = Judgement.unscored("no_response", "no subject message to judge")
-        conversations = {i: judge_messages(cases[i]) for i in asked}
-        first_round = self._complete(list(conversations.values()), self.options) if asked else []
-        first = dict(zip(asked, first_round, strict=True))
+        conversations = OnDemand(len(asked), lambda n: judge_messages(cases[asked[n]]))
+        first = self._complete(conversations, self.options) if asked else []
 
-        to_repair: dict[int, Messages] = {}
-        for i, completion in first.items():
+        problems: dict[int, str] = {}  # the number (in `asked`) of each reply to repair: why
+        for number, completion in enumerate(first):
             if not completion.ok:
                 continue  # no verdict: counted and raised below, after the repairs
             try:
-                judgements[i] = parse_verdict(completion.text)
+                parse_verdict(completion.text)
             except UnparseableReply as problem:
-                to_repair[i] = repair_messages(
-                    conversations[i], completion.text or "", str(problem)
-                )
+                problems[number] = str(problem)
+        numbers = list(problems)
+        repairs = OnDemand(
+            len(numbers),
+            lambda n: repair_messages(
+                conversations[numbers[n]], first[numbers[n]].text or "", problems[numbers[n]]
+            ),
+        )
 
         # Repairs are sent even when some first calls failed, so that a rerun finds them in
         # the call cache and sends only what failed.
-        repaired = (
-            self._complete(list(to_repair.values()), self.repair_options) if to_repair else []
-        )
+        repaired = self._complete(repairs, self.repair_options) if problems else []
         try:
             require_every_call(
-                [*first_round, *repaired],
-                to=f"the judge '{self.spec.name}'",
-                run_log=self.options.run_log,
+                first, repaired, to=f"the judge '{self.spec.name}'", run_log=self.options.run_log
             )
         except CallsFailed as failed:
             if self.structured_output != "none" and (
@@ -313,15 +321,29 @@ class LLMJudge:
                     f"{STRUCTURED_ADVICE}."
                 ) from None
             raise
-        for i, completion in zip(to_repair, repaired, strict=True):
-            raw_first = first[i].text or ""
-            try:
-                judgements[i] = parse_verdict(completion.text)
-            except UnparseableReply as problem:
-                judgements[i] = Judgement.unscored(
-                    "unparseable",
-                    f"judge reply unparseable after one repair: {problem}",
-                    evidence=raw_first + REPAIR_SEPARATOR + (completion.text or ""),
-                )
-        assert all(j is not None for j in judgements)
-        return [j for j in judgements if j is not None]
+        repair_of = {number: n for n, number in enumerate(numbers)}  # its repair's number
+        return OnDemand(len(cases), lambda i: _judgement(i, asked, first, repaired, repair_of))
+
+
+def _judgement(
+    index: int,
+    asked: list[int],
+    first: Sequence[Completion],
+    repaired: Sequence[Completion],
+    repair_of: dict[int, int],
+) -> Judgement:
+    """Case `index`'s judgement, from its first reply and its repair's (see LLMJudge.judge)."""
+    number = bisect.bisect_left(asked, index)
+    if number == len(asked) or asked[number] != index:
+        return Judgement.unscored("no_response", "no subject message to judge")
+    if number not in repair_of:
+        return parse_verdict(first[number].text)
+    repair = repaired[repair_of[number]]
+    try:
+        return parse_verdict(repair.text)
+    except UnparseableReply as problem:
+        return Judgement.unscored(
+            "unparseable",
+            f"judge reply unparseable after one repair: {problem}",
+            evidence=(first[number].text or "") + REPAIR_SEPARATOR + (repair.text or ""),
+        )

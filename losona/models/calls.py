@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, overload
 from tqdm import tqdm
 
 from losona.errors import LosonaError
-from losona.io import write_json
+from losona.io import CHUNK, OnDemand, write_json
 from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
@@ -525,7 +525,7 @@ class _Run:
         read from `requests` when it is planned and again when it is sent, never kept: the
         caller may build each one on demand.
         """
-        reuse = self.prepared.reuse(_Picked(requests, pending))
+        reuse = self.prepared.reuse(OnDemand(len(pending), lambda i: requests[pending[i]]))
         ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
         held: dict[int, list[int]] = collections.defaultdict(list)
         for i, plan in enumerate(reuse):
@@ -782,10 +782,6 @@ async def acomplete(
     return Completions(_cache_file(options.cache_path), found.keys, run.made, run.held)
 
 
-# Requests looked up in the call cache, and completions read back from it, at a time.
-CHUNK = 1000
-
-
 @dataclass(frozen=True, slots=True)
 class _Receipt:
     """How a call made in this run went; its reply is in the call cache."""
@@ -854,28 +850,6 @@ def _cache_file(location: CacheLocation) -> Path:
     return Path(location.path if isinstance(location, CallStore) else location)
 
 
-class _Picked(Sequence[Request]):
-    """The requests at some indices of a run's requests, each read when asked for."""
-
-    def __init__(self, requests: Sequence[Request], indices: Sequence[int]) -> None:
-        self.requests, self.indices = requests, indices
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    @overload
-    def __getitem__(self, index: int) -> Request: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Request]: ...
-    def __getitem__(self, index: int | slice) -> Request | Sequence[Request]:
-        if isinstance(index, slice):
-            return _Picked(self.requests, self.indices[index])
-        return self.requests[self.indices[index]]
-
-    def __iter__(self) -> Iterator[Request]:
-        return (self.requests[i] for i in self.indices)
-
-
 class Completions(Sequence[Completion]):
     """What `complete` returns: each request's completion, in request order.
 
@@ -925,6 +899,14 @@ class Completions(Sequence[Completion]):
             for key in self.keys
             if key in self._held and not self._held[key].ok
         ]
+
+    def completed_keys(self) -> set[str]:
+        """The keys of the calls that completed (in the cache, or kept here)."""
+        return {key for key in self.keys if key not in self._held or self._held[key].ok}
+
+    def by_key(self, keys: list[str]) -> list[Completion]:
+        """The completions of these keys (some of `self.keys`), in that order."""
+        return self._read(keys)
 
     def _read(self, keys: list[str]) -> list[Completion]:
         """These keys' completions: kept here, or read from the cache (a connection of its
