@@ -12,10 +12,15 @@ At N = 10,000 that is 120,000 subject calls and 120,000 judge calls.
 
 It prints, per stage: wall time, calls made, calls per second, and the peak resident
 memory of its process (the stage's own, from the kernel's accounting of that child);
-then how each stage's time per scenario compares with the smallest N. Targets: every
-stage under 2 GB, and no stage slower than linear in the number of calls (time per
-scenario flat as N grows, within noise). The machine's cores are shared by the stage
-and the server, so calls per second is a floor, not a ceiling.
+then how each stage's time per scenario compares with the smallest N, and how much a
+sample or judge cell's peak memory grows per extra call between the smallest and the
+largest N, beside what its own tables take per call (the responses or verdicts and the
+calls file, as polars holds them). Targets (docs/scale.md): every stage under 1 GB; a
+cell's memory growing by at most 2 KB per call beyond its tables; the subject and judge
+calls at 200 calls/s or more (N = 10,000: 240,000 calls in 20 minutes); time per
+scenario flat as N grows, within noise. The machine's cores are shared by the stage and
+the server, so calls per second is a floor, not a ceiling; the load averages printed
+first and last say how shared the machine was.
 
 Synthetic scenarios are the bundled set's, repeated with distinct ids and channel
 descriptions, so every prompt, and so every call, is distinct.
@@ -48,7 +53,9 @@ TRIALS = 3
 SUBJECT, JUDGE = "scale_subject", "scale_judge"
 LATENCY_S = 0.01  # the server's answer time: low, as a well-provisioned endpoint's
 CONCURRENCY = 64
-MEMORY_TARGET_MB = 2048
+MEMORY_TARGET_MB = 1024
+GROWTH_TARGET_KB = 2.0  # a cell's peak memory per extra call, beyond its own tables
+CALLS_PER_S_TARGET = 200  # 240,000 subject and judge calls in 20 minutes
 
 
 def synthetic_scenarios(n: int) -> pl.DataFrame:
@@ -121,6 +128,13 @@ class Stage:
     wall_s: float = 0.0
     calls: int = 0
     peak_mb: float = 0.0
+    cell_calls: int = 0  # calls of one cell (sample, judge), the cell the tables are of
+    cell_tables_mb: float = 0.0  # that cell's output tables, as polars holds them in memory
+
+
+def tables_mb(*paths: Path) -> float:
+    """What these Parquet tables take in memory, read back (polars' estimate)."""
+    return sum(pl.read_parquet(path).estimated_size() for path in paths) / 2**20
 
 
 def run_stage(
@@ -186,10 +200,25 @@ def measure(n: int) -> list[Stage]:
             log = root / "data" / "judge_logs" / JUDGE / SUBJECT / f"{condition}.log.json"
             cell = (f"judge={JUDGE}", f"model={SUBJECT}", f"condition={condition}")
             run_stage(root, judge, "judge", *cell, run_log=log)
+        # One cell's own tables (the first condition's; every cell is the same size).
+        data, first = root / "data", f"{CONDITIONS[0]}.parquet"
+        sample.cell_calls = judge.cell_calls = n * TRIALS
+        sample.cell_tables_mb = tables_mb(
+            data / "responses" / SUBJECT / first, data / "calls" / "sample" / SUBJECT / first
+        )
+        judge.cell_tables_mb = tables_mb(
+            data / "verdicts" / JUDGE / SUBJECT / first,
+            data / "calls" / "judge" / JUDGE / SUBJECT / first,
+        )
         run_stage(root, aggregate, "aggregate")
         results = pl.read_csv(root / "reports" / "results.csv")
         assert results.height == len(CONDITIONS) and (results["scenarios"] == n).all(), results
     return [render, sample, judge, aggregate]
+
+
+def load() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, as `uptime` prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -199,7 +228,8 @@ def main() -> None:
     print(
         f"scale: N scenarios x {len(CONDITIONS)} conditions x {TRIALS} trials, subject and "
         f"LLM judge on the local test server ({LATENCY_S * 1000:.0f} ms, concurrency "
-        f"{CONCURRENCY}), {os.cpu_count()} CPUs shared with the server"
+        f"{CONCURRENCY}), {os.cpu_count()} CPUs shared with the server; load average "
+        f"{load()} at the start"
     )
     first: tuple[int, list[Stage]] | None = None
     for n in sorted(args.scenarios):
@@ -226,6 +256,33 @@ def main() -> None:
             f"{'total':<10} {total:>8.1f}; largest stage peak {peak:,.0f} MB ({verdict} the "
             f"{MEMORY_TARGET_MB:,} MB target)"
         )
+        calling = [s for s in stages if s.calls]
+        calls, wall_s = sum(s.calls for s in calling), sum(s.wall_s for s in calling)
+        verdict = "within" if calls / wall_s >= CALLS_PER_S_TARGET else "BELOW"
+        print(
+            f"calls: {calls:,} subject and judge calls in {wall_s:,.0f} s, {calls / wall_s:.0f} "
+            f"calls/s ({verdict} the {CALLS_PER_S_TARGET} calls/s target: 240,000 in 20 minutes)"
+        )
+        if n != first[0]:
+            for stage, base in zip(stages, first[1], strict=True):
+                if stage.cell_calls:
+                    print(growth(stage, base))
+    print(f"\nload average {load()} at the end")
+
+
+def growth(stage: Stage, base: Stage) -> str:
+    """How a cell's peak memory grew per extra call between two sizes, beyond its tables."""
+    extra = stage.cell_calls - base.cell_calls
+    per_call_kb = 1024 * (stage.peak_mb - base.peak_mb) / extra
+    tables_kb = 1024 * (stage.cell_tables_mb - base.cell_tables_mb) / extra
+    beyond = per_call_kb - tables_kb
+    verdict = "within" if beyond <= GROWTH_TARGET_KB else "OVER"
+    return (
+        f"{stage.name} cell: peak memory +{per_call_kb:.2f} KB per extra call "
+        f"({base.cell_calls:,} -> {stage.cell_calls:,} calls), of which its tables "
+        f"{tables_kb:.2f} KB: {beyond:.2f} KB beyond them ({verdict} the "
+        f"{GROWTH_TARGET_KB:g} KB target)"
+    )
 
 
 if __name__ == "__main__":

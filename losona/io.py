@@ -163,9 +163,10 @@ def _regrouped(table: Chunks, sizes: Sequence[int]) -> Iterator[pl.DataFrame]:
         held += chunk.height
         while size and held >= size:
             group = pl.concat(buffered, rechunk=True)
+            # Only the row group is held while polars encodes it, not the chunks it came from.
+            buffered, held = [group.slice(size)], held - size
             yield group.head(size)
             written += size
-            buffered, held = [group.slice(size)], held - size
             size = next(wanted, 0)
     if held or written != table.rows:
         raise ValueError(f"the chunks held {written + held} rows, expected {table.rows}")
@@ -244,8 +245,14 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFrame:
-    """Read a stage's input table, refusing a missing file or one of another shape."""
+def read_parquet(
+    path: str | Path, schema: pl.Schema, made_by: str, where: pl.Expr | None = None
+) -> pl.DataFrame:
+    """Read a stage's input table, refusing a missing file or one of another shape.
+
+    With `where`, only the rows it selects are read (a stage that needs part of a table
+    does not hold all of it).
+    """
     path = Path(path)
     if not path.is_file():
         raise LosonaError(
@@ -253,7 +260,10 @@ def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFr
             f"(python stages/{made_by}.py, or dvc repro)"
         )
     try:
-        df = pl.read_parquet(path)
+        if where is None:
+            df = pl.read_parquet(path)
+        else:
+            df = pl.scan_parquet(path).filter(where).collect()
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise LosonaError(f"{path}: cannot be read as Parquet ({exc}); rerun {made_by}") from None
     if df.schema != schema:

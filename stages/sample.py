@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import hydra
+import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
@@ -47,7 +48,12 @@ def main(cfg: DictConfig) -> None:
         # Before any work: a missing key fails at once. A run with published calls reruns
         # without one; then only a call that must really be made asks for the key.
         spec.check_credentials()
-    prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
+    # Only this condition's prompts; all of them when it has none, to say which it has.
+    prompts = read_parquet(
+        paths.prompts, PROMPT_SCHEMA, made_by="render", where=pl.col("condition") == condition
+    )
+    if prompts.is_empty():
+        prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
     if settings.dry_run:
         found = plan_sampling(prompts, spec, condition, settings.trials, cache_path=store)
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
