@@ -119,25 +119,28 @@ def sample_cell(
 ) -> Sampled:
     """One model's K replies to every prompt of one condition, with the calls behind them."""
     rows = condition_prompts(prompts, condition)
-    requests = sample_requests(rows, trials)
-    completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)
-    # Request i is trial i % K of prompt i // K; rows go out sorted as `table` sorts them.
-    prompt_of = pl.int_range(len(requests), eager=True) // trials
+    completions = complete_all(
+        spec, sample_requests(rows, trials), options, to=f"'{spec.name}'", batch=batch
+    )
+    # Writing needs each prompt's id and hash, not its messages: the tables hold no prompt.
+    prompt_keys = rows.select("scenario_id", "prompt_sha256")
+    calls = len(completions)
+    # Call i is trial i % K of prompt i // K; rows go out sorted as `table` sorts them.
+    call = pl.int_range(calls, eager=True)
     order = row_order(
         pl.DataFrame(
             {
-                "scenario_id": rows["scenario_id"].gather(prompt_of),
-                "trial": pl.int_range(len(requests), eager=True) % trials,
+                "scenario_id": prompt_keys["scenario_id"].gather(call // trials),
+                "trial": call % trials,
             }
         ),
         ["scenario_id", "trial"],
     )
 
     def responses() -> Iterator[pl.DataFrame]:
-        for start in range(0, len(order), CHUNK):
+        for start in range(0, calls, CHUNK):
             chunk = order[start : start + CHUNK].to_list()
-            replies = [completions[i] for i in chunk]
-            prompt = rows.select("scenario_id", "prompt_sha256")[[i // trials for i in chunk]]
+            prompt = prompt_keys[[i // trials for i in chunk]]
             yield table(
                 [
                     {
@@ -153,14 +156,13 @@ def sample_cell(
                         "completion_tokens": completion.completion_tokens,
                         "cost_usd": completion.cost_usd,
                     }
-                    for i, (scenario_id, prompt_sha256), completion in zip(
-                        chunk, prompt.iter_rows(), replies, strict=True
+                    for i, (scenario_id, prompt_sha256) in zip(
+                        chunk, prompt.iter_rows(), strict=True
                     )
+                    for completion in (completions[i],)
                 ],
                 RESPONSE_SCHEMA,
                 sort_by=[],
             )
 
-    return Sampled(
-        Chunks(RESPONSE_SCHEMA, len(requests), responses), calls_table(spec.model, completions)
-    )
+    return Sampled(Chunks(RESPONSE_SCHEMA, calls, responses), calls_table(spec.model, completions))

@@ -58,8 +58,10 @@ def main(cfg: DictConfig) -> None:
         origin=display_path(responses_path),
     )
     out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
-    # Each table is made a chunk at a time as it is written; the account below reads back
-    # the two columns it needs.
+    # The scenarios are not needed to write the tables: let them go first. Each table is
+    # made a chunk at a time as it is written; the account below reads back the two
+    # columns it needs.
+    del scenarios, responses
     write_parquet(verdicts, out)
     write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
     outcomes = pl.read_parquet(out, columns=["complies", "judge_status"])

@@ -74,7 +74,9 @@ def main(cfg: DictConfig) -> None:
         ),
         batch=settings.batching,
     )
-    # Each table is made from the call cache a chunk at a time as it is written.
+    # The prompts are not needed to write the tables: let them go first. Each table is
+    # made from the call cache a chunk at a time as it is written.
+    del prompts
     write_parquet(sampled.responses, out)
     write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = json.loads(log.read_text(encoding="utf-8"))

@@ -152,32 +152,43 @@ def judge_table(
         raise LosonaError(
             f"{origin}: scenario '{unknown}' is not in the scenario table; rerun sample after fetch"
         )
-    scenario, texts, trials = known.get, rows["response"], rows["trial"].to_list()
+    texts = rows["response"]
     cases = OnDemand(
-        len(ids), lambda i: JudgeCase.for_response(scenario(ids[i]), texts.slice(i, 1).item())
+        len(ids), lambda i: JudgeCase.for_response(known.get(ids[i]), texts.slice(i, 1).item())
     )
     judgements = judge.judge(cases)
+    # Writing needs these columns of each row, not its scenario: the tables hold no prompt.
+    verdict_keys = rows.select("scenario_id", "trial", "response").join(
+        # The last row of an id wins, as in `_Scenarios`.
+        scenarios.select("scenario_id", "event_type", "norm_id").unique(
+            "scenario_id", keep="last", maintain_order=True
+        ),
+        on="scenario_id",
+        how="left",
+        maintain_order="left",
+    )
 
     def chunks() -> Iterator[pl.DataFrame]:
-        for start in range(0, len(ids), CHUNK):
-            numbers = range(start, min(start + CHUNK, len(ids)))
+        for start in range(0, verdict_keys.height, CHUNK):
+            keys = verdict_keys.slice(start, CHUNK).iter_rows(named=True)
+            numbers = range(start, min(start + CHUNK, verdict_keys.height))
             fields = verdict_fields(judge, name, [judgements[i] for i in numbers])
-            keys = [
+            verdicts = [
                 {
-                    "scenario_id": ids[i],
-                    "event_type": scenario(ids[i]).event_type,
-                    "norm_id": scenario(ids[i]).norm_id,
+                    "scenario_id": key["scenario_id"],
+                    "event_type": key["event_type"],
+                    "norm_id": key["norm_id"],
                     "condition": condition,
                     "subject_model": model,
-                    "trial": trials[i],
-                    "response": response,
+                    "trial": key["trial"],
+                    "response": key["response"],
+                    **field,
                 }
-                for i, response in zip(numbers, texts.slice(start, CHUNK), strict=True)
+                for key, field in zip(keys, fields, strict=True)
             ]
-            verdicts = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
             yield table(verdicts, VERDICT_SCHEMA, sort_by=[])
 
-    return Chunks(VERDICT_SCHEMA, len(ids), chunks)
+    return Chunks(VERDICT_SCHEMA, verdict_keys.height, chunks)
 
 
 class _Scenarios:

@@ -106,7 +106,7 @@ def cache_rule(provider: str, model: str, *, own_server: bool = False) -> CacheR
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reuse:
     """What one call of a run can take from the provider's cache, and after which call."""
 
@@ -196,10 +196,12 @@ def plan_reuse(
     if rule.markers:
         return _plan_markers(conversations, encode, rule)
     first: dict[bytes, int] = {}
-    recent: collections.deque[tuple[int, Sequence[Hashable]]] = collections.deque(maxlen=WINDOW)
+    recent: collections.deque[tuple[int, str]] = collections.deque(maxlen=WINDOW)
+    numbering = _Numbering()
     plans = []
     for i, conversation in enumerate(conversations):
-        tokens = encode(conversation)
+        # A character per token: prefixes then compare as fast as text does.
+        tokens = "".join(map(chr, map(numbering.__getitem__, encode(conversation))))
         prompt = _prompt_id(conversation)
         parent, shared = None, 0
         # A prompt shorter than the minimum shares nothing cacheable with any other.
@@ -215,6 +217,14 @@ def plan_reuse(
         cached = rule.cached(shared)
         plans.append(Reuse(parent, cached) if cached else NO_REUSE)
     return plans
+
+
+class _Numbering(dict[Hashable, int]):
+    """Numbers for tokens, each distinct token the next number when first seen."""
+
+    def __missing__(self, token: Hashable) -> int:
+        self[token] = number = len(self)
+        return number
 
 
 def _shared_messages(a: Sequence[str], b: Sequence[str]) -> int:

@@ -517,8 +517,11 @@ class _Run:
         self.send = _sender(self.spec, _litellm())
         self.limiter = _Limiter(self.spec.concurrency)
 
-    async def run(self, requests: Sequence[Request], pending: Sequence[int]) -> None:
-        """Send the requests at these indices; what came of each goes to `made` or `held`.
+    async def run(
+        self, requests: Sequence[Request], pending: Sequence[int], keys: Sequence[str]
+    ) -> None:
+        """Send the requests at these indices (`keys`: every request's key); what came of
+        each goes to `made` or `held`.
 
         Requests go out in order, except that one that can reuse the prefix of an earlier
         one (`reuse[i].parent`) waits for that one's answer, then goes first. A request is
@@ -556,7 +559,8 @@ class _Run:
                     return
                 ready.popleft()
                 taken += 1
-                key, params = self.prepared.key_and_params(request)
+                # The key found when the requests were looked up (the same string: kept once).
+                key, params = keys[pending[i]], self.prepared.key_and_params(request)[1]
                 try:
                     completion = await self.call(request, params, reuse[i])
                 finally:
@@ -768,7 +772,7 @@ async def acomplete(
         budget = _Budget(options.max_cost_usd)
         run = _Run(prepared, cache, budget, bar, found.hits, options.use_cache)
         with bar:
-            await run.run(requests, list(pending.values()))
+            await run.run(requests, list(pending.values()), found.keys)
     tally = found.tally(run.made, run.held)
     if options.run_log is not None:
         wall_s = time.perf_counter() - started
