@@ -14,8 +14,9 @@ It prints, per stage: wall time, calls made, calls per second, and the peak resi
 memory of its process (the stage's own, from the kernel's accounting of that child);
 then how each stage's time per scenario compares with the smallest N, and how much a
 sample or judge cell's peak memory grows per extra call between the smallest and the
-largest N, beside what its own tables take per call (the responses or verdicts and the
-calls file, as polars holds them). Targets (docs/scale.md): every stage under 1 GB; a
+largest N, beside what its own tables cost per call: the peak of a process that only
+reads the cell's input tables as its stage does and writes its output tables again (a
+cell must read and write them; polars decodes and encodes a row group whole). Targets (docs/scale.md): every stage under 1 GB; a
 cell's memory growing by at most 2 KB per call beyond its tables; the subject and judge
 calls at 200 calls/s or more (N = 10,000: 240,000 calls in 20 minutes); time per
 scenario flat as N grows, within noise. The machine's cores are shared by the stage and
@@ -44,8 +45,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
+from losona.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.io import read_parquet, write_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
@@ -129,45 +131,68 @@ class Stage:
     calls: int = 0
     peak_mb: float = 0.0
     cell_calls: int = 0  # calls of one cell (sample, judge), the cell the tables are of
-    cell_tables_mb: float = 0.0  # that cell's output tables, as polars holds them in memory
+    tables_peak_mb: float = 0.0  # that cell's tables alone: see `tables_peak`
 
 
-def tables_mb(*paths: Path) -> float:
-    """What these Parquet tables take in memory, read back (polars' estimate)."""
-    return sum(pl.read_parquet(path).estimated_size() for path in paths) / 2**20
+def tables_peak(root: Path, stage: str, condition: str) -> float:
+    """The peak memory of a process that only reads a cell's input tables as its stage does,
+    lets them go, and writes its output tables again: what the cell's own tables cost."""
+    return peak_of(
+        [sys.executable, __file__, "--tables", str(root), stage, condition], root, root / "t.log"
+    )
+
+
+def copy_tables(root: Path, stage: str, condition: str) -> None:
+    """`tables_peak`'s child: the cell's reads and writes, nothing else."""
+    data = root / "data"
+    if stage == "sample":
+        read_parquet(
+            data / "prompts.parquet", PROMPT_SCHEMA, "render", pl.col("condition") == condition
+        )
+        outputs = [data / "responses" / SUBJECT, data / "calls" / "sample" / SUBJECT]
+    else:
+        read_parquet(data / "scenarios.parquet", SCENARIO_SCHEMA, "fetch")
+        read_parquet(
+            data / "responses" / SUBJECT / f"{condition}.parquet", RESPONSE_SCHEMA, "sample"
+        )
+        outputs = [data / "verdicts" / JUDGE / SUBJECT, data / "calls" / "judge" / JUDGE / SUBJECT]
+    for folder in outputs:
+        write_parquet(pl.read_parquet(folder / f"{condition}.parquet"), root / "copy.parquet")
+
+
+def peak_of(command: list[str], root: Path, log: Path) -> float:
+    """Run a command in `root`; its own peak resident memory in MB (it must succeed)."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
+    with log.open("w", encoding="utf-8") as out:
+        child = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # Reaped with wait4 for this child's own peak RSS (RUSAGE_CHILDREN would give the
+        # largest of every child so far).
+        _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(
+            f"{' '.join(command)} failed (exit status {os.waitstatus_to_exitcode(status)}); "
+            f"the end of its output:\n{log.read_text()[-3000:]}"
+        )
+    return usage.ru_maxrss / 1024  # KiB on Linux
 
 
 def run_stage(
     root: Path, stage: Stage, script: str, *overrides: str, run_log: Path | None = None
 ) -> None:
     """Run `python stages/<script>.py` in `root`: add its wall time, peak RSS and calls."""
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
-    log = root / "stage.log"
     started = time.perf_counter()
-    with log.open("w", encoding="utf-8") as out:
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "stages" / f"{script}.py"),
-                f"hydra.searchpath=[file://{root / 'conf'}]",
-                f"paths.call_cache={root / 'calls.sqlite'}",
-                *overrides,
-            ],
-            cwd=root,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        # Reaped with wait4 for this child's own peak RSS (RUSAGE_CHILDREN would give the
-        # largest of every child so far).
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    wall_s, peak_mb = time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB on Linux
-    if child.returncode != 0:
-        raise SystemExit(
-            f"{script} {' '.join(overrides)} failed (exit status {child.returncode}); the end "
-            f"of its output:\n{log.read_text()[-3000:]}"
-        )
+    peak_mb = peak_of(
+        [
+            sys.executable,
+            str(REPO / "stages" / f"{script}.py"),
+            f"hydra.searchpath=[file://{root / 'conf'}]",
+            f"paths.call_cache={root / 'calls.sqlite'}",
+            *overrides,
+        ],
+        root,
+        root / "stage.log",
+    )
+    wall_s = time.perf_counter() - started
     calls = calls_made(run_log) if run_log else 0
     stage.wall_s, stage.calls = stage.wall_s + wall_s, stage.calls + calls
     stage.peak_mb = max(stage.peak_mb, peak_mb)
@@ -200,16 +225,10 @@ def measure(n: int) -> list[Stage]:
             log = root / "data" / "judge_logs" / JUDGE / SUBJECT / f"{condition}.log.json"
             cell = (f"judge={JUDGE}", f"model={SUBJECT}", f"condition={condition}")
             run_stage(root, judge, "judge", *cell, run_log=log)
-        # One cell's own tables (the first condition's; every cell is the same size).
-        data, first = root / "data", f"{CONDITIONS[0]}.parquet"
+        # What one cell's own tables cost (every cell is the same size).
         sample.cell_calls = judge.cell_calls = n * TRIALS
-        sample.cell_tables_mb = tables_mb(
-            data / "responses" / SUBJECT / first, data / "calls" / "sample" / SUBJECT / first
-        )
-        judge.cell_tables_mb = tables_mb(
-            data / "verdicts" / JUDGE / SUBJECT / first,
-            data / "calls" / "judge" / JUDGE / SUBJECT / first,
-        )
+        for stage in (sample, judge):
+            stage.tables_peak_mb = tables_peak(root, stage.name, CONDITIONS[0])
         run_stage(root, aggregate, "aggregate")
         results = pl.read_csv(root / "reports" / "results.csv")
         assert results.height == len(CONDITIONS) and (results["scenarios"] == n).all(), results
@@ -224,7 +243,12 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--tables", nargs=3, help=argparse.SUPPRESS)  # tables_peak's child
     args = parser.parse_args()
+    if args.tables:
+        root, stage, condition = args.tables
+        copy_tables(Path(root), stage, condition)
+        return
     print(
         f"scale: N scenarios x {len(CONDITIONS)} conditions x {TRIALS} trials, subject and "
         f"LLM judge on the local test server ({LATENCY_S * 1000:.0f} ms, concurrency "
@@ -274,13 +298,13 @@ def growth(stage: Stage, base: Stage) -> str:
     """How a cell's peak memory grew per extra call between two sizes, beyond its tables."""
     extra = stage.cell_calls - base.cell_calls
     per_call_kb = 1024 * (stage.peak_mb - base.peak_mb) / extra
-    tables_kb = 1024 * (stage.cell_tables_mb - base.cell_tables_mb) / extra
+    tables_kb = 1024 * (stage.tables_peak_mb - base.tables_peak_mb) / extra
     beyond = per_call_kb - tables_kb
     verdict = "within" if beyond <= GROWTH_TARGET_KB else "OVER"
     return (
         f"{stage.name} cell: peak memory +{per_call_kb:.2f} KB per extra call "
-        f"({base.cell_calls:,} -> {stage.cell_calls:,} calls), of which its tables "
-        f"{tables_kb:.2f} KB: {beyond:.2f} KB beyond them ({verdict} the "
+        f"({base.cell_calls:,} -> {stage.cell_calls:,} calls); its tables read and written "
+        f"alone +{tables_kb:.2f} KB; beyond them {beyond:.2f} KB ({verdict} the "
         f"{GROWTH_TARGET_KB:g} KB target)"
     )
 
