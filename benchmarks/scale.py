@@ -16,12 +16,14 @@ then how each stage's time per scenario compares with the smallest N, and how mu
 sample or judge cell's peak memory grows per extra call between the smallest and the
 largest N, beside what its own tables cost per call: the peak of a process that only
 reads the cell's input tables as its stage does and writes its output tables again (a
-cell must read and write them; polars decodes and encodes a row group whole). Targets (docs/scale.md): every stage under 1 GB; a
-cell's memory growing by at most 2 KB per call beyond its tables; the subject and judge
-calls at 200 calls/s or more (N = 10,000: 240,000 calls in 20 minutes); time per
-scenario flat as N grows, within noise. The machine's cores are shared by the stage and
-the server, so calls per second is a floor, not a ceiling; the load averages printed
-first and last say how shared the machine was.
+cell must read and write them; polars decodes and encodes a row group whole).
+
+Targets (docs/scale.md): every stage under 1 GB; a cell's memory growing by at most 2 KB
+per call beyond its tables; the subject and judge calls at 200 calls/s or more (N =
+10,000: 240,000 calls in 20 minutes); time per scenario flat as N grows, within noise.
+The machine's cores are shared by the stage and the server, so calls per second is a
+floor, not a ceiling; the load averages printed first and last say how shared the machine
+was.
 
 Synthetic scenarios are the bundled set's, repeated with distinct ids and channel
 descriptions, so every prompt, and so every call, is distinct.

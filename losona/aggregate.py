@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.config import CONF_DIR, load_option
 from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
+from losona.config import option, option_file
 from losona.contracts import (
+    CONTROL_SCHEMA,
     DELTA_SCHEMA,
     FLIP_SCHEMA,
     MEAN_SCHEMA,
@@ -27,15 +28,17 @@ from losona.contracts import (
     subset_note,
     table,
 )
-from losona.formatting import number
+from losona.formatting import display_label, number
 from losona.io import (
     read_csv,
     read_json_object,
+    read_parquet,
     read_text,
     require_outputs,
     write_json,
     write_text,
 )
+from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.metrics import (
     BASELINE_CONDITION,
     UNSCORED_POLICY,
@@ -74,6 +77,7 @@ class Presentation:
     conditions: Sequence[str] = (BASELINE_CONDITION,)
     model_labels: Mapping[str, str] = field(default_factory=dict)
     condition_labels: Mapping[str, str] = field(default_factory=dict)
+    judge_labels: Mapping[str, str] = field(default_factory=dict)
 
     def cell_key(self, cell: Cell) -> tuple[Any, ...]:
         """Sort key: the sweep's order first; names it does not list follow alphabetically."""
@@ -92,23 +96,32 @@ class Presentation:
         """A condition's display name, e.g. "Norm-informed"."""
         return self.condition_labels.get(name, name)
 
+    def judge_label(self, name: str) -> str:
+        """A judge's display name, e.g. "Gemini 3.1 Pro Preview (paper judge)"."""
+        return self.judge_labels.get(name, name)
+
 
 def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> Presentation:
-    """The sweep's order (params.yaml) and the labels of conf/model/ and conf/condition/."""
+    """The sweep's order (params.yaml) and the labels of conf/model/, condition/ and judge/."""
     return Presentation(
         judges=sweep["judges"],
         models=sweep["models"],
         conditions=sweep["conditions"],
         model_labels=config_labels("model", verdicts["subject_model"].unique().sort()),
         condition_labels=config_labels("condition", verdicts["condition"].unique().sort()),
+        judge_labels=config_labels("judge", verdicts["judge"].unique().sort()),
     )
 
 
 def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
-    """Judges, models and conditions in the verdicts that the sweep does not list, by kind."""
+    """Judges, models and conditions in the verdicts that the sweep does not list, by kind.
+
+    The sweep's panels (conf/panels.yaml) are judges it lists.
+    """
     unlisted = []
     for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
-        names = [n for n in verdicts[column].unique().sort() if n not in sweep[key]]
+        listed = [*sweep[key], *sweep.get("panels", ())] if key == "judges" else sweep[key]
+        names = [n for n in verdicts[column].unique().sort() if n not in listed]
         if names:
             unlisted.append(f"{column} {', '.join(names)} (not in sweep.{key})")
     return unlisted
@@ -135,13 +148,44 @@ class Reports:
         return f"{self.metrics['settings']['confidence']:g}%"
 
 
+def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
+    """What each judge's degenerate-verdicts flag needs: its validity-control accuracy (from
+    its controls table, if it has one) and whether its reasoning is a model's own words."""
+    evidence = {}
+    for judge, kind in kinds.items():
+        path = Path(controls_dir) / f"{judge}.parquet"
+        controls = (
+            read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls") if path.is_file() else None
+        )
+        evidence[judge] = JudgeEvidence(
+            controls=None if controls is None else controls_accuracy(controls),
+            own_words=kind == "llm",
+        )
+    return evidence
+
+
+def judge_kinds(names: Iterable[str]) -> dict[str, str]:
+    """Each judge's kind from `conf/judge/<name>.yaml` ("llm" for one without a config)."""
+    return {
+        name: option("judge", name).kind if option_file("judge", name).is_file() else "llm"
+        for name in names
+    }
+
+
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
-    """Display labels from `conf/<group>/<name>.yaml`'s `label`; names without one keep the name."""
+    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked.
+
+    A name without a config file (verdicts that outlived theirs), or without a label,
+    keeps its name.
+    """
     labels = {}
     for name in names:
-        has_file = (CONF_DIR / group / f"{name}.yaml").is_file()
-        label = load_option(group, name).get("label") if has_file else None
-        labels[name] = str(label) if label else name
+        if not option_file(group, name).is_file():
+            labels[name] = name
+            continue
+        checked = option(group, name)
+        label = checked.label or name
+        labels[name] = display_label(label, bool(getattr(checked, "test_double", False)))
     return labels
 
 
@@ -154,8 +198,13 @@ def aggregate(
     *,
     bootstrap: Bootstrap,
     presentation: Presentation | None = None,
+    judges: Mapping[str, JudgeEvidence] | None = None,
 ) -> Reports:
-    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables."""
+    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables.
+
+    `judges` tells, per judge, what its degenerate-verdicts flag needs beside its verdicts
+    (losona/judges/health.py); for a judge left out, nothing beyond its verdicts is known.
+    """
     show = presentation or Presentation()
     check_verdicts(verdicts, scenarios)
     outcomes = scenario_outcomes(verdicts)
@@ -183,7 +232,10 @@ def aggregate(
 
     counts = _cell_counts(outcomes)
     judge_models = _judge_models(verdicts)
-    results = _results(cells, counts, estimates, judge_models, _non_answers(verdicts), show)
+    degenerate = _degenerate(verdicts, judges or {})
+    results = _results(
+        cells, counts, estimates, judge_models, _non_answers(verdicts), degenerate, show
+    )
     deltas, flips = _paired(pairs, by_cell, scenarios, estimates, show)
     means = _means(cells, counts, estimates, show)
     tables = {
@@ -298,6 +350,17 @@ def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
     }
 
 
+def _degenerate(verdicts: pl.DataFrame, judges: Mapping[str, JudgeEvidence]) -> dict[Cell, str]:
+    """Per cell whose verdicts say nothing, why (losona/judges/health.py)."""
+    flagged = {}
+    for cell_verdicts in verdicts.partition_by(CELL):
+        cell = cell_of(cell_verdicts.row(0, named=True))
+        signs = degenerate_signs(cell_verdicts, judges.get(cell[0], JudgeEvidence()))
+        if signs:
+            flagged[cell] = "; ".join(signs)
+    return flagged
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -308,6 +371,7 @@ def _results(
     estimates: dict[tuple[Any, ...], tuple[float, ...]],
     judge_models: dict[str, str],
     non_answers: dict[Cell, int | None],
+    degenerate: dict[Cell, str],
     show: Presentation,
 ) -> pl.DataFrame:
     rows = []
@@ -319,6 +383,7 @@ def _results(
             {
                 "judge": cell[0],
                 "judge_model": judge_models[cell[0]],
+                "judge_label": show.judge_label(cell[0]),
                 "subject_model": cell[1],
                 "model_label": show.model_label(cell[1]),
                 "condition": cell[2],
@@ -337,6 +402,7 @@ def _results(
                 "unscored_trials": c["trials"] - c["scored"],
                 "non_answers": missing,
                 "non_answer_share": None if missing is None else pct(_share(missing, c["scored"])),
+                "degenerate": degenerate.get(cell),
             }
         )
     return table(rows, RESULT_SCHEMA, sort_by=[])
@@ -571,8 +637,9 @@ def _table1(
     for (judge,), rows in results.group_by("judge", maintain_order=True):
         ks = sorted(set(rows["k"].to_list()))
         k = str(ks[0]) if len(ks) == 1 else "K"
+        heading = judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0])
         parts += [
-            f"## Judge: {judge} ({rows['judge_model'][0]})\n",
+            f"## Judge: {heading}\n",
             f"| Model | Prompt | Acc@{k} ({confidence} CI) | Compliance | Consistency |",
             "|---|---|---|---|---|",
         ]
@@ -604,8 +671,32 @@ def _table1(
             "",
             _non_answer_note(rows),
             "",
+            *_degenerate_note(str(judge), rows),
         ]
     return "\n".join(parts)
+
+
+def _degenerate_note(judge: str, rows: pl.DataFrame) -> list[str]:
+    """Table 1's warning, by name, about a judge whose verdicts in some cells say nothing."""
+    flagged = [
+        f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
+        for r in rows.iter_rows(named=True)
+        if r["degenerate"] is not None
+    ]
+    if not flagged:
+        return []
+    return [
+        f"**Degenerate verdicts: judge {judge}.** Its numbers in these cells measure the "
+        f"judge, not the model; check its validity controls before reading them: "
+        + "; ".join(flagged)
+        + ".",
+        "",
+    ]
+
+
+def judge_heading(judge: str, label: str, judge_model: str) -> str:
+    """How a table names its judge: the label, then the config name and model string."""
+    return f"{judge} ({judge_model})" if label == judge else f"{label} ({judge}, {judge_model})"
 
 
 def subset_warning(subset: str) -> str:

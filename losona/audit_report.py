@@ -1,5 +1,8 @@
 """The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit/).
 
+It shows the judge-error figures (self-preference, compliance corrected for each judge's
+measured error) apart from the paper's metrics, and only when a run has them.
+
 plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
 pick and format the values to show; the template (losona/pages/templates/audit.html) lays
 them out, escaping every value from a file.
@@ -15,6 +18,7 @@ import polars as pl
 from losona.aggregate import Reports
 from losona.audit import Audit
 from losona.formatting import number as _num
+from losona.formatting import signed as _signed
 from losona.metrics import BASELINE_CONDITION
 from losona.pages import Section, section
 
@@ -24,25 +28,36 @@ def audit_section(result: Audit, reports: Reports) -> Section:
     results = reports["results.csv"]
     names = dict(results.select("subject_model", "model_label").iter_rows())
     names |= dict(results.select("condition", "condition_label").iter_rows())
+    judges = dict(results.select("judge", "judge_label").iter_rows())
     return section(
         "audit",
         "Judge audit",
         "audit.html",
-        pairs=pairs_data(result, names),
-        human=human_data(result),
-        determinism=determinism_data(result),
-        controls=controls_data(result),
+        pairs=pairs_data(result, names, judges),
+        preference=self_preference_data(result, names),
+        human=human_data(result, judges),
+        corrected=corrected_data(result),
+        determinism=determinism_data(result, judges),
+        controls=controls_data(result, judges),
     )
+
+
+def _labelled(row: Mapping[str, Any], judges: Mapping[str, str], *keys: str) -> dict[str, Any]:
+    """A row with each judge named at `keys` replaced by its display label."""
+    return dict(row) | {key: judges.get(row[key], row[key]) for key in keys}
 
 
 def _share(part: int, whole: int) -> str:
     return f"{part}/{whole}"
 
 
-def pairs_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
+def pairs_data(
+    result: Audit, names: Mapping[str, str], judges: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
+    judges = judges or {}
     rows = [
-        r
+        _labelled(r, judges, "judge_a", "judge_b")
         | {
             "agreement": _num(r["agreement"]),
             "kappa": _num(r["kappa"], 3),
@@ -58,8 +73,8 @@ def pairs_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
         same = rows_ab["same"].drop_nulls()
         stability.append(
             {
-                "a": str(a),
-                "b": str(b),
+                "a": judges.get(str(a), str(a)),
+                "b": judges.get(str(b), str(b)),
                 "same": int(same.sum()),
                 "compared": same.len(),
                 "differ": rows_ab.filter(pl.col("same").not_()).height,
@@ -108,7 +123,9 @@ def pairs_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
                     ],
                 }
             )
-        breakdowns.append({"a": str(a), "b": str(b), "tables": tables})
+        breakdowns.append(
+            {"a": judges.get(str(a), str(a)), "b": judges.get(str(b), str(b)), "tables": tables}
+        )
     return {
         "rows": rows,
         "stability": stability,
@@ -121,15 +138,16 @@ def _condition_names(value: str, names: Mapping[str, str]) -> str:
     return " = ".join(names.get(part, part) for part in value.split(" = "))
 
 
-def human_data(result: Audit) -> dict[str, Any]:
+def human_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Judge against people: the sheet's state, agreement per judge, the disagreements."""
+    judges = judges or {}
     counts = result.metrics["labels"]
     return {
         "sheet_items": counts["sheet_items"],
         "labelled": counts["labelled"],
         "level": f"{result.metrics['settings']['confidence']:g}%",
         "rows": [
-            r
+            _labelled(r, judges, "judge")
             | {
                 "agreement": f"{_num(r['agreement'])} [{_num(r['agreement_low'])}, "
                 f"{_num(r['agreement_high'])}]",
@@ -139,32 +157,111 @@ def human_data(result: Audit) -> dict[str, Any]:
             }
             for r in result["human_agreement.csv"].iter_rows(named=True)
         ],
-        "disagreements": list(
-            result["human_items.csv"].filter(pl.col("agree").not_()).iter_rows(named=True)
-        ),
+        "disagreements": [
+            _labelled(r, judges, "judge")
+            for r in result["human_items.csv"].filter(pl.col("agree").not_()).iter_rows(named=True)
+        ],
     }
 
 
-def determinism_data(result: Audit) -> dict[str, Any]:
+def self_preference_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
+    """Each judge's self-preference for its model family (empty when the check does not apply)."""
+
+    def models(joined: str | None) -> str:
+        return ", ".join(names.get(m, m) for m in (joined or "").split(", ") if m)
+
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "rows": [
+            r
+            | {
+                "own_family_models": models(r["own_family_models"]),
+                "other_models": models(r["other_models"]),
+                "judge_gap": _signed(r["judge_gap"]),
+                "reference_gap": _signed(r["reference_gap"]),
+                "self_preference": _signed(r["self_preference"]),
+                "interval": _interval(r["self_preference_low"], r["self_preference_high"]),
+            }
+            for r in result["self_preference.csv"].iter_rows(named=True)
+        ],
+    }
+
+
+def corrected_data(result: Audit) -> dict[str, Any]:
+    """Per judge: the correction's basis (labelled items, sensitivity, specificity) and its
+    corrected compliance and effects, or why there are none (empty without labels)."""
+    corrected, deltas = result["corrected.csv"], result["corrected_deltas.csv"]
+    judges = []
+    for r in result["correction.csv"].iter_rows(named=True):
+        mine = corrected.filter(pl.col("judge") == r["judge"])
+        effects = deltas.filter(pl.col("judge") == r["judge"])
+        judges.append(
+            r
+            | {
+                "sensitivity": f"{_num(r['sensitivity'])} "
+                + _interval(r["sensitivity_low"], r["sensitivity_high"]),
+                "specificity": f"{_num(r['specificity'])} "
+                + _interval(r["specificity_low"], r["specificity_high"]),
+                "rows": [
+                    {
+                        "model": c["model_label"],
+                        "condition": c["condition_label"],
+                        "compliance": f"{_num(c['compliance'])} "
+                        + _interval(c["compliance_low"], c["compliance_high"]),
+                        "corrected": f"{_num(c['corrected'])} "
+                        + _interval(c["corrected_low"], c["corrected_high"]),
+                    }
+                    for c in mine.iter_rows(named=True)
+                ],
+                "effects": [
+                    {
+                        "model": d["model_label"],
+                        "condition": d["condition_label"],
+                        "delta": f"{_signed(d['compliance_delta'])} "
+                        + _interval(d["compliance_delta_low"], d["compliance_delta_high"]),
+                        "corrected": f"{_signed(d['corrected_delta'])} "
+                        + _interval(d["corrected_delta_low"], d["corrected_delta_high"]),
+                    }
+                    for d in effects.iter_rows(named=True)
+                ],
+            }
+        )
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "judges": judges,
+        "baseline": BASELINE_CONDITION,
+    }
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
+
+
+def determinism_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Each judge's determinism check (re-judged, rules, or not run) and the items that flipped."""
+    judges = judges or {}
     return {
         "rows": [
-            r | {"flip_rate": _num(r["flip_rate"])}
+            _labelled(r, judges, "judge") | {"flip_rate": _num(r["flip_rate"])}
             for r in result["determinism.csv"].iter_rows(named=True)
         ],
-        "flips": list(result["determinism_flips.csv"].iter_rows(named=True)),
+        "flips": [
+            _labelled(r, judges, "judge")
+            for r in result["determinism_flips.csv"].iter_rows(named=True)
+        ],
     }
 
 
-def controls_data(result: Audit) -> dict[str, Any]:
+def controls_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Each judge's validity controls (all, compliant, breaching) and the ones it missed."""
+    judges = judges or {}
     by_judge: dict[str, dict[str, dict[str, Any]]] = {}
     for r in result["controls.csv"].iter_rows(named=True):
         by_judge.setdefault(r["judge"], {})[r["example"]] = r
     return {
         "rows": [
             {
-                "judge": judge,
+                "judge": judges.get(judge, judge),
                 "judge_model": kinds["all"]["judge_model"],
                 "kinds": [
                     {
@@ -177,5 +274,8 @@ def controls_data(result: Audit) -> dict[str, Any]:
             }
             for judge, kinds in by_judge.items()
         ],
-        "misses": list(result["control_misses.csv"].iter_rows(named=True)),
+        "misses": [
+            _labelled(r, judges, "judge")
+            for r in result["control_misses.csv"].iter_rows(named=True)
+        ],
     }

@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -50,6 +51,10 @@ from losona.io import display_path, read_yaml
 PARAMS_FILE = Path("params.yaml")
 CONF_DIR = Path("conf")
 ROOT_FILE = CONF_DIR / "config.yaml"
+# K and the subset: the settings a run changes, kept apart from ROOT_FILE so that
+# `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
+# an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
+RUN_FILE = CONF_DIR / "run.yaml"
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -232,6 +237,9 @@ class ModelSpec(Schema):
 
     name: Text  # the config option's name, e.g. "claude_opus"
     model: Text  # the litellm model string, e.g. "anthropic/claude-opus-4-8"
+    # Who made the model ("Google", "Anthropic", ...): the audit's self-preference check
+    # compares a judge's family with its subjects'. None: not stated (left out of the check).
+    family: Text | None = None
     params: Params = Field(default_factory=dict)  # sent with every call
     label: Annotated[StrictStr, Field(description="text")] = ""  # display name; the name when empty
     api_key_env: Text | None = None  # the environment variable holding the key, never the key
@@ -250,6 +258,10 @@ class ModelSpec(Schema):
     # Send calls so the provider can cache their shared prefixes (billing only: what is sent
     # as the prompt and the cache key are the same either way; losona/models/caching.py).
     prompt_caching: Flag = True
+    # A stand-in served by the project's test server (scripted replies or verdicts), for
+    # checking the plumbing: every table and figure marks it, so that its numbers never
+    # read as a real model's or judge's. Not part of the cache key.
+    test_double: Flag = False
 
     @model_validator(mode="before")
     @classmethod
@@ -355,12 +367,12 @@ class _Batched(Schema):
 
 
 class SamplingSettings(_Batched):
-    """The `sampling:` node of conf/config.yaml."""
+    """The `sampling:` node of conf/config.yaml, with K (`trials`) from conf/run.yaml."""
 
     KEY: ClassVar[str] = "sampling"
     FILE: ClassVar[str] = str(ROOT_FILE)
 
-    trials: Count
+    trials: Count  # conf/run.yaml
     dry_run: Flag
     max_cost_usd: CostCap
 
@@ -413,30 +425,54 @@ class AuditSettings(Schema):
 # -- judge (conf/judge/*.yaml) --------------------------------------------------------------
 
 
+# A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
+PANEL_RULES = ("majority", "unanimous")
+UNSCORED_MEMBER_POLICIES = ("abstain", "void")
+PANEL_KEYS = ("members", "rule", "unscored_members")
+PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
+
+
 class JudgeConfig(_Batched):
-    """A judge: the lexicon rules, or an LLM through the model layer."""
+    """A judge: the lexicon rules, an LLM through the model layer, or a panel of judges."""
 
     KEY: ClassVar[str] = "judge"
 
     name: Text
     label: Annotated[StrictStr, Field(description="text")] = ""
-    kind: Literal["lexicon", "llm"]
+    kind: Literal["lexicon", "llm", "panel"]
     model: ModelSpec | None = None
     max_cost_usd: CostCap = None
     # How the verdict's schema goes with each call; checked against the judge's response
     # formats when the judge is built (losona/judges/llm.py). None: the paper's setting.
     structured_output: Text | None = None
+    # kind panel only (losona/panels.py): the judges it combines, how their votes decide,
+    # and what an unscored member's verdict does (abstain: the others decide; void: the
+    # panel's verdict is unscored too). Each must be written out: none has a default.
+    members: PanelMembers | None = Field(
+        None, description="a list of at least two judge names, each once"
+    )
+    rule: Literal["majority", "unanimous"] | None = None
+    unscored_members: Literal["abstain", "void"] | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _lexicon_calls_no_model(cls, node: Any) -> Any:
-        # Settings for a model would silently do nothing on the lexicon judge.
-        if isinstance(node, Mapping) and node.get("kind") == "lexicon":
-            for key in ("model", "structured_output"):
+        # Settings for a model would silently do nothing on the lexicon judge or a panel.
+        model_settings: dict[str, tuple[str, ...]] = {
+            "lexicon": ("model", "structured_output"),
+            "panel": ("model", "structured_output", "max_cost_usd"),
+        }
+        if isinstance(node, Mapping) and node.get("kind") in model_settings:
+            what = "the lexicon judge" if node.get("kind") == "lexicon" else "a panel"
+            for key in model_settings[node["kind"]]:
                 if key in node:
-                    raise Refusal("no such setting: the lexicon judge calls no model", "one", key)
+                    raise Refusal(f"no such setting: {what} calls no model", "one", key)
             if node.get("batch"):
-                raise Refusal("false: the lexicon judge calls no model", "true", "batch")
+                raise Refusal(f"false: {what} calls no model", "true", "batch")
+        if isinstance(node, Mapping) and node.get("kind") != "panel":
+            for key in PANEL_KEYS:
+                if key in node:
+                    raise Refusal("no such setting: only a judge of kind panel has it", "one", key)
         return node
 
     @model_validator(mode="after")
@@ -445,12 +481,38 @@ class JudgeConfig(_Batched):
             raise Refusal(
                 "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
             )
+        if self.kind == "panel":
+            for key, expected in (
+                ("members", "a list of at least two judge names (kind panel needs it)"),
+                ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
+                (
+                    "unscored_members",
+                    f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)",
+                ),
+            ):
+                if getattr(self, key) is None:
+                    raise Refusal(expected, "nothing (it is missing)", key)
+            assert self.members is not None
+            if len(set(self.members)) != len(self.members):
+                raise Refusal("each member once", repr(list(self.members)), "members")
+            if self.name in self.members:
+                raise Refusal("other judges than the panel itself", self.name, "members")
         return self
+
+    @property
+    def family(self) -> str | None:
+        """The family of the judge's model; None for rules and panels (no one model)."""
+        return None if self.model is None else self.model.family
 
     @property
     def display_name(self) -> str:
         """The label, or the name when there is none."""
         return self.label or self.name
+
+    @property
+    def test_double(self) -> bool:
+        """Whether its verdicts come from a test double (its model node says so)."""
+        return self.model is not None and self.model.test_double
 
 
 # -- condition, dataset, paths ---------------------------------------------------------------
@@ -531,6 +593,7 @@ class Paths(Schema):
     prompts: PathText
     responses_dir: PathText
     verdicts_dir: PathText
+    panel_votes_dir: PathText
     judge_controls_dir: PathText
     judge_controls_reports_dir: PathText
     judge_logs_dir: PathText
@@ -539,6 +602,7 @@ class Paths(Schema):
     audit_dir: PathText
     figures_dir: PathText
     labels_dir: PathText
+    configs_dir: PathText
     label_sheet: PathText
     label_sheet_html: PathText
     label_key: PathText
@@ -547,9 +611,77 @@ class Paths(Schema):
     generation_reports_dir: PathText
     generation_accept: PathText
     generated_dir: PathText
+    dynamic_dir: PathText
+    dynamic_reports_dir: PathText
+    dynamic_logs_dir: PathText
     calls_dir: PathText
     calls: PathText | None  # null: no published calls below the cache, on purpose
     call_cache: PathText
+
+
+# -- the dynamic extension (conf/dynamic/default.yaml; docs/dynamic.md) ---------------------
+
+DYNAMIC_SOURCES = ("scripted", "simulated")
+OptionNames = Annotated[
+    tuple[Text, ...], Field(description="a list of option names without repeats (may be empty)")
+]
+
+
+class DynamicSettings(Schema):
+    """The dynamic second turn: which sweep cells get one, who decides the arms, who writes.
+
+    Off while `judges` is empty: dvc.yaml expands the dynamic stages from these lists, and
+    a matrix over an empty list is no stage at all.
+    """
+
+    KEY: ClassVar[str] = "dynamic"
+    FILE: ClassVar[str] = "conf/dynamic/default.yaml"
+    EVERY_KEY: ClassVar[bool] = True
+
+    # The first-turn judge(s) whose verdicts put each trial in an arm; each also judges the
+    # second turn. Empty: the extension is off.
+    judges: OptionNames
+    models: OptionNames  # the sweep's models to extend
+    conditions: OptionNames  # the sweep's conditions to extend
+    # Where the sanction and the neutral continuation come from: the scenario's own
+    # follow-up material, or a group model reacting to the subject's actual reply.
+    source: Literal["scripted", "simulated"]
+    group_model: Text  # a conf/model option: the group model of source simulated
+
+    @field_validator("judges", "models", "conditions")
+    @classmethod
+    def _each_once(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(names)) != len(names):
+            raise Refusal("names without repeats", repr(list(names)))
+        return names
+
+    @model_validator(mode="after")
+    def _cells_when_on(self) -> Self:
+        if self.judges:
+            for key in ("models", "conditions"):
+                if not getattr(self, key):
+                    raise Refusal(
+                        "at least one name while dynamic.judges is set (the extension is on)",
+                        "[]",
+                        key,
+                    )
+        return self
+
+    @property
+    def on(self) -> bool:
+        """Whether the extension runs at all."""
+        return bool(self.judges)
+
+    def check_sweep(self, sweep: Mapping[str, Sequence[str]], where: str) -> None:
+        """Refuse cells the sweep does not run: the second turn continues the first."""
+        for key in ("judges", "models", "conditions"):
+            outside = [name for name in getattr(self, key) if name not in sweep[key]]
+            if outside:
+                raise LosonaError(
+                    f"{where}: 'dynamic.{key}': expected names from sweep.{key} "
+                    f"{list(sweep[key])} (params.yaml: the second turn continues the sweep's "
+                    f"first), found {outside}"
+                )
 
 
 # -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
@@ -816,6 +948,7 @@ GROUPS: dict[str, type[Schema]] = {
     "audit": AuditSettings,
     "generation": GenerationSettings,
     "paths": Paths,
+    "dynamic": DynamicSettings,
 }
 GLOBAL_NODES = {"generation": ("generate", "screen", "curate")}
 # Options whose `name` names their outputs: it must be the file's name.
@@ -839,6 +972,36 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     if group in NAMED:
         _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
     return checked
+
+
+def without_password(url: str) -> str:
+    """A URL with any user:password removed: a secret must never reach a file."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
+    """A checked model or judge config as plain values, defaults filled in, no password.
+
+    What a run used of the option, for the files that stand for it in the pipeline (the
+    config stage, losona stages/config.py).
+    """
+    record: dict[str, Any] = checked.model_dump(mode="json")
+    node = record if isinstance(checked, ModelSpec) else record.get("model")
+    if node is not None:
+        if node.get("api_base"):
+            node["api_base"] = without_password(node["api_base"])
+        node["endpoints"] = [without_password(e) for e in node["endpoints"]]
+    return record
+
+
+def origin_of(dotted: str) -> str:
+    """Where a stage's value at a dotted key came from: a file, or the command line."""
+    return _Sources.of_hydra().where(dotted)
 
 
 def option(group: str, name: str) -> Any:
@@ -905,6 +1068,12 @@ class _Sources:
         if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
             return self.file("experiment", experiment)
         name = self.choices.get(group)
+        # Group options are composed after the run file, so a value an option's file sets
+        # is its own; what it leaves out may come from the run file (K, the subset).
+        if name and _sets(Path(self.file(group, name)), dotted):
+            return self.file(group, name)
+        if _sets(RUN_FILE, dotted):
+            return str(RUN_FILE)
         return self.file(group, name) if name else str(ROOT_FILE)
 
 

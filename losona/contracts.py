@@ -185,6 +185,9 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
     {
         "judge": pl.String(),
         "judge_model": pl.String(),
+        # Display labels (conf/<group>/<name>.yaml's `label`), "[TEST DOUBLE]" appended
+        # for a test double's (losona/formatting.py).
+        "judge_label": pl.String(),
         "subject_model": pl.String(),
         "model_label": pl.String(),
         "condition": pl.String(),
@@ -206,6 +209,10 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
         # their share of the scored trials; null when the judge does not check it.
         "non_answers": pl.Int32(),
         "non_answer_share": pl.Float64(),
+        # Why the judge's verdicts in this cell say nothing (losona/judges/health.py): every
+        # verdict the same while its validity controls fail, no reasoning, or one reasoning
+        # on most replies; null when they do say something.
+        "degenerate": pl.String(),
     }
 )
 
@@ -370,11 +377,101 @@ HUMAN_ITEM_SCHEMA = pl.Schema(  # human_items.csv: every labelled item against e
     }
 )
 
+# Judge error carried into the results (losona/audit/correction.py): compliance corrected
+# for each judge's sensitivity and specificity against people's labels (Rogan-Gladen). Kept
+# apart from aggregate's tables, which stay the paper's metrics. "Sensitivity": the share of
+# the items people mark compliant that the judge marks compliant; "specificity": the share
+# of the items people mark breaching that the judge marks breaching.
+CORRECTION_SCHEMA = pl.Schema(  # correction.csv: each judge's error, the correction's basis
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "labelled": pl.Int32(),  # labelled items the judge scored: the basis of every figure
+        "people_compliant": pl.Int32(),
+        "people_breaching": pl.Int32(),
+        "true_positives": pl.Int32(),  # both say complies
+        "false_negatives": pl.Int32(),  # people say complies, the judge breach
+        "false_positives": pl.Int32(),  # people say breach, the judge complies
+        "true_negatives": pl.Int32(),  # both say breach
+        "sensitivity": pl.Float64(),  # percent; null when people marked no item compliant
+        "sensitivity_low": pl.Float64(),  # exact (Clopper-Pearson) interval, for reading only
+        "sensitivity_high": pl.Float64(),
+        "specificity": pl.Float64(),  # percent; null when people marked no item breaching
+        "specificity_low": pl.Float64(),
+        "specificity_high": pl.Float64(),
+        "youden": pl.Float64(),  # sensitivity + specificity - 1: what the correction divides by
+        "identifiable": pl.Boolean(),  # whether corrected.csv has this judge's figures
+        "status": pl.String(),  # "corrected", or why the correction is not identifiable
+    }
+)
+
+CORRECTED_SCHEMA = pl.Schema(  # corrected.csv: judge-error-corrected compliance, per cell
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "scenarios": pl.Int32(),
+        "scored_trials": pl.Int32(),
+        "compliance": pl.Float64(),  # as results.csv: the judge's own, uncorrected
+        "compliance_low": pl.Float64(),  # scenario bootstrap only
+        "compliance_high": pl.Float64(),
+        "corrected": pl.Float64(),  # Rogan-Gladen, clipped to 0-100
+        "corrected_low": pl.Float64(),  # scenario and labelled-item bootstrap together
+        "corrected_high": pl.Float64(),
+        # Resamples whose labelled items left the correction undefined; each counts as 0 for
+        # the low end and 100 for the high end, so they widen the interval, never narrow it.
+        "unidentified_resamples": pl.Int32(),
+    }
+)
+
+CORRECTED_DELTA_SCHEMA = pl.Schema(  # corrected_deltas.csv: compliance against naive, corrected
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "scenarios": pl.Int32(),
+        # In compliance points (not aggregate's accuracy-at-K: a majority of K trials is not
+        # a rate the labels can correct).
+        "compliance_delta": pl.Float64(),  # the judge's own, uncorrected
+        "compliance_delta_low": pl.Float64(),  # scenario bootstrap only
+        "compliance_delta_high": pl.Float64(),
+        "corrected_delta": pl.Float64(),  # corrected condition minus corrected naive
+        "corrected_delta_low": pl.Float64(),  # scenario and labelled-item bootstrap together
+        "corrected_delta_high": pl.Float64(),
+        "unidentified_resamples": pl.Int32(),  # each counts as -100 low and +100 high
+    }
+)
+
+# Self-preference (losona/audit/self_preference.py), in compliance points: how much more a
+# judge's compliance exceeds the reference judges' (the run's other judges of another family)
+# on subjects of its own family than on other subjects. A difference in differences.
+SELF_PREFERENCE_SCHEMA = pl.Schema(  # self_preference.csv: per judge (panels aside), if it applies
+    {
+        "judge": pl.String(),
+        "family": pl.String(),  # the judge model's family; null for rules
+        "own_family_models": pl.String(),  # subjects of the judge's family, joined by ", "
+        "other_models": pl.String(),  # subjects of other families
+        "reference_judges": pl.String(),  # the other judges it is compared with
+        "judge_gap": pl.Float64(),  # the judge: own-family minus other subjects' compliance
+        "reference_gap": pl.Float64(),  # the reference judges' mean of the same gap
+        "self_preference": pl.Float64(),  # judge_gap - reference_gap
+        "self_preference_low": pl.Float64(),  # scenario bootstrap
+        "self_preference_high": pl.Float64(),
+        "scenarios": pl.Int32(),
+        "status": pl.String(),  # "estimated", or why not
+    }
+)
+
 DETERMINISM_SCHEMA = pl.Schema(  # determinism.csv: each judge re-judging a subset, cache off
     {
         "judge": pl.String(),
         "judge_model": pl.String(),
-        "method": pl.String(),  # re-judged | rules (deterministic by construction) | not run
+        # re-judged | rules (deterministic by construction) | panel (its members') | not run
+        "method": pl.String(),
         "items": pl.Int32(),
         "repeats": pl.Int32(),
         "flipped_items": pl.Int32(),  # items whose scored verdicts were not all the same
@@ -498,6 +595,154 @@ REVIEW_SCHEMA = pl.Schema(  # reports/generation/review.csv: one row per accepte
         "elicitor": pl.String(),
         "screen": pl.String(),  # each baseline's breaches on the no-demonstration control
         "chat": pl.String(),  # the scenario as losona.scenarios.format_chat prints it
+    }
+)
+
+
+# The dynamic extension (losona/dynamic/, docs/dynamic.md): a second turn after each
+# first-turn trial of a cell, under paths.dynamic_dir/<judge>/, where <judge> is the
+# first-turn judge whose verdict put the trial in an arm. A breach is continued twice
+# (arm "sanction" and its control, arm "control"); a compliant reply once (arm "retention").
+CHAT_MESSAGE = pl.Struct({"actor": pl.String(), "content": pl.String()})
+
+DYNAMIC_PROMPT_SCHEMA = pl.Schema(  # prompts/<model>/<condition>.parquet: written by dynamic_render
+    {
+        "scenario_id": pl.String(),
+        "condition": pl.String(),
+        "subject_model": pl.String(),
+        "judge": pl.String(),  # the first-turn judge that chose the arm
+        "trial": pl.Int32(),  # the first turn's trial index, kept for the second turn
+        "first_response": pl.String(),  # the subject's first reply, as the judge read it
+        "first_complies": pl.Boolean(),  # the first-turn verdict; null when unscored
+        # sanction | control (breaches) | retention (compliant); null when left out unscored
+        "arm": pl.String(),
+        "continuation": pl.String(),  # sanction | neutral: what the group said; null if none
+        "followup": pl.List(CHAT_MESSAGE),  # the group's messages after the first reply
+        "followup_source": pl.String(),  # where they came from, with its version
+        "elicitor_actor": pl.String(),  # the second elicitor
+        "elicitor_content": pl.String(),
+        "elicitor_source": pl.String(),
+        # ok | first_turn_unscored | no_followup (a group model's reply could not be used)
+        "status": pl.String(),
+        "note": pl.String(),  # why a trial was left out; null when status is ok
+        "template_version": pl.String(),  # the subject prompt's version
+        "group_template_version": pl.String(),  # the group model's prompt; null if scripted
+        "messages": pl.List(MESSAGE),  # the second-turn subject prompt; empty if left out
+        "prompt_sha256": pl.String(),  # null if left out
+    }
+)
+
+DYNAMIC_RESPONSE_SCHEMA = pl.Schema(  # responses/<model>/<condition>.parquet: dynamic_sample
+    {
+        "scenario_id": pl.String(),
+        "condition": pl.String(),
+        "subject_model": pl.String(),
+        "judge": pl.String(),
+        "trial": pl.Int32(),
+        "arm": pl.String(),
+        "provider_model": pl.String(),
+        "prompt_sha256": pl.String(),
+        "response": pl.String(),  # the subject's second reply
+        "finish_reason": pl.String(),
+        "prompt_tokens": pl.Int64(),
+        "completion_tokens": pl.Int64(),
+        "cost_usd": pl.Float64(),
+    }
+)
+
+DYNAMIC_VERDICT_SCHEMA = pl.Schema(  # verdicts/<model>/<condition>.parquet: dynamic_judge
+    {
+        "scenario_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "condition": pl.String(),
+        "subject_model": pl.String(),
+        "trial": pl.Int32(),
+        "arm": pl.String(),
+        "response": pl.String(),  # the second reply judged
+        "judge": pl.String(),  # the same judge as the first turn's
+        "judge_model": pl.String(),
+        "judge_version": pl.String(),
+        "complies": pl.Boolean(),  # null when unscored
+        "elicitor_uptake": pl.String(),
+        "norm_requirement": pl.String(),
+        "evidence": pl.String(),
+        "reasoning": pl.String(),
+        "judge_status": pl.String(),
+        "non_answer": pl.Boolean(),
+    }
+)
+
+# The dynamic reports, under paths.dynamic_reports_dir/<judge>/, written by dynamic_aggregate.
+DYNAMIC_RESULT_SCHEMA = pl.Schema(  # results.csv: one row per model x condition x level x metric
+    {
+        "judge": pl.String(),
+        "judge_model": pl.String(),
+        "subject_model": pl.String(),
+        "model_label": pl.String(),
+        "condition": pl.String(),
+        "condition_label": pl.String(),
+        "level": pl.String(),  # trial | scenario (the paper's majority rule per arm)
+        # recovery_after_sanction | recovery_after_control | sanction_effect | retention
+        "metric": pl.String(),
+        "estimate": pl.Float64(),  # percent (0-100); the effect in points; null: no data
+        "low": pl.Float64(),  # the scenario-bootstrap interval
+        "high": pl.Float64(),
+        "count": pl.Int32(),  # complying trials or passing scenarios; the effect: its pairs
+        "out_of": pl.Int32(),  # the trials or scenarios it is a share of
+        "helped": pl.Int32(),  # the effect: pairs complying after the sanction only
+        "hurt": pl.Int32(),  # the effect: pairs complying after the control only
+        "mcnemar_p": pl.Float64(),  # the effect: exact McNemar test on helped vs hurt
+    }
+)
+
+DYNAMIC_ARM_SCHEMA = pl.Schema(  # arms.csv: what happened to the first turn's trials, by arm
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "arm": pl.String(),  # sanction | control | retention | first_turn_unscored
+        "trials": pl.Int32(),  # first-turn trials in the arm
+        "continued": pl.Int32(),  # given a second turn
+        "left_out": pl.Int32(),  # not continued (unscored first turn, unusable group reply)
+        "scored": pl.Int32(),  # second turns the judge scored
+        "complying": pl.Int32(),
+    }
+)
+
+DYNAMIC_OUTCOME_SCHEMA = pl.Schema(  # outcomes.csv: each scenario's trials in each arm
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "scenario_id": pl.String(),
+        "event_type": pl.String(),
+        "norm_id": pl.String(),
+        "arm": pl.String(),
+        "trials": pl.Int32(),  # first-turn trials in the arm
+        "scored": pl.Int32(),
+        "complying": pl.Int32(),
+        "passed": pl.Boolean(),  # the majority rule over the arm's trials; null: undetermined
+    }
+)
+
+DYNAMIC_EXAMPLE_SCHEMA = pl.Schema(  # examples.csv: breaches continued both ways, for reading
+    {
+        "judge": pl.String(),
+        "subject_model": pl.String(),
+        "condition": pl.String(),
+        "scenario_id": pl.String(),
+        "trial": pl.Int32(),
+        "subject": pl.String(),
+        "first_elicitor": pl.String(),  # `Name: text`
+        "first_response": pl.String(),
+        "sanction": pl.String(),  # the sanction's messages, one `Name: text` a line
+        "control": pl.String(),  # the neutral messages
+        "second_elicitor": pl.String(),
+        "sanction_response": pl.String(),
+        "sanction_complies": pl.Boolean(),
+        "control_response": pl.String(),
+        "control_complies": pl.Boolean(),
     }
 )
 

@@ -19,6 +19,8 @@ from losona.catalog import Catalog, load_catalog
 from losona.config import DatasetConfig
 from losona.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.errors import LosonaError
+from losona.followups import FIELD as FOLLOWUP
+from losona.followups import Followup, check_followups
 from losona.io import display_path, read_yaml, sha256_file, sha256_text
 from losona.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
 
@@ -41,28 +43,72 @@ _BUNDLED_KEYS = frozenset(
         "cast",
         "turns",
         "elicitor",
+        FOLLOWUP,  # the dynamic extension's material: checked, kept out of the table
     }
 )
 
 
 def fetch_scenarios(
-    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
+    dataset: DatasetConfig | Mapping[str, Any],
+    catalog: Catalog | None = None,
+    *,
+    ids_from: str | None = None,
 ) -> pl.DataFrame:
-    """Load the configured dataset, validate every row, and return the sorted scenario table."""
-    if not isinstance(dataset, DatasetConfig):  # plain values: checked before any loading
-        dataset = DatasetConfig.from_config(
-            dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml"
-        )
+    """Load the configured dataset, validate every row, and return the sorted scenario table.
+
+    A scenario's follow-up material (losona/followups.py) is validated too, and left out:
+    the table, and every output built from it, is the same with or without it.
+    `ids_from` says where `scenario_ids` came from (a file or the command line), for the
+    message that refuses an id the dataset lacks; by default the dataset's file.
+    """
+    dataset = _checked(dataset)
     catalog = catalog or load_catalog()
-    subset = Subset.of(dataset)
+    subset = Subset.of(dataset, ids_from)
+    rows = [_without_followup(row) for _, row in _validated_rows(dataset, catalog)]
+    return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+def fetch_followups(
+    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
+) -> dict[str, Followup]:
+    """Every scenario's follow-up material, by scenario id; scenarios without any are absent.
+
+    The whole dataset is read and validated as fetch reads it, so the material is checked
+    against the scenario it continues.
+    """
+    dataset = _checked(dataset)
+    catalog = catalog or load_catalog()
+    rows = _validated_rows(dataset, catalog)
+    found = {}
+    for _, row in rows:
+        if row.get(FOLLOWUP) is not None:
+            bundled = dataset.kind == "bundled"
+            source = followup_version(BUNDLED_DIR) if bundled else str(row["source"])
+            found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
+    return found
+
+
+def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
+    if isinstance(dataset, DatasetConfig):
+        return dataset
+    # Plain values: checked before any loading.
+    return DatasetConfig.from_config(dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml")
+
+
+def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
     if dataset.kind == "bundled":
-        rows = load_bundled(catalog)
+        rows = load_bundled(catalog, BUNDLED_DIR)
     elif dataset.kind == "local":
         rows = load_local(Path(str(dataset.path)))
     else:
         rows = load_huggingface(dataset, catalog)
     check_scenarios(rows, catalog)
-    return table(subset.apply([row for _, row in rows]), SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    check_followups(rows)
+    return rows
+
+
+def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != FOLLOWUP}
 
 
 # --- subsets -------------------------------------------------------------------------
@@ -82,9 +128,9 @@ class Subset:
         self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
 
     @classmethod
-    def of(cls, dataset: DatasetConfig) -> Subset:
-        """The subset a checked dataset config asks for."""
-        where = f"conf/dataset/{dataset.name}.yaml"
+    def of(cls, dataset: DatasetConfig, ids_from: str | None = None) -> Subset:
+        """The subset a checked dataset config asks for; `ids_from`: where its ids came from."""
+        where = ids_from or f"conf/dataset/{dataset.name}.yaml"
         return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
 
     def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -131,6 +177,24 @@ def bundled_version(directory: Path = BUNDLED_DIR) -> str:
     """The bundled set's name@version from its manifest, as recorded in `source`."""
     manifest = read_yaml(directory / "manifest.yaml")
     return f"{manifest['name']}@{manifest['version']}"
+
+
+def followup_version(directory: Path = BUNDLED_DIR) -> str:
+    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1.
+
+    Versioned apart from the scenarios (`followup_version` in the manifest): the set's
+    `version` is in every scenario row's `source`, so bumping it for the follow-ups would
+    change every output of a run that does not use them.
+    """
+    path = directory / "manifest.yaml"
+    manifest = read_yaml(path)
+    version = manifest.get("followup_version") if isinstance(manifest, dict) else None
+    if version is None:
+        raise LosonaError(
+            f"{display_path(path)}: 'followup_version': expected the version of the "
+            "follow-up material (bump it whenever a followup: block changes), found nothing"
+        )
+    return f"bundled:{manifest['name']}-followups@{version}"
 
 
 def bundled_files(directory: Path = BUNDLED_DIR) -> list[Path]:
@@ -193,6 +257,8 @@ def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[s
         elicitor_content=elicitor.get("content"),
         source=source,
     )
+    if FOLLOWUP in raw:  # kept beside the row for its own checks, never in the table
+        row[FOLLOWUP] = raw[FOLLOWUP]
     for field in JUDGE_FIELDS:
         # The catalog is the one place for norm text; a bundled file never repeats it.
         row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
@@ -220,13 +286,15 @@ def load_local(path: Path) -> Rows:
     for origin, record in records:
         if isinstance(record, dict):
             sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
-            for key in sorted(set(record) - CONTRACT_FIELDS - {"source"}):
+            for key in sorted(set(record) - CONTRACT_FIELDS - {"source", FOLLOWUP}):
                 problems.append(
                     Problem(
                         origin, sid, key, "a field of the scenario contract", "an unknown field"
                     )
                 )
+            extra = {FOLLOWUP: record[FOLLOWUP]} if record.get(FOLLOWUP) is not None else {}
             record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
+            record |= extra
         rows.append((origin, record))
     if problems:
         raise ScenarioError(problems)

@@ -1,12 +1,16 @@
-"""How numbers read in reports, summaries and console lines, written one way everywhere.
+"""How numbers and names read in reports, summaries and console lines, one way everywhere.
 
 Percentages are 0 to 100 with one decimal, as in the paper's Table 1; a value that does
-not exist (no scenario scored, no human label) reads "n/a", never 0.
+not exist (no scenario scored, no human label) reads "n/a", never 0. A test double (a
+model or judge served by the project's test server, `test_double: true` in its config)
+carries TEST_DOUBLE in its display label, so every table and figure that names it says so.
 """
 
 from __future__ import annotations
 
 MISSING = "n/a"
+# Appended to a test double's label: its numbers are the plumbing's, not a model's or judge's.
+TEST_DOUBLE = "[TEST DOUBLE]"
 
 
 def number(value: float | None, digits: int = 1) -> str:
@@ -22,3 +26,13 @@ def signed(value: float | None, digits: int = 1) -> str:
 def percent(part: int, whole: int) -> float | None:
     """`part` as a percentage of `whole`, rounded to one decimal; None when `whole` is 0."""
     return round(100 * part / whole, 1) if whole else None
+
+
+def display_label(label: str, test_double: bool) -> str:
+    """A model's or judge's name as reports show it: its label, marked if a test double."""
+    return f"{label} {TEST_DOUBLE}" if test_double else label
+
+
+def is_test_double(label: str) -> bool:
+    """Whether a display label (from `display_label`) marks a test double."""
+    return label.endswith(TEST_DOUBLE)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,13 +48,14 @@ def majority_threshold(k: int) -> int:
     return math.ceil(k / 2)
 
 
-def scenario_outcomes(verdicts: pl.DataFrame) -> pl.DataFrame:
+def scenario_outcomes(verdicts: pl.DataFrame, by: Sequence[str] = CELL) -> pl.DataFrame:
     """One row per (judge, model, condition, scenario): trial counts and the majority outcome.
 
     `passed` and `consistent` are null when unscored trials leave them undetermined.
     Every scenario of a cell must have the same number of trials (checked by the loader).
+    `by` names the columns of a cell (the dynamic extension adds its arm).
     """
-    counted = verdicts.group_by([*CELL, "scenario_id", "event_type", "norm_id"]).agg(
+    counted = verdicts.group_by([*by, "scenario_id", "event_type", "norm_id"]).agg(
         trials=pl.len().cast(pl.Int32),
         scored=pl.col("complies").is_not_null().sum().cast(pl.Int32),
         complying=pl.col("complies").sum().cast(pl.Int32),
@@ -72,7 +74,7 @@ def scenario_outcomes(verdicts: pl.DataFrame) -> pl.DataFrame:
         .when(unscored == 0)
         .then(True)
         .otherwise(None),
-    ).sort([*CELL, "scenario_id"])
+    ).sort([*by, "scenario_id"])
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def bootstrap_means(
     n_resamples: int,
     seed: int,
     confidence: float,
+    sizes: np.ndarray | None = None,
 ) -> Estimates:
     """Scenario-bootstrap percentile intervals for means over scenarios, all from one resampling.
 
@@ -101,12 +104,24 @@ def bootstrap_means(
     row's interval depends only on its own values, the number of scenarios and the seed,
     never on which other rows are present. A resample in which no scenario counts for a
     statistic is dropped for that statistic.
+
+    With `sizes` (the shape of `values`), a scenario counts as many times as its size:
+    when a value is a share of a scenario's trials and its size their number, the
+    statistic is the share of all the trials (pooled), still resampled by scenario.
     """
     counts_row = ~np.isnan(values)
-    numerators = np.where(counts_row, values, 0.0)
-    denominators = counts_row.astype(float)
-    weights = np.eye(values.shape[0]) if combine is None else combine
+    if sizes is None:
+        numerators = np.where(counts_row, values, 0.0)
+        denominators = counts_row.astype(float)
+    else:
+        numerators = np.where(counts_row, values * sizes, 0.0)
+        denominators = np.where(counts_row, sizes, 0.0).astype(float)
     n = values.shape[1]
+
+    def combined(means: np.ndarray) -> np.ndarray:
+        # Without `combine`, each statistic is its own row's mean: no product, so that a
+        # row with no data in a resample (NaN) leaves every other row's mean as it is.
+        return means if combine is None else combine @ means
 
     def combined_means(indices: np.ndarray, axis: int = -1) -> np.ndarray:
         # `indices` holds one resample of scenario positions per row (batch x n). Counting
@@ -118,11 +133,11 @@ def bootstrap_means(
         drawn = drawn.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = (drawn @ numerators.T) / (drawn @ denominators.T)
-        result: np.ndarray = weights @ means.T
+        result: np.ndarray = combined(means.T)
         return result
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = weights @ (numerators.sum(axis=1) / denominators.sum(axis=1))
+        estimate = combined(numerators.sum(axis=1) / denominators.sum(axis=1))
     with warnings.catch_warnings():
         # scipy warns when a bootstrap distribution holds NaN (resamples in which nothing
         # counts for a statistic); the interval is taken below without those resamples.

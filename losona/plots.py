@@ -9,6 +9,7 @@ fixed so that the same tables give byte-identical files.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,10 @@ from matplotlib.axes import Axes
 
 # The object-oriented API without pyplot: no global figure registry, no GUI backend.
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
+from mpl_toolkits.axes_grid1 import Divider, Size
 
 from losona.aggregate import Reports
 from losona.io import atomic_path, write_text
@@ -42,6 +45,7 @@ STYLE: dict[Any, Any] = {
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE = ["#999999", "#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00"]
 RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
+SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
 DPI = 150
 SEP = " · "
 NO_PAIRS = f"No paired effects: this run lacks the '{BASELINE_CONDITION}' condition or any other."
@@ -58,11 +62,16 @@ class Figure:
     data: pl.DataFrame
 
 
-def draw_figures(reports: Reports) -> list[Figure]:
-    """Figures 2, 3 and 4 and the heatmap for every judge in the reports."""
+def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
+    """Figures 2, 3 and 4 and the heatmap for every judge in the reports.
+
+    Each figure says over how many scenarios and trials it was drawn and, when `subset`
+    (losona.contracts.subset_note) says the run covers part of its dataset, that too.
+    """
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = _k_label(results), reports.confidence
     judges = _judges(results)
+    scope = scope_line(reports, subset)
     drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame]] = [
         (
             "fig2_accuracy",
@@ -102,6 +111,12 @@ def draw_figures(reports: Reports) -> list[Figure]:
     for name, caption, draw, data in drawings:
         with matplotlib.rc_context(STYLE):
             figure = draw()
+            figure.suptitle(
+                scope,
+                fontsize=8.5,
+                color=SUBSET_COLOUR if subset else "#333333",
+                fontweight="bold" if subset else "normal",
+            )
             png, svg = _render(figure)
         figures.append(Figure(name, caption, png, svg, data))
     return figures
@@ -124,8 +139,26 @@ def _render(figure: MplFigure) -> tuple[bytes, str]:
     return png.getvalue(), svg.getvalue()
 
 
-def _judges(results: pl.DataFrame) -> list[tuple[str, str]]:
-    return list(results.select("judge", "judge_model").unique(maintain_order=True).iter_rows())
+def scope_line(reports: Reports, subset: str | None) -> str:
+    """What a figure rests on, above it: N scenarios and K, and a subset's warning first."""
+    scenarios = reports["outcomes.csv"]["scenario_id"].n_unique()
+    k = _k_label(reports["results.csv"])
+    scope = f"N = {scenarios} scenario{'' if scenarios == 1 else 's'}, K = {k} trials each"
+    if subset is None:
+        return scope
+    return f"SUBSET: {subset}, not the whole dataset; not comparable with a full run\n{scope}"
+
+
+# (name, provider model string, display label) of each judge, in the reports' order.
+Judge = tuple[str, str, str]
+
+
+def _judges(results: pl.DataFrame) -> list[Judge]:
+    return list(
+        results.select("judge", "judge_model", "judge_label")
+        .unique(maintain_order=True)
+        .iter_rows()
+    )
 
 
 def _k_label(results: pl.DataFrame) -> str:
@@ -133,7 +166,7 @@ def _k_label(results: pl.DataFrame) -> str:
     return str(ks[0]) if len(ks) == 1 else "K"
 
 
-def _labelled(df: pl.DataFrame, judges: Sequence[tuple[str, str]]) -> pl.DataFrame:
+def _labelled(df: pl.DataFrame, judges: Sequence[Judge]) -> pl.DataFrame:
     """Adds `label` ("Model · Condition", the judge first when there are several)."""
     parts = [pl.col("model_label"), pl.col("condition_label")]
     if len(judges) > 1:
@@ -146,8 +179,9 @@ def _panels(rows: int, cols: int, width: float, height: float) -> tuple[MplFigur
     return figure, figure.subplots(rows, cols, squeeze=False)
 
 
-def _judge_title(text: str, judge: tuple[str, str]) -> str:
-    return f"{text}\njudge: {judge[0]} ({judge[1]})"
+def _judge_title(text: str, judge: Judge) -> str:
+    # Wrapped, so that a long label (a test double's mark) stays over its own panel.
+    return f"{text}\n" + textwrap.fill(f"judge: {judge[2]} ({judge[1]})", width=48)
 
 
 def _empty(ax: Axes, message: str) -> None:
@@ -159,7 +193,7 @@ def _colours(conditions: Sequence[str]) -> dict[str, str]:
     return {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(conditions)}
 
 
-def _accuracy(results: pl.DataFrame, judges: Sequence[tuple[str, str]], k: str) -> MplFigure:
+def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
     models = _unique(results["model_label"])
     conditions = _unique(results["condition_label"])
     figure, axes = _panels(len(judges), 1, max(6.0, 1.1 * len(models) + 2.5), 3.6)
@@ -193,11 +227,12 @@ def _accuracy(results: pl.DataFrame, judges: Sequence[tuple[str, str]], k: str) 
         ax.set_ylabel(f"accuracy-at-{k} (%)")
         ax.set_title(_judge_title(f"Accuracy-at-{k} by model and prompt condition", judge))
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-        ax.legend(ncols=min(4, len(conditions)), loc="upper left", fontsize=8)
+        # Beside the panel, not over it: bars and their intervals reach 100.
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return figure
 
 
-def _paired_effect(deltas: pl.DataFrame, judges: Sequence[tuple[str, str]], k: str) -> MplFigure:
+def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
     models = _unique(deltas["model_label"]) or [""]
     conditions = _unique(deltas["condition_label"])
     height = 1.6 + 0.5 * len(models) * (0.4 + 0.2 * len(conditions))
@@ -242,7 +277,7 @@ def _paired_effect(deltas: pl.DataFrame, judges: Sequence[tuple[str, str]], k: s
     return figure
 
 
-def _flips(deltas: pl.DataFrame, judges: Sequence[tuple[str, str]]) -> MplFigure:
+def _flips(deltas: pl.DataFrame, judges: Sequence[Judge]) -> MplFigure:
     models = _unique(deltas["model_label"]) or [""]
     conditions = _unique(deltas["condition_label"]) or [""]
     figure, axes = _panels(len(judges), len(conditions), 4.2, 0.32 * len(models) + 1.6)
@@ -327,7 +362,18 @@ def _heatmap_data(reports: Reports) -> pl.DataFrame:
     )
 
 
-def _heatmap(reports: Reports, judges: Sequence[tuple[str, str]]) -> MplFigure:
+# The heatmap's cells in inches, whatever the number of scenarios: at 5 scenarios as at 44
+# a cell is a cell, not a strip. Past LABELLED_ROWS scenarios the rows lose their labels and
+# markers, and the panels stop growing at HEATMAP_MAX_H.
+CELL_W, CELL_H = 0.42, 0.2
+LABELLED_ROWS = 150
+HEATMAP_MAX_H = 24.0
+# Room for tick labels, per character, at their font sizes (generous: the saved figure is
+# cropped to what it draws).
+ROW_LABEL_IN, COLUMN_LABEL_IN = 0.05, 0.055
+
+
+def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
     data = _heatmap_data(reports)
     results = reports["results.csv"]
     columns = list(
@@ -335,13 +381,36 @@ def _heatmap(reports: Reports, judges: Sequence[tuple[str, str]]) -> MplFigure:
         .unique(maintain_order=True)
         .iter_rows()
     )
+    column_labels = [f"{c[2]}{SEP}{c[3]}" for c in columns]
     scenarios = sorted(data["scenario_id"].unique().to_list())
-    labelled_rows = len(scenarios) <= 150
-    height = 0.16 * len(scenarios) + 2.4 if labelled_rows else 12.0
-    figure, axes = _panels(1, len(judges), max(5.0, 0.28 * len(columns) + 3.2), height)
+    labelled_rows = len(scenarios) <= LABELLED_ROWS
+    # Every length in inches, fixed: the panels' size follows the cells, not the figure.
+    grid_w = CELL_W * len(columns)
+    grid_h = min(HEATMAP_MAX_H, CELL_H * len(scenarios))
+    rows_w = ROW_LABEL_IN * max(map(len, scenarios)) if labelled_rows else 0.5
+    below = COLUMN_LABEL_IN * max(map(len, column_labels)) + 0.2
+    bar_w = max(3.0, len(judges) * grid_w + (len(judges) - 1) * (rows_w + 0.3))
+    widths = [Size.Fixed(rows_w)]
+    for j in range(len(judges)):
+        widths += [Size.Fixed(grid_w), Size.Fixed(0.3 + (rows_w if j < len(judges) - 1 else 0))]
+    widths[-1] = Size.Fixed(
+        max(0.3, bar_w - len(judges) * grid_w - (len(judges) - 1) * (rows_w + 0.3))
+    )
+    heights = [
+        Size.Fixed(0.9),
+        Size.Fixed(0.14),
+        Size.Fixed(below),
+        Size.Fixed(grid_h),
+        Size.Fixed(1.0),
+    ]
+    figure = MplFigure(
+        figsize=(sum(w.fixed_size for w in widths), sum(h.fixed_size for h in heights))
+    )
+    divider = Divider(figure, (0, 0, 1, 1), widths, heights, aspect=False)
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
     image: Any = None
-    for ax, judge in zip(axes[0], judges, strict=True):
+    for j, judge in enumerate(judges):
+        ax = figure.add_axes((0, 0, 1, 1), axes_locator=divider.new_locator(nx=1 + 2 * j, ny=3))
         part = data.filter(pl.col("judge") == judge[0])
         grid = np.full((len(scenarios), len(columns)), np.nan)
         passed = np.zeros_like(grid, dtype=bool)
@@ -349,31 +418,42 @@ def _heatmap(reports: Reports, judges: Sequence[tuple[str, str]]) -> MplFigure:
         row_of = {s: i for i, s in enumerate(scenarios)}
         col_of = {(c[0], c[1]): j for j, c in enumerate(columns)}
         for r in part.iter_rows(named=True):
-            i, j = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
-            grid[i, j] = np.nan if r["complying_share"] is None else r["complying_share"]
-            passed[i, j] = r["passed"] is True
-            undetermined[i, j] = r["passed"] is None
+            i, k = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
+            grid[i, k] = np.nan if r["complying_share"] is None else r["complying_share"]
+            passed[i, k] = r["passed"] is True
+            undetermined[i, k] = r["passed"] is None
         image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
         if labelled_rows:
             ys, xs = np.nonzero(passed)
-            ax.scatter(xs, ys, s=6, c="white", marker="o", edgecolors="#111111", linewidths=0.5)
+            ax.scatter(xs, ys, s=12, c="white", marker="o", edgecolors="#111111", linewidths=0.7)
             ys, xs = np.nonzero(undetermined)
-            ax.scatter(xs, ys, s=10, c="#111111", marker="x", linewidths=0.6)
-            ax.set_yticks(range(len(scenarios)), scenarios, fontsize=5)
+            ax.scatter(xs, ys, s=16, c="#111111", marker="x", linewidths=0.9)
+            ax.set_yticks(range(len(scenarios)), scenarios, fontsize=6.5)
         else:
             ax.set_yticks([])
             ax.set_ylabel(f"{len(scenarios)} scenarios")
-        ax.set_xticks(
-            range(len(columns)), [f"{c[2]}{SEP}{c[3]}" for c in columns], rotation=90, fontsize=6
-        )
-        for j in range(1, len(columns)):
-            if columns[j][0] != columns[j - 1][0]:
-                ax.axvline(j - 0.5, color="white", linewidth=1.5)
-        ax.set_title(_judge_title("Scenario x condition", judge))
+        ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=7)
+        for k in range(1, len(columns)):
+            if columns[k][0] != columns[k - 1][0]:
+                ax.axvline(k - 0.5, color="white", linewidth=1.5)
+        ax.set_title(_judge_title("Scenario x condition", judge), fontsize=9)
         ax.spines[:].set_visible(False)
-    figure.colorbar(
-        image, ax=axes[0].tolist(), shrink=0.5, label="share of scored trials judged compliant"
+    # A colour bar of its own, under the panels and at least 3 inches wide, at any size.
+    cax = figure.add_axes(
+        (0, 0, 1, 1), axes_locator=divider.new_locator(nx=1, nx1=len(widths), ny=1)
     )
+    bar = figure.colorbar(image, cax=cax, orientation="horizontal")
+    bar.set_ticks([0, 0.25, 0.5, 0.75, 1])
+    bar.set_label("share of scored trials judged compliant", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    if labelled_rows:
+        marks = [
+            Line2D([], [], ls="", marker="o", mfc="white", mec="#111111", label="pass (Acc@K)"),
+            Line2D([], [], ls="", marker="x", color="#111111", label="undetermined"),
+        ]
+        cax.legend(
+            handles=marks, loc="upper center", bbox_to_anchor=(0.5, -3.2), ncols=2, fontsize=7
+        )
     return figure
 
 

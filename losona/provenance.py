@@ -18,19 +18,19 @@ import platform
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
 from losona import templates
 from losona.aggregate import Bootstrap
 from losona.catalog import CATALOG_PATH
-from losona.config import JudgeConfig
+from losona.config import JudgeConfig, without_password
 from losona.io import read_yaml, sha256_file, sha256_text
 from losona.judges.lexicon import RULES_PATH
 from losona.judges.run import structured_output
 from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 from losona.models import ModelSpec
+from losona.panels import PANEL_VERSION
 
 # The distributions whose versions can change what a run writes (PyPI names).
 PACKAGES = (
@@ -116,24 +116,14 @@ def template_hashes() -> dict[str, dict[str, str]]:
     return hashes
 
 
-def _without_password(url: str) -> str:
-    """A URL with any user:password removed: a secret must never reach the record."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def model_record(spec: ModelSpec) -> dict[str, Any]:
     """What a model config says about the calls: provider string, endpoint(s), sampling."""
     return {
         "name": spec.name,
         "label": spec.display_name,
         "model": spec.model,
-        "api_base": None if spec.api_base is None else _without_password(spec.api_base),
-        "endpoints": sorted(_without_password(e) for e in spec.endpoints),
+        "api_base": None if spec.api_base is None else without_password(spec.api_base),
+        "endpoints": sorted(without_password(e) for e in spec.endpoints),
         "params": spec.params,
         "seed_per_trial": spec.seed_per_trial,
         "drop_params": list(spec.drop_params),
@@ -142,10 +132,15 @@ def model_record(spec: ModelSpec) -> dict[str, Any]:
 
 
 def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A judge config's record: its kind, and its model or its rules' version."""
+    """A judge config's record: its kind, and its model, its rules' version or its members."""
     judge = JudgeConfig.from_config(config, origin=f"conf/judge/{config.get('name')}.yaml")
     record: dict[str, Any] = {"name": judge.name, "label": judge.display_name, "kind": judge.kind}
-    if judge.model is None:
+    if judge.kind == "panel":
+        record["members"] = list(judge.members or ())
+        record["rule"] = judge.rule
+        record["unscored_members"] = judge.unscored_members
+        record["panel_version"] = PANEL_VERSION
+    elif judge.model is None:
         record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
     else:
         record["model"] = model_record(judge.model)
@@ -181,7 +176,9 @@ def provenance(
         "packages": package_versions(),
         "dataset": dataset_record(dataset, scenarios),
         "templates": template_hashes(),
-        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")},
+        # Panels are recorded when a run has them (a run without keeps its record as it was).
+        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")}
+        | ({"panels": list(sweep["panels"])} if sweep.get("panels") else {}),
         "models": {
             name: model_record(ModelSpec.from_config(dict(node), f"conf/model/{name}.yaml"))
             for name, node in models.items()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -56,23 +57,27 @@ def sweep_call_files(paths: Paths, sweep: Mapping[str, Sequence[str]]) -> list[P
     ]
 
 
+def lock_outputs(record: Any, origin: str | Path = LOCK_FILE) -> dict[str, str]:
+    """Every output a dvc.lock records (as read from YAML), with its md5, by path."""
+    stages = record.get("stages") if isinstance(record, dict) else None
+    if not isinstance(stages, dict):
+        raise LosonaError(f"{origin}: no 'stages' mapping; is it DVC's lock file?")
+    found = {}
+    for stage in stages.values():
+        for entry in (stage or {}).get("outs") or []:
+            if isinstance(entry, dict) and "path" in entry:
+                md5 = entry.get("md5")
+                if not isinstance(md5, str):
+                    raise LosonaError(f"{origin}: the entry of {entry['path']} has no md5")
+                found[str(entry["path"])] = md5
+    return found
+
+
 def recorded_md5(out: str | Path, lock: Path = LOCK_FILE) -> str | None:
     """The MD5 dvc.lock records for an output of the pipeline, or None if it records none."""
     if not lock.is_file():
         return None
-    record = read_yaml(lock)
-    stages = record.get("stages") if isinstance(record, dict) else None
-    if not isinstance(stages, dict):
-        raise LosonaError(f"{lock}: no 'stages' mapping; is it DVC's lock file?")
-    wanted = Path(out).as_posix()
-    for stage in stages.values():
-        for entry in (stage or {}).get("outs") or []:
-            if isinstance(entry, dict) and entry.get("path") == wanted:
-                md5 = entry.get("md5")
-                if not isinstance(md5, str):
-                    raise LosonaError(f"{lock}: the entry of {wanted} has no md5")
-                return md5
-    return None
+    return lock_outputs(read_yaml(lock), lock).get(Path(out).as_posix())
 
 
 def call_store(paths: Paths) -> CallStore:

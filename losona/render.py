@@ -25,14 +25,11 @@ from losona.templates import (
     SUBJECT_TEMPLATE,
     SUBJECT_TEMPLATE_VERSION,
 )
-from losona.validate import normalize
+from losona.validate import MIN_LEAK_WORDS, normalize
 
 # Markers that annotate demonstrations or the elicitor in authoring formats (the paper's
 # "## DEMO", a raw field name). None may ever reach a subject.
 DEMO_MARKERS = ("## demo", "[demo]", "<demo>", "is_demo", "## elicitor")
-# Example responses shorter than this are ordinary chat ("Yes.", "On it.") that can
-# appear in any transcript without telling the subject anything about the norm.
-MIN_LEAK_WORDS = 4
 
 
 class LeakError(LosonaError):

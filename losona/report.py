@@ -19,8 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.aggregate import Reports, subset_warning
+from losona.aggregate import Reports, judge_heading, subset_warning
 from losona.contracts import scenarios_from_table, subset_note
+from losona.formatting import is_test_double
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.metrics import BASELINE_CONDITION, UNSCORED_POLICY
@@ -34,11 +35,18 @@ def build_report(
     verdicts: pl.DataFrame,
     scenarios: pl.DataFrame,
     extra: Sequence[Section] = (),
+    controls: pl.DataFrame | None = None,
+    correction: pl.DataFrame | None = None,
 ) -> str:
-    """The whole page: summary, results, figures, effects, `extra`, casebook, browser."""
+    """The whole page: summary, results, judges, figures, effects, `extra`, casebook, browser.
+
+    `controls` and `correction` are the judge audit's controls.csv and correction.csv, for
+    the judges' summary.
+    """
     view = _View(reports, verdicts, scenarios)
     sections = [
         results_section(reports),
+        judges_section(reports, controls, correction),
         figures_section(figures),
         effects_section(reports),
         *extra,
@@ -57,8 +65,11 @@ def summary_data(reports: Reports, subset: str | None) -> dict[str, Any]:
     """What the run covers, for the line under the title; `subset` when it is a subset."""
     results = reports["results.csv"]
     outcomes = reports["outcomes.csv"]
+    shown = results.select("judge", "judge_label", "judge_model").unique(maintain_order=True)
+    labels = [*shown["judge_label"], *results["model_label"].unique(maintain_order=True)]
     return {
-        "judges": list(results.select("judge", "judge_model").unique(maintain_order=True).rows()),
+        "judges": [judge_heading(*row) for row in shown.rows()],
+        "test_doubles": [label for label in labels if is_test_double(label)],
         "scenarios": _count(outcomes["scenario_id"].n_unique(), "scenario"),
         "models": _count(results["subject_model"].n_unique(), "model"),
         "conditions": _count(results["condition"].n_unique(), "prompt condition"),
@@ -91,8 +102,7 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
         several_models = rows["subject_model"].n_unique() > 1  # one model is its own mean
         tables.append(
             {
-                "judge": str(judge),
-                "judge_model": rows["judge_model"][0],
+                "judge": judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0]),
                 "rows": [
                     {
                         "model": r["model_label"],
@@ -104,6 +114,11 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
                         "non_answers": _num(r["non_answer_share"]),
                     }
                     for r in rows.iter_rows(named=True)
+                ],
+                "degenerate": [
+                    {"model": r["model_label"], "condition": r["condition_label"], "why": why}
+                    for r in rows.iter_rows(named=True)
+                    if (why := r["degenerate"]) is not None
                 ],
                 "means": [
                     {
@@ -118,6 +133,79 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
             }
         )
     return tables
+
+
+def judges_section(
+    reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
+) -> Section:
+    """Each judge once: its label (a test double marked), what it is, its validity controls,
+    whether its verdicts say anything, and the basis of its corrected compliance."""
+    return section(
+        "judges",
+        "Judges",
+        "report/judges.html",
+        judges=judges_rows(reports, controls, correction),
+    )
+
+
+def judges_rows(
+    reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """One row per judge, in the reports' order: the facts a reader needs beside its numbers.
+
+    Beside its validity controls: the cells where its verdicts are degenerate
+    (results.csv), and what its compliance was corrected with (the audit's correction.csv:
+    how many labelled items, sensitivity, specificity; or why it could not be).
+    """
+    results = reports["results.csv"]
+    corrections = {
+        r["judge"]: r
+        for r in (correction if correction is not None else pl.DataFrame()).iter_rows(named=True)
+    }
+    by_example: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for r in (controls if controls is not None else pl.DataFrame()).iter_rows(named=True):
+        by_example[r["judge"]][r["example"]] = r
+
+    def right(judge: str, example: str) -> str | None:
+        row = by_example[judge].get(example)
+        return None if row is None else f"{row['right']}/{row['items']}"
+
+    rows = []
+    for judge, label, judge_model in (
+        results.select("judge", "judge_label", "judge_model").unique(maintain_order=True).rows()
+    ):
+        every = by_example[judge].get("all")
+        rows.append(
+            {
+                "label": label,
+                "name": judge,
+                "model": judge_model,
+                "test_double": is_test_double(label),
+                "compliant": right(judge, "compliant"),
+                "breaching": right(judge, "breaching"),
+                "accuracy": None if every is None else _num(every["accuracy"]),
+                "unscored": None if every is None else every["unscored"],
+                "degenerate": [
+                    f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
+                    for r in results.filter(pl.col("judge") == judge).iter_rows(named=True)
+                    if r["degenerate"] is not None
+                ],
+                "correction": _correction_basis(corrections.get(judge)),
+            }
+        )
+    return rows
+
+
+def _correction_basis(row: Mapping[str, Any] | None) -> str | None:
+    """What a judge's compliance was corrected with, or why not; None without labels."""
+    if row is None:
+        return None
+    if not row["identifiable"]:
+        return f"not corrected: {row['status']}"
+    return (
+        f"corrected (under Judge audit) from {row['labelled']} labelled items: sensitivity "
+        f"{_num(row['sensitivity'])}, specificity {_num(row['specificity'])}"
+    )
 
 
 def figures_section(figures: Sequence[Figure]) -> Section:
@@ -158,12 +246,13 @@ def effects_rows(reports: Reports) -> list[dict[str, Any]]:
         linked = [{"id": s, "anchor": _anchor(s)} for s in scenario_ids]
         return {"count": count, "out_of": out_of, "scenarios": linked}
 
+    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
     rows = []
     for r in reports["deltas.csv"].iter_rows(named=True):
         cell = (r["judge"], r["subject_model"], r["condition"])
         rows.append(
             {
-                "judge": r["judge"],
+                "judge": judges.get(r["judge"], r["judge"]),
                 "model": r["model_label"],
                 "condition": r["condition_label"],
                 "delta": f"{_signed(r['delta'])} [{_num(r['delta_low'])}, {_num(r['delta_high'])}]",
@@ -189,6 +278,7 @@ def breakdown_section(reports: Reports) -> Section:
 def breakdown_tables(reports: Reports) -> list[dict[str, Any]]:
     """By norm, then by event, per judge: scenarios passing, pooled over models."""
     labels = dict(reports["results.csv"].select("condition", "condition_label").iter_rows())
+    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
     tables = []
     for name, by, title in (
         ("by_norm.csv", "norm_id", "By norm"),
@@ -203,7 +293,7 @@ def breakdown_tables(reports: Reports) -> list[dict[str, Any]]:
             tables.append(
                 {
                     "title": title,
-                    "judge": str(judge),
+                    "judge": judges.get(str(judge), str(judge)),
                     "by": by,
                     "conditions": [labels.get(c, c) for c in conditions],
                     "rows": [
@@ -236,6 +326,7 @@ class _View:
         results = reports["results.csv"]
         self.model_label = dict(results.select("subject_model", "model_label").iter_rows())
         self.condition_label = dict(results.select("condition", "condition_label").iter_rows())
+        self.judge_label = dict(results.select("judge", "judge_label").iter_rows())
         self.scenarios = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
         order = {
             cell: i
@@ -259,7 +350,7 @@ class _View:
         """Verdict rows as the responses tables show them, with model and condition labels."""
         return [
             {
-                "judge": v["judge"],
+                "judge": self.judge_label.get(v["judge"], v["judge"]),
                 "model": self.model_label.get(v["subject_model"], v["subject_model"]),
                 "condition": self.condition_label.get(v["condition"], v["condition"]),
                 "trial": v["trial"],
@@ -307,7 +398,9 @@ def casebook_cases(view: _View) -> list[dict[str, Any]]:
             {
                 "model": view.model_label.get(flip["subject_model"], flip["subject_model"]),
                 "condition": view.condition_label.get(flip["condition"], flip["condition"]),
-                "judge": flip["judge"] if view.several_judges else None,
+                "judge": view.judge_label.get(flip["judge"], flip["judge"])
+                if view.several_judges
+                else None,
                 "scenario": view.scenarios[flip["scenario_id"]],
                 "anchor": _anchor(flip["scenario_id"]),
                 "naive_complying": flip["naive_complying"],

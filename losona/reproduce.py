@@ -8,12 +8,15 @@ aggregate stage reports (results, means, deltas, flips, breakdowns, outcomes, Ta
 metrics.json), each judge's validity-control summary, the judge audit (when the run has
 one) and the numbers behind the figures, and compares them value by value with the files
 on disk. Below the numbers, it checks that every verdict judged the recorded response
-(the lexicon judge's verdicts are judged again from the responses: rules cost nothing),
+(the lexicon judge's verdicts are judged again from the responses: rules cost nothing; a
+judge panel's are combined again from its members' verdict files),
 that the verdicts name the judge models and versions the provenance records, that
 the scenario table and the templates still have the hashes it records, and that the
 run's published calls (paths.calls) hold every cell's calls file and, for every response,
 the very call that produced it (looked up by the call-cache key of the prompt, trial and
-model config).
+model config). Last, every output file against the md5 dvc.lock records for it, and
+dvc.lock against the one committed at git HEAD: a table, the calls file and dvc.lock that
+disagree, or a run recomputed and recorded again since it was committed, are named.
 
 Exit status: 0 when everything matches; 3 when anything differs (each difference is
 named: file, line or key, column, expected vs found); 2 when the run cannot be checked
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,8 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from losona.aggregate import (
@@ -49,17 +55,35 @@ from losona.aggregate import (
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, Paths, option, option_file
+from losona.config import CONF_DIR, DynamicSettings, JudgeConfig, Paths, option, option_file
 from losona.contracts import (
     CONTROL_SCHEMA,
+    DYNAMIC_PROMPT_SCHEMA,
+    DYNAMIC_RESPONSE_SCHEMA,
+    DYNAMIC_VERDICT_SCHEMA,
     PROMPT_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
+from losona.datasets import fetch_followups
+from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
+from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
+from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
+from losona.dynamic.aggregate import (
+    aggregate_dynamic,
+    load_cells,
+    presentation_of,
+    read_dynamic_reports,
+)
+from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_files, reports_dir
+from losona.dynamic.files import cell_file as dynamic_cell_file
+from losona.dynamic.judge import judge_second_turn
+from losona.dynamic.render import GroupModel, render_cell
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet
 from losona.judges.base import Judge
+from losona.judges.health import JudgeEvidence, controls_accuracy
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import control_summary, judge_responses, make_judge
 from losona.labels import load_labels
@@ -72,8 +96,10 @@ from losona.models import (
     call_key,
     read_calls,
 )
+from losona.models.published import md5_file
+from losona.panels import combine_verdicts, panel_description
 from losona.provenance import scenarios_sha256, template_hashes
-from losona.publish import recorded_md5, sweep_call_files
+from losona.publish import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
 from losona.verdicts import verdict_files
 
 DIFFERENCE_EXIT = 3
@@ -89,6 +115,9 @@ ROW_KEYS = (
     "check",
     "example",
     "flip",
+    "level",
+    "metric",
+    "arm",
     "item_id",
     "event_type",
     "norm_id",
@@ -261,7 +290,16 @@ def check_verdict_origins(
         entry = record["judges"].get(judge)
         if entry is None:
             continue  # outside the recorded sweep: reported by aggregate, noted by the caller
-        if entry.get("kind") == "lexicon":
+        if entry.get("kind") == "panel":
+            panel = JudgeConfig.from_config(
+                {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
+                origin=f"{display_path(verdicts_dir)} (provenance: judges.{judge})",
+            )
+            expected = {
+                "judge_model": panel_description(panel),
+                "judge_version": entry.get("panel_version"),
+            }
+        elif entry.get("kind") == "lexicon":
             expected = {"judge_version": entry.get("rules_version")}
             expected["judge_model"] = f"lexicon@{expected['judge_version']}"
         else:
@@ -302,7 +340,19 @@ def check_judgements(
             continue
         found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
         responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-        if kinds[judge] == "lexicon":
+        if kinds[judge] == "panel":
+            # A panel's verdicts follow from its members': combine them again.
+            panel = option("judge", judge)
+            members = {
+                m: read_parquet(
+                    Path(paths["verdicts_dir"]) / m / model / f"{condition}.parquet",
+                    VERDICT_SCHEMA,
+                    made_by="judge",
+                )
+                for m in panel.members
+            }
+            expected = combine_verdicts(panel, members).sort("scenario_id", "trial")
+        elif kinds[judge] == "lexicon":
             # Rules, not a model: judging again is free and must give the same verdicts.
             expected = judge_responses(
                 scenarios,
@@ -364,8 +414,11 @@ def _no_model_calls(name: str) -> Judge:
     raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
 
 
-def check_run(paths: Mapping[str, str]) -> Check:
-    """Recompute every reported number of the run under `paths` (conf/paths) and compare."""
+def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Check:
+    """Recompute every reported number of the run under `paths` (conf/paths) and compare.
+
+    With `dynamic` (the extension on), its tables are checked too (`check_dynamic`).
+    """
     check = Check()
     record = read_provenance(paths["provenance"])
     provenance_file = display_path(paths["provenance"])
@@ -389,11 +442,21 @@ def check_run(paths: Mapping[str, str]) -> Check:
     bootstrap = Bootstrap.from_config(
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
+    controls = check_controls(check, inputs.judges, paths)
     expected = aggregate(
-        inputs.verdicts, scenarios, bootstrap=bootstrap, presentation=inputs.presentation
+        inputs.verdicts,
+        scenarios,
+        bootstrap=bootstrap,
+        presentation=inputs.presentation,
+        judges={
+            judge: JudgeEvidence(
+                controls=controls_accuracy(controls[judge]) if judge in controls else None,
+                own_words=kind == "llm",
+            )
+            for judge, kind in inputs.kinds.items()
+        },
     )
     check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
-    controls = check_controls(check, inputs.judges, paths)
     if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
         recomputed = audit(
             inputs.verdicts,
@@ -406,6 +469,7 @@ def check_run(paths: Mapping[str, str]) -> Check:
             determinism_settings=DeterminismSettings(repeats=0),
             kinds=inputs.kinds,
             rejudge=_no_model_calls,
+            families=inputs.families,
         )
         check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])
     else:
@@ -413,6 +477,9 @@ def check_run(paths: Mapping[str, str]) -> Check:
     if Path(paths["figures_dir"]).is_dir():
         check_figures(check, expected, paths["figures_dir"])
     check_calls(check, record["sweep"], paths)
+    if dynamic is not None and dynamic.settings.on:
+        check_dynamic(check, dynamic, paths, scenarios)
+    check_lock(check)
     return check
 
 
@@ -438,8 +505,8 @@ def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
                 f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
             )
         return None
-    # Its bytes are not held against dvc.lock here (`dvc status` does that): an edited
-    # file is read, so that what differs is named value by value.
+    # Its bytes are held against dvc.lock by check_lock: an edited file is read here, so
+    # that what differs is named value by value too.
     return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
 
 
@@ -460,24 +527,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     calls = read_calls(published, remedy=layer.remedy)
     by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
     missing = "(missing)"
-    for cell_file in sweep_call_files(Paths.from_config(paths), sweep):
-        if not cell_file.is_file():
-            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
-            continue
-        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
-        differences = [
-            Difference(
-                file,
-                f"key {row['key']} (from {display_path(cell_file)})",
-                column,
-                value,
-                by_key.get(row["key"], {}).get(column, missing),
-            )
-            for row in cell.iter_rows(named=True)
-            for column, value in row.items()
-            if not same(value, by_key.get(row["key"], {}).get(column, missing))
-        ]
-        check.add(cell_file, _cells(cell), differences)
+    check_call_files(check, sweep_call_files(Paths.from_config(paths), sweep), file, by_key)
     prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
     messages = {
         (row["scenario_id"], row["condition"]): tuple(row["messages"])
@@ -513,6 +563,96 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
                             )
                         )
             check.add(published, compared, differences)
+
+
+def check_call_files(
+    check: Check, files: Sequence[Path], file: str, by_key: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Every call of each cell's calls file is in the run's published calls (`file`, read
+    into `by_key`), as it is there."""
+    missing = "(missing)"
+    for cell_file in files:
+        if not cell_file.is_file():
+            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
+            continue
+        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
+        differences = [
+            Difference(
+                file,
+                f"key {row['key']} (from {display_path(cell_file)})",
+                column,
+                value,
+                by_key.get(row["key"], {}).get(column, missing),
+            )
+            for row in cell.iter_rows(named=True)
+            for column, value in row.items()
+            if not same(value, by_key.get(row["key"], {}).get(column, missing))
+        ]
+        check.add(cell_file, _cells(cell), differences)
+
+
+def committed_lock() -> str | None:
+    """dvc.lock as committed at git HEAD, None outside a git work tree or without one."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine: there is no commit to compare with
+        return None
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def check_lock(check: Check) -> None:
+    """Every output file against the md5 dvc.lock records, and dvc.lock against git HEAD's.
+
+    The first catches a table or calls file rewritten outside DVC; the second a run
+    recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
+    its files agree with each other, but they are no longer the run that was published.
+    A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
+    """
+    if not LOCK_FILE.is_file():
+        return
+    file = display_path(LOCK_FILE)
+    text = LOCK_FILE.read_text(encoding="utf-8")
+    recorded = lock_outputs(yaml.safe_load(text), LOCK_FILE)
+    differences, compared = [], 0
+    for path, md5 in sorted(recorded.items()):
+        if md5.endswith(".dir"):
+            continue
+        compared += 1
+        found = md5_file(path) if Path(path).is_file() else "(missing)"
+        if found != md5:
+            differences.append(Difference(file, f"out {path}", "md5", md5, found))
+    check.add(LOCK_FILE, compared, differences)
+    committed = committed_lock()
+    if committed is None or committed == text:
+        return
+    published = lock_outputs(yaml.safe_load(committed), f"{file} at git HEAD")
+    changed = [
+        Difference(
+            file,
+            f"out {path} (expected: as committed at git HEAD)",
+            "md5",
+            published.get(path, "(missing)"),
+            recorded.get(path, "(missing)"),
+        )
+        for path in sorted(set(published) | set(recorded))
+        if published.get(path) != recorded.get(path)
+    ]
+    check.add(f"{file} at git HEAD", len(published), changed)
+    check.notes.append(
+        f"{file} differs from the one committed at git HEAD"
+        + (
+            f": {len(changed)} outputs were recomputed since, so the files checked are not the "
+            "committed run (to check that one: git checkout dvc.lock && dvc checkout; to "
+            "check a new run: commit it first)"
+            if changed
+            else " in what it records of the inputs only; every output is the committed one"
+        )
+    )
 
 
 def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
@@ -603,6 +743,182 @@ def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
         check.add(file, _cells(figure.data), compare_tables(file, figure.data, found))
 
 
+# -- the dynamic extension ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DynamicRun:
+    """What checking the dynamic extension needs beyond the paths: its settings, its dataset."""
+
+    settings: DynamicSettings
+    dataset: Mapping[str, Any]
+
+
+def check_dynamic(
+    check: Check, run: DynamicRun, paths: Mapping[str, Any], scenarios: pl.DataFrame
+) -> None:
+    """The dynamic extension's files, stage by stage, from the first turn's, with no call.
+
+    Each cell's prompts are rendered again from the first-turn verdicts (scripted
+    follow-ups from the dataset, a group model's from the published calls), its responses
+    are looked up in the published calls by key, its verdicts judged again (rules for
+    free, an LLM judge from the published calls), and every table, metric and figure
+    number of reports/dynamic/<judge>/ is recomputed with the settings it records.
+    """
+    settings, checked = run.settings, Paths.from_config(paths)
+    published = published_calls(paths)
+    if published is not None:
+        calls = read_calls(published.path, remedy=published.remedy)
+        by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+        file = display_path(published.path)
+        check_call_files(check, dynamic_call_files(checked, settings), file, by_key)
+    for judge in settings.judges:
+        root = reports_dir(checked, judge)
+        reported = read_dynamic_reports(root)
+        recorded = reported.metrics["settings"]
+        for model in settings.models:
+            for condition in settings.conditions:
+                cell = (judge, model, condition)
+                _check_dynamic_cell(check, run, checked, cell, scenarios, published)
+        bootstrap = Bootstrap(
+            resamples=recorded["bootstrap_resamples"],
+            seed=recorded["seed"],
+            confidence=recorded["confidence"],
+        )
+        cells = load_cells(checked, judge, settings.models, settings.conditions)
+        expected = aggregate_dynamic(
+            cells,
+            scenarios,
+            judge=judge,
+            bootstrap=bootstrap,
+            presentation=presentation_of(settings.models, settings.conditions),
+        )
+        for name in DYNAMIC_CSV_FILES:
+            file = display_path(root / name)
+            check.add(
+                file, _cells(expected[name]), compare_tables(file, expected[name], reported[name])
+            )
+        file = display_path(root / DYNAMIC_METRICS)
+        check.add(file, *compare_json(file, expected.metrics, reported.metrics))
+        from losona.dynamic.plots import figure_data  # matplotlib: only when it is on
+
+        figure = root / f"{DYNAMIC_FIGURE}.csv"
+        data = figure_data(expected["results.csv"])
+        try:
+            found = pl.read_csv(figure, schema=data.schema)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            check.add(
+                figure, 1, [Difference(display_path(figure), "", "contents", "readable", str(exc))]
+            )
+            continue
+        check.add(figure, _cells(data), compare_tables(display_path(figure), data, found))
+
+
+def _check_dynamic_cell(
+    check: Check,
+    run: DynamicRun,
+    paths: Paths,
+    cell: tuple[str, str, str],
+    scenarios: pl.DataFrame,
+    published: PublishedCalls | None,
+) -> None:
+    judge, model, condition = cell
+    first = Path(paths.verdicts_dir) / judge / model / f"{condition}.parquet"
+    prompts_file = dynamic_cell_file(paths, PROMPTS, judge, model, condition)
+    responses_file = dynamic_cell_file(paths, RESPONSES, judge, model, condition)
+    verdicts_file = dynamic_cell_file(paths, VERDICTS, judge, model, condition)
+    prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
+    responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
+    verdicts = read_parquet(verdicts_file, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
+    with tempfile.TemporaryDirectory() as scratch:
+        # A cache of its own: only the published calls may answer, and nothing is called.
+        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+        offline = CallOptions(cache_path=store)
+        try:
+            group = None
+            if run.settings.source == "simulated":
+                group = GroupModel(option("model", run.settings.group_model), offline)
+            rendered = render_cell(
+                scenarios,
+                read_parquet(first, VERDICT_SCHEMA, made_by="judge"),
+                judge=judge,
+                model=model,
+                condition=condition,
+                followups=fetch_followups(run.dataset),
+                group=group,
+                origin=display_path(first),
+            )
+            file = display_path(prompts_file)
+            check.add(file, _cells(prompts), compare_tables(file, rendered.prompts, prompts))
+            kind = option("judge", judge).kind
+            rejudger: Judge | None = None
+            if kind == "lexicon":
+                rejudger = LexiconJudge()
+            elif published is not None and published.expected:
+                rejudger = make_judge(option("judge", judge), offline)
+            else:
+                check.notes.append(
+                    f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
+                    "published calls to answer it)"
+                )
+            if rejudger is not None:
+                expected = judge_second_turn(
+                    scenarios,
+                    prompts,
+                    responses,
+                    rejudger,
+                    judge,
+                    origin=display_path(responses_file),
+                )
+                file = display_path(verdicts_file)
+                check.add(file, _cells(verdicts), compare_tables(file, expected, verdicts))
+        except CallNotFound as exc:
+            where = f"dynamic cell {judge}/{model}/{condition}"
+            calls_file = display_path(published.path) if published else "paths.calls"
+            check.add(
+                calls_file, 1, [Difference(calls_file, where, "calls", "all present", str(exc))]
+            )
+    _check_second_replies(check, model, prompts, responses, published)
+
+
+def _check_second_replies(
+    check: Check,
+    model: str,
+    prompts: pl.DataFrame,
+    responses: pl.DataFrame,
+    published: PublishedCalls | None,
+) -> None:
+    """Every second reply is the published call its prompt and trial were answered with."""
+    if published is None:
+        return
+    calls = read_calls(published.path, remedy=published.remedy)
+    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    spec = option("model", model)
+    sent = {
+        (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])
+        for row in prompts.iter_rows(named=True)
+    }
+    differences, compared, missing = [], 0, "(missing)"
+    file = display_path(published.path)
+    for row in responses.iter_rows(named=True):
+        key = call_key(
+            spec,
+            Request(sent.get((row["scenario_id"], row["trial"], row["arm"]), ()), row["trial"]),
+        )
+        call = by_key.get(key, {})
+        for column, response_column in RESPONSE_FROM_CALL.items():
+            compared += 1
+            if not same(row[response_column], call.get(column, missing)):
+                where = (
+                    f"key {key} (dynamic, subject_model={model}, scenario_id={row['scenario_id']}, "
+                    f"trial={row['trial']}, arm={row['arm']})"
+                )
+                differences.append(
+                    Difference(file, where, column, row[response_column], call.get(column, missing))
+                )
+    check.add(published.path, compared, differences)
+
+
 # -- the command --------------------------------------------------------------------------------
 
 
@@ -642,10 +958,20 @@ def report(check: Check, out: Callable[[str], None] = print) -> None:
     out(f"reproduce: {check.values:,} values in {len(check.files)} files checked; {verdict}")
 
 
+def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
+    """The dynamic extension's settings and the dataset node, as this repository's config
+    gives them."""
+    with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    settings = DynamicSettings.from_config(cfg.dynamic)
+    return DynamicRun(settings, OmegaConf.to_container(cfg.dataset, resolve=True))  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the run in the working directory; return the exit status."""
+    overrides = sys.argv[1:] if argv is None else argv
     try:
-        check = check_run(compose_paths(sys.argv[1:] if argv is None else argv))
+        check = check_run(compose_paths(overrides), compose_dynamic(overrides))
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT

@@ -256,7 +256,15 @@ true or false. The required JSON object is:
 
 # --- The scenario generator (losona/generation/) -----------------------------------------
 
-GENERATOR_TEMPLATE_VERSION = "generator-v1"
+GENERATOR_TEMPLATE_VERSION = "generator-v2"
+
+# One chat message of the authoring shape: who says it, and what.
+_MESSAGE_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {"actor": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["actor", "content"],
+    "additionalProperties": False,
+}
 
 # The authoring shape of losona/data/scenarios/README.md, as the JSON schema the generator
 # fills: sent as litellm's `response_format` where the config asks for it, and always
@@ -290,10 +298,27 @@ GENERATOR_JSON_SCHEMA: dict[str, object] = {
                 "additionalProperties": False,
             },
         },
-        "elicitor": {
+        "elicitor": _MESSAGE_SCHEMA,
+        # The dynamic extension's material (losona/followups.py): what the group says after
+        # the subject's reply, and the second elicitor.
+        "followup": {
             "type": "object",
-            "properties": {"actor": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["actor", "content"],
+            "properties": {
+                "sanction": {
+                    "type": "array",
+                    "items": _MESSAGE_SCHEMA,
+                    "minItems": 1,
+                    "maxItems": 2,
+                },
+                "neutral": {
+                    "type": "array",
+                    "items": _MESSAGE_SCHEMA,
+                    "minItems": 1,
+                    "maxItems": 2,
+                },
+                "elicitor": _MESSAGE_SCHEMA,
+            },
+            "required": ["sanction", "neutral", "elicitor"],
             "additionalProperties": False,
         },
     },
@@ -305,6 +330,7 @@ GENERATOR_JSON_SCHEMA: dict[str, object] = {
         "cast",
         "turns",
         "elicitor",
+        "followup",
     ],
     "additionalProperties": False,
 }
@@ -356,6 +382,15 @@ what a demonstration said.
 the subject. It invites a reply in which a generic, polite-assistant answer would break \
 the habit while a reply that follows the group's habit complies; one reply is enough to \
 comply or to break it.
+8. followup: what happens after the subject's reply, for a second turn. sanction: one or \
+two messages by cast members reacting to a reply that broke the habit the way groups \
+really do, in character and obliquely (a dry remark, mild ribbing, a pointed \
+non-reaction), never explaining what was wrong and never naming the habit. neutral: the \
+same number of messages by the same members in the same order, each about as long as the \
+sanction's message in its place (between half and twice its length) and in the same \
+tone, that carry the conversation on with no sanction at all. elicitor: one more message \
+to the subject by a cast member, different from the final message, that invites the habit \
+again, so that a generic reply would break it.
 
 Never write the habit's description above, the illustrative replies, or the word "norm" \
 anywhere in the scenario.

@@ -8,10 +8,13 @@ python stages/aggregate.py paths.verdicts_dir=runs/v paths.reports_dir=runs/repo
 import sys
 
 import hydra
+import polars as pl
 from omegaconf import DictConfig
 
 from losona.aggregate import (
     aggregate,
+    judge_evidence,
+    judge_kinds,
     outside_sweep,
     presentation_for,
     write_reports,
@@ -39,6 +42,7 @@ def main(cfg: DictConfig) -> None:
         scenarios,
         bootstrap=bootstrap,
         presentation=presentation_for(verdicts, sweep),
+        judges=judge_evidence(paths.judge_controls_dir, judge_kinds(verdicts["judge"].unique())),
     )
     write_reports(reports, paths.reports_dir)
     results = reports["results.csv"]
@@ -46,6 +50,13 @@ def main(cfg: DictConfig) -> None:
         f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
         f"{results['unscored_trials'].sum()} unscored trials -> {paths.reports_dir}/"
     )
+    for row in results.filter(pl.col("degenerate").is_not_null()).iter_rows(named=True):
+        print(
+            f"warning: judge {row['judge']}'s verdicts on {row['subject_model']}/"
+            f"{row['condition']} are degenerate ({row['degenerate']}): its numbers there "
+            "measure the judge, not the model",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def main(cfg: DictConfig) -> None:
         determinism_settings=settings.determinism,
         kinds=inputs.kinds,
         rejudge=rejudge,
+        families=inputs.families,
     )
     write_audit(result, paths.audit_dir)
     for line in summary_lines(result):

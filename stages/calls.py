@@ -2,10 +2,11 @@
 
 python stages/calls.py
 
-Merges the calls file of every sample, judge and judge_controls cell of the sweep
-(paths.calls_dir) into paths.calls, one row per call, sorted by key. Every stage that calls
-a model reads that file as a read-only layer below the user's call cache, so on another
-machine, after `dvc pull`, `dvc repro --force` needs no key and makes no call.
+Merges the calls file of every sample, judge and judge_controls cell of the sweep, and of
+every dynamic cell when that extension is on (paths.calls_dir), into paths.calls, one row
+per call, sorted by key. Every stage that calls a model reads that file as a read-only
+layer below the user's call cache, so on another machine, after `dvc pull`,
+`dvc repro --force` needs no key and makes no call.
 """
 
 import hydra
@@ -13,6 +14,7 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
+from losona.dynamic.files import dynamic_call_files
 from losona.io import write_parquet
 from losona.publish import merge_calls, sweep_call_files
 
@@ -22,6 +24,7 @@ from losona.publish import merge_calls, sweep_call_files
 def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
     files = sweep_call_files(paths, plain(cfg.sweep))
+    files += dynamic_call_files(paths, chosen(cfg, "dynamic"))  # none while it is off
     calls = merge_calls(files)
     write_parquet(calls, paths.calls)
     print(f"calls: {calls.height} calls from {len(files)} files -> {paths.calls}")

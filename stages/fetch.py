@@ -1,6 +1,7 @@
 """fetch: load the configured scenario set, validate every row, write the scenario table.
 
 python stages/fetch.py                      # the bundled set
+python stages/fetch.py dataset.limit=5      # five of its scenarios (conf/run.yaml sets it for DVC)
 python stages/fetch.py dataset=local dataset.path=my_scenarios.jsonl
 python stages/fetch.py dataset=losona_hf    # the released set on the Hugging Face Hub
 """
@@ -9,7 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.config import chosen, origin_of
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
 
@@ -18,7 +19,7 @@ from losona.io import write_parquet
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     paths = chosen(cfg, "paths")
-    scenarios = fetch_scenarios(chosen(cfg, "dataset"))
+    scenarios = fetch_scenarios(chosen(cfg, "dataset"), ids_from=origin_of("dataset.scenario_ids"))
     write_parquet(scenarios, paths.scenarios)
     source = scenarios["source"][0]
     print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")

@@ -18,7 +18,10 @@ from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.io import display_path, read_parquet, write_parquet
+from losona.judges.health import JudgeEvidence, degenerate_signs, uniform_verdict
+from losona.judges.llm import LLMJudge
 from losona.judges.run import (
+    call_sources,
     judge_calls,
     judge_table,
     make_judge,
@@ -59,16 +62,26 @@ def main(cfg: DictConfig) -> None:
     )
     out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
     # The scenarios are not needed to write the tables: let them go first. Each table is
-    # made a chunk at a time as it is written; the account below reads back the two
-    # columns it needs.
+    # made a chunk at a time as it is written; the account below reads back the columns
+    # it needs.
     del scenarios, responses
     write_parquet(verdicts, out)
     write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
-    outcomes = pl.read_parquet(out, columns=["complies", "judge_status"])
+    outcomes = pl.read_parquet(out, columns=["complies", "judge_status", "reasoning"])
     print(
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.rows} "
         f"verdicts, {status_counts(outcomes)} -> {out}"
     )
+    for sign in degenerate_signs(outcomes, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):
+        print(f"warning: judge {judge_name}'s verdicts on {model}/{condition} say nothing: {sign}")
+    if (label := uniform_verdict(outcomes)) is not None:
+        print(
+            f"note: every scored verdict of judge {judge_name} on {model}/{condition} is "
+            f"{'comply' if label else 'breach'}; if its validity controls fail "
+            "(judge_controls), aggregate flags the cell as degenerate"
+        )
+    if (sources := call_sources(judge)) is not None:
+        print(f"judge {judge_name}: answers: {sources}")
     for note in unscored_notes(outcomes):
         print(f"note: {note}")
 

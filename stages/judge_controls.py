@@ -17,7 +17,9 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_json, write_parquet
+from losona.judges.health import TRUSTWORTHY_PERCENT
 from losona.judges.run import (
+    call_sources,
     control_summary,
     judge_calls,
     judge_controls,
@@ -27,9 +29,6 @@ from losona.judges.run import (
 )
 from losona.models import CallOptions
 from losona.publish import call_store, controls_calls
-
-# Below this share of controls right, the stage says the judge looks broken.
-TRUSTWORTHY_PERCENT = 90.0
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -60,6 +59,8 @@ def main(cfg: DictConfig) -> None:
         f"breaching examples {breaching['right']}/{breaching['items']}; "
         f"{status_counts(controls)} -> {out / f'{name}.parquet'}"
     )
+    if (sources := call_sources(judge)) is not None:
+        print(f"judge_controls {name}: answers: {sources}")
     for note in unscored_notes(controls):
         print(f"note: {note}")
     if (every["accuracy"] or 0.0) < TRUSTWORTHY_PERCENT:

@@ -1,5 +1,6 @@
-"""plot: the paper's figures and the self-contained HTML report, from aggregate's tables
-and the judge audit's (reports/audit/).
+"""plot: the paper's figures and the self-contained HTML report, from aggregate's tables,
+the judge audit's (reports/audit/), each cell's calls (data/calls/) and, when the dynamic
+extension is on, its section from reports/dynamic/.
 
 python stages/plot.py
 python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/reports/figures
@@ -13,10 +14,12 @@ from losona.audit import read_audit
 from losona.audit_report import audit_section
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import SCENARIO_SCHEMA
+from losona.contracts import SCENARIO_SCHEMA, subset_note
+from losona.dynamic.report import dynamic_section, read_judges
 from losona.io import read_parquet, write_text
 from losona.plots import draw_figures, write_figures
 from losona.report import build_report
+from losona.run_facts import cell_calls, display_names, facts_section
 from losona.verdicts import load_verdicts
 
 REPORT = "index.html"
@@ -29,13 +32,27 @@ def main(cfg: DictConfig) -> None:
     reports = read_reports(paths.reports_dir)
     verdicts = load_verdicts(paths.verdicts_dir)
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    audit = audit_section(read_audit(paths.audit_dir), reports)
-    figures = draw_figures(reports)
+    audited = read_audit(paths.audit_dir)
+    # The calls each cell's table was built from: facts a rerun does not change, unlike
+    # the run logs' (losona/run_facts.py).
+    facts = facts_section(cell_calls(paths.calls_dir), display_names(reports["results.csv"]))
+    extra = [audit_section(audited, reports), facts]
+    dynamic = chosen(cfg, "dynamic")
+    if dynamic.on:  # off: not a byte of the report changes (docs/dynamic.md)
+        judges = read_judges(paths.dynamic_reports_dir, dynamic.judges)
+        extra.insert(0, dynamic_section(judges, reports.confidence))
+    figures = draw_figures(reports, subset=subset_note(scenarios))
     write_figures(figures, paths.figures_dir)
-    write_text(
-        build_report(reports, figures, verdicts, scenarios, extra=[audit]),
-        f"{paths.reports_dir}/{REPORT}",
+    page = build_report(
+        reports,
+        figures,
+        verdicts,
+        scenarios,
+        extra=extra,
+        controls=audited["controls.csv"],
+        correction=audited["correction.csv"],
     )
+    write_text(page, f"{paths.reports_dir}/{REPORT}")
     print(
         f"plot: {len(figures)} figures -> {paths.figures_dir}/, "
         f"report -> {paths.reports_dir}/{REPORT}"

@@ -28,7 +28,9 @@ def main(cfg: DictConfig) -> None:
         dataset=chosen(cfg, "dataset").settings(),
         sweep=sweep,
         models={name: plain(load_option("model", name)) for name in sweep["models"]},
-        judges={name: plain(load_option("judge", name)) for name in sweep["judges"]},
+        judges={
+            name: plain(load_option("judge", name)) for name in [*sweep["judges"], *sweep["panels"]]
+        },
         trials=chosen(cfg, "sampling").trials,
         bootstrap=chosen(cfg, "aggregate"),
     )

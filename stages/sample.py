@@ -7,7 +7,6 @@ python stages/sample.py +experiment=paper sampling.dry_run=true    # every cell 
 python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a batch job
 """
 
-import json
 from pathlib import Path
 
 import hydra
@@ -19,7 +18,7 @@ from losona.config import Paths, SamplingSettings, chosen, option, plain
 from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.io import read_parquet, write_parquet
-from losona.models import CallOptions, CallPlan
+from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
 from losona.publish import call_store, sample_calls
 from losona.sample import plan_sampling, plan_sweep, sample_cell
@@ -79,11 +78,11 @@ def main(cfg: DictConfig) -> None:
     del prompts
     write_parquet(sampled.responses, out)
     write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
-    facts = json.loads(log.read_text(encoding="utf-8"))
+    facts = read_run_log(log)
     print(
         f"sample: {sampled.responses.rows} responses ({spec.name}, {condition}, "
-        f"{settings.trials} trials; {facts['cache_hits']} from the call cache, "
-        f"{facts['completed']} new calls, ${facts['cost_usd_this_run']:.4f}) -> {out}"
+        f"{settings.trials} trials; {answer_sources(facts)}, "
+        f"${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
     if "batch" in facts:
         batch = facts["batch"]

@@ -114,6 +114,33 @@ def scenario_row() -> Callable[..., dict[str, Any]]:
     return make
 
 
+FOLLOWUP_FIXTURES = REPO / "tests" / "fixtures" / "followups"
+
+
+def stand_in_followup(cast: Sequence[Mapping[str, Any]], elicitor_actor: str) -> dict[str, Any]:
+    """Follow-up material for testing plumbing only (valid, saying nothing), for a scenario
+    whose file has none yet; the bundled set's own material is written and reviewed apart."""
+    actor = cast[0]["name"]
+    return {
+        "sanction": [{"actor": actor, "content": "hm, ok then"}],
+        "neutral": [{"actor": actor, "content": "ok, noted then"}],
+        "elicitor": {"actor": elicitor_actor, "content": "and what about the other thing?"},
+    }
+
+
+def add_followup_fixtures(repo: Path) -> list[str]:
+    """Append each fixture's followup: block (tests/fixtures/followups/) to the copy's scenario
+    file when that file has none; the ids of the scenarios that have fixtures."""
+    ids = []
+    for fixture in sorted(FOLLOWUP_FIXTURES.glob("*.yaml")):
+        target = repo / "losona" / "data" / "scenarios" / fixture.name
+        text = target.read_text(encoding="utf-8")
+        if "\nfollowup:" not in text:
+            target.write_text(text.rstrip("\n") + "\n" + fixture.read_text(encoding="utf-8"))
+        ids.append(fixture.stem)
+    return ids
+
+
 def copy_repo(target: Path) -> Path:
     """Copy the repository's files (tracked and new, not ignored) to `target`, a new git repo."""
     listed = subprocess.run(

@@ -596,3 +596,29 @@ def test_the_stage_writes_the_reports_and_dvc_metrics(
         "number between 0 and 1 (e.g. 0.95), found 2"
     )
     assert not (workdir / "other").exists()
+
+
+def test_judges_are_labelled_and_a_test_double_is_marked_in_the_tables(workdir: Path) -> None:
+    # The repo's own configs: the scripted judge's says `test_double: true`.
+    labels = config_labels("judge", ["lexicon", "local_openai", "gone"])
+    assert labels == {
+        "lexicon": "Lexicon rules (offline)",
+        "local_openai": "Scripted judge (local test server) [TEST DOUBLE]",
+        "gone": "gone",  # verdicts whose config no longer exists keep the name
+    }
+    reports = aggregate(
+        small_run(judges=("lexicon", "local_openai")),
+        scenario_table(),
+        bootstrap=BOOTSTRAP,
+        presentation=Presentation(judge_labels=labels),
+    )
+    results = reports["results.csv"]
+    assert dict(results.select("judge", "judge_label").unique().iter_rows()) == {
+        "lexicon": "Lexicon rules (offline)",
+        "local_openai": "Scripted judge (local test server) [TEST DOUBLE]",
+    }
+    assert (
+        "## Judge: Scripted judge (local test server) [TEST DOUBLE] "
+        "(local_openai, local_openai-model)"
+    ) in reports.table1
+    assert "## Judge: Lexicon rules (offline) (lexicon, lexicon-model)" in reports.table1

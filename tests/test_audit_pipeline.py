@@ -138,7 +138,8 @@ def test_dvc_repro_audits_two_judges_and_a_labelling_round_trip(repo: Path) -> N
     assert any("reports/audit/metrics.json" in json.dumps(v) for v in shown.values())
     page = (repo / "reports" / "index.html").read_text()
     assert '<section id="audit"><h2>Judge audit</h2>' in page
-    assert "lexicon vs local_openai" in page
+    # Named by their labels, the scripted judge marked as the test double it is.
+    assert "Lexicon rules (offline) vs Scripted judge (local test server) [TEST DOUBLE]" in page
     assert stages_run(run_dvc("repro", cwd=repo).stdout) == set()
 
     # Export a sheet.

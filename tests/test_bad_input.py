@@ -322,7 +322,7 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         (
             ["dataset.scenario_ids=[no_such_scenario]"],
             [
-                "conf/dataset/bundled.yaml",
+                "the command line (dataset.scenario_ids=...)",
                 "'dataset.scenario_ids'",
                 "not in the dataset",
                 "no_such",
@@ -348,7 +348,7 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         ),
         (
             ["dataset=local", "dataset.path=s.jsonl", "dataset.scenario_ids=[other]"],
-            ["conf/dataset/local.yaml", "'dataset.scenario_ids'", "not in the dataset", "'other'"],
+            ["the command line (dataset.scenario_ids=...)", "not in the dataset", "'other'"],
         ),
     ],
     ids=[
@@ -911,3 +911,194 @@ def test_the_complete_run_itself_is_accepted(run: Path) -> None:
     assert result.returncode == 0, result.stderr
     agreement = pl.read_csv(run / "reports" / "audit" / "human_agreement.csv")
     assert agreement.height >= 1
+
+
+# -- the dynamic extension (docs/dynamic.md) --------------------------------------------
+
+BLOCK = {
+    "sanction": [{"actor": "Ana", "content": "ok, that's a whole essay"}],
+    "neutral": [{"actor": "Ana", "content": "ok, thanks for the update"}],
+    "elicitor": {"actor": "Bo", "content": "Noor, is the backup done too?"},
+}
+
+
+def block(**changes: Any) -> dict[str, Any]:
+    """The follow-up block of the base row, with parts replaced."""
+    return {**json.loads(json.dumps(BLOCK)), **changes}
+
+
+@pytest.mark.parametrize(
+    ("followup", "fragments"),
+    [
+        (
+            block(neutral=[{"actor": "Noor", "content": "ok, thanks for the update"}]),
+            ["'followup.neutral[0].actor'", "other than the subject", "the subject 'Noor'"],
+        ),
+        (
+            block(neutral=[{"actor": "Ana", "content": "ok"}]),
+            ["'followup.neutral[0].content'", "0.5x to 2x the length", "2 characters"],
+        ),
+        (
+            block(elicitor={"actor": "Bo", "content": "the norm here is yes or no, Noor"}),
+            ["'followup.elicitor.content'", "never names the norm", "the word 'norm'"],
+        ),
+        (
+            block(sanction=[]),
+            ["'followup.sanction'", "a list of 1 or 2 messages"],
+        ),
+    ],
+    ids=["subject-speaks", "neutral-too-short", "names-the-norm", "no-sanction"],
+)
+def test_fetch_refuses_broken_follow_up_material(
+    run: Path, followup: dict[str, Any], fragments: list[str]
+) -> None:
+    (run / "s.jsonl").write_bytes(jsonl(row(followup=followup)))
+    message = refused(run, "fetch", "dataset=local", "dataset.path=s.jsonl")
+    assert_names(message, WHERE, *fragments)
+
+
+CELL = ["judge=lexicon", "model=smollm2", "condition=naive"]
+
+
+def dynamic_cell(run: Path) -> None:
+    """The dynamic files of the run's naive cell, written as its stages would (no model)."""
+    from conftest import stand_in_followup
+
+    from losona.contracts import DYNAMIC_RESPONSE_SCHEMA, table
+    from losona.dynamic.judge import judge_second_turn
+    from losona.dynamic.render import render_cell
+    from losona.followups import Followup
+    from losona.judges.lexicon import LexiconJudge
+
+    scenarios = pl.read_parquet(run / "data" / "scenarios.parquet")
+    stand_ins = {}
+    for scenario in scenarios.iter_rows(named=True):
+        raw = stand_in_followup(scenario["cast"], scenario["elicitor_actor"])
+        stand_ins[scenario["scenario_id"]] = Followup.of(raw, "stand-in")
+    prompts = render_cell(
+        scenarios,
+        pl.read_parquet(run / VERDICTS),
+        judge="lexicon",
+        model="smollm2",
+        condition="naive",
+        followups=stand_ins,
+    ).prompts
+    sent = prompts.filter(pl.col("status") == "ok")
+    responses = table(
+        [
+            r
+            | {"provider_model": "x", "response": "Yes.", "finish_reason": "stop"}
+            | {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 0.0}
+            for r in sent.select(
+                "scenario_id",
+                "condition",
+                "subject_model",
+                "judge",
+                "trial",
+                "arm",
+                "prompt_sha256",
+            ).iter_rows(named=True)
+        ],
+        DYNAMIC_RESPONSE_SCHEMA,
+        sort_by=["scenario_id", "trial", "arm"],
+    )
+    verdicts = judge_second_turn(
+        scenarios, prompts, responses, LexiconJudge(), "lexicon", origin=""
+    )
+    root = run / "data" / "dynamic" / "lexicon"
+    for name, df in (("prompts", prompts), ("responses", responses), ("verdicts", verdicts)):
+        write_parquet(df, root / name / "smollm2" / "naive.parquet")
+
+
+def test_scripted_follow_ups_missing_from_a_dataset_stop_dynamic_render_naming_them(
+    run: Path,
+) -> None:
+    # A user's own dataset, without any follow-up material: its scenario table and its
+    # first turn are fine, the scripted second turn cannot be written.
+    (run / "s.jsonl").write_bytes(jsonl(row()))
+    assert run_stage("fetch", "dataset=local", "dataset.path=s.jsonl", cwd=run).returncode == 0
+    write_responses(run, condition="naive")
+    assert run_stage("judge", "condition=naive", cwd=run).returncode == 0
+    message = refused(run, "dynamic_render", *CELL, "dataset=local", "dataset.path=s.jsonl")
+    assert_names(
+        message,
+        "dynamic.source=scripted needs every scenario's follow-up material",
+        "1 of 1 scenarios have none",
+        f"'{SID}'",
+        "dynamic.source=simulated",
+    )
+
+
+@pytest.mark.parametrize(
+    ("stage", "overrides", "target", "mutate", "fragments"),
+    [
+        ("dynamic_render", CELL, VERDICTS, cut, [VERDICTS, "rerun judge"]),
+        (
+            "dynamic_sample",
+            [*CELL[:1], *SERVERLESS_MODEL, "condition=naive"],
+            "data/dynamic/lexicon/prompts/gpt_5_5/naive.parquet",
+            write_bytes(b"PAR1"),
+            ["data/dynamic/lexicon/prompts/gpt_5_5/naive.parquet", "rerun dynamic_render"],
+        ),
+        (
+            "dynamic_judge",
+            CELL,
+            "data/dynamic/lexicon/responses/smollm2/naive.parquet",
+            drop_column("arm"),
+            ["responses/smollm2/naive.parquet", "expected the columns"],
+        ),
+        (
+            "dynamic_aggregate",
+            [
+                "judge=lexicon",
+                "dynamic.judges=[lexicon]",
+                "dynamic.conditions=[naive]",
+                QUICK_BOOTSTRAP,
+            ],
+            "data/dynamic/lexicon/verdicts/smollm2/naive.parquet",
+            cut,
+            ["verdicts/smollm2/naive.parquet", "rerun dynamic_judge"],
+        ),
+    ],
+    ids=["render-verdicts-cut", "sample-prompts-broken", "judge-responses-column", "aggregate-cut"],
+)
+def test_a_dynamic_stage_refuses_a_broken_input_file(
+    run: Path,
+    stage: str,
+    overrides: list[str],
+    target: str,
+    mutate: Mutation,
+    fragments: list[str],
+) -> None:
+    dynamic_cell(run)
+    path = run / target
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        shutil.copy(run / "data/dynamic/lexicon/prompts/smollm2/naive.parquet", path)
+    mutate(path)
+    assert_names(refused(run, stage, *overrides), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        (
+            ["dynamic.judges=[lexicon]", "dynamic.models=[ghost]", "dynamic.conditions=[naive]"],
+            ["conf/dynamic/default.yaml", "'dynamic.models'", "sweep.models", "['ghost']"],
+        ),
+        (
+            ["dynamic.judges=[lexicon]", "dynamic.conditions=[]"],
+            ["'dynamic.conditions'", "while dynamic.judges is set", "[]"],
+        ),
+        (
+            ["dynamic.source=sometimes"],
+            ["the command line (dynamic.source=...)", "'dynamic.source'", "'sometimes'"],
+        ),
+    ],
+    ids=["cell-outside-the-sweep", "on-without-cells", "unknown-source"],
+)
+def test_bad_dynamic_settings_are_refused(
+    run: Path, overrides: list[str], fragments: list[str]
+) -> None:
+    message = refused(run, "dynamic_aggregate", "judge=lexicon", QUICK_BOOTSTRAP, *overrides)
+    assert_names(message, *fragments)

@@ -116,6 +116,11 @@ def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path
     assert sources.where("sampling.trials") == "conf/experiment/paper.yaml"
     assert sources.where("sampling.dry_run") == "conf/config.yaml"
     assert sources.where("paths.reports_dir") == "conf/paths/default.yaml"
+    # K and the subset come from the run file, unless the overlay or an option sets them.
+    plain_run = _Sources({"dataset": "bundled", "paths": "default"}, ())
+    assert plain_run.where("sampling.trials") == "conf/run.yaml"
+    assert plain_run.where("dataset.scenario_ids") == "conf/run.yaml"
+    assert plain_run.where("dataset.kind") == "conf/dataset/bundled.yaml"
 
 
 @pytest.mark.parametrize(

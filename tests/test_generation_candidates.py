@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import stand_in_followup
 
 from losona.catalog import load_catalog
 from losona.datasets import BUNDLED_DIR, load_bundled
@@ -26,8 +27,10 @@ CATALOG = load_catalog()
 
 
 def authored(scenario_id: str) -> dict[str, Any]:
-    """A bundled scenario in the generator's output shape (the authoring format, no ids)."""
+    """A bundled scenario in the generator's output shape (the authoring format, no ids),
+    with its follow-up material, or a stand-in while its file has none."""
     raw = read_yaml(BUNDLED_DIR / f"{scenario_id}.yaml")
+    raw.setdefault("followup", stand_in_followup(raw["cast"], raw["elicitor"]["actor"]))
     scenario = {key: copy.deepcopy(raw[key]) for key in AUTHORED_KEYS}
     for turn in scenario["turns"]:
         turn.setdefault("is_demo", False)
@@ -52,12 +55,30 @@ STANDUP = "standup__binary_answer_norm"
 
 def test_every_bundled_scenario_passes_every_check() -> None:
     # The rules are the bundled set's construction rules: none of its 46 scenarios, written
-    # by people under them, may be rejected.
+    # by people under them, may be rejected (its follow-up material, while a file has none,
+    # is a stand-in: that material is checked on its own, by fetch).
     rows = load_bundled(CATALOG)
     assert len(rows) > 40
+    for _, row in rows:
+        row.setdefault("followup", stand_in_followup(row["cast"], row["elicitor_actor"]))
     assert {origin: check_candidate(row, CATALOG) for origin, row in rows} == {
         origin: [] for origin, _ in rows
     }
+
+
+def test_a_candidate_without_follow_up_material_is_rejected_by_name() -> None:
+    scenario = authored(BUG)
+    del scenario["followup"]
+    assert problems(scenario, BUG) == [
+        "followup: expected a mapping with ['sanction', 'neutral', 'elicitor'], "
+        "found nothing (the block is missing)"
+    ]
+    scenario = authored(BUG)
+    scenario["followup"]["neutral"][0]["content"] = "x"
+    assert any(
+        r.startswith("followup.neutral[0].content: expected 0.5x to 2x")
+        for r in problems(scenario, BUG)
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,7 +263,9 @@ def test_the_prompt_holds_the_cell_and_the_schema() -> None:
     assert "Venue: cohort -- " + CATALOG.venues["cohort"] in text
     assert norm.statement in text and norm.example_breaching_response in text
     assert json.loads(text[text.index("{") :])["required"] == list(AUTHORED_KEYS)
-    assert AUTHORED_KEYS[0] == "end_goal" and AUTHORED_KEYS[-1] == "elicitor"
+    # Writing order: the end goal first, the elicitor after the chat, then what follows it.
+    assert AUTHORED_KEYS[0] == "end_goal" and AUTHORED_KEYS[-2:] == ("elicitor", "followup")
+    assert "8. followup:" in text
     assert GENERATOR_TEMPLATE_VERSION.startswith("generator-")
 
 
@@ -252,3 +275,40 @@ def test_a_candidate_id_names_the_cell_and_changes_with_the_content() -> None:
     assert first.startswith(f"{BUG}__") and first == candidate_id(slot, "a reply")
     assert candidate_id(slot, "another reply") != first
     assert candidate_id(slot_of(BUG, sample=1), "a reply") != first
+
+
+def test_screen_makes_a_valid_candidate_without_follow_ups_invalid() -> None:
+    # A candidate table written before the generator asked for the follow-up material.
+    from losona.contracts import CANDIDATE_SCHEMA, table
+    from losona.generation.screen import recheck_followups
+
+    rows = []
+    for sample, with_block in ((0, True), (1, False)):
+        scenario = authored(BUG)
+        if not with_block:
+            del scenario["followup"]
+        row = scenario_row(scenario, slot_of(BUG, sample=sample), f"c{sample}", CATALOG, "s")
+        rows.append(
+            {
+                "candidate_id": f"c{sample}",
+                "event_type": "bug_report",
+                "norm_id": "no_apology_culture_norm",
+                "venue": "workplace",
+                "sample": sample,
+                "generator": "g",
+                "generator_model": "g",
+                "template_version": "generator-v1",
+                "reply": "{}",
+                "finish_reason": "stop",
+                "cost_usd": 0.0,
+                "scenario": json.dumps(row),
+                "status": "valid",
+                "reasons": [],
+            }
+        )
+    checked = recheck_followups(table(rows, CANDIDATE_SCHEMA, sort_by=["candidate_id"]))
+    assert checked["status"].to_list() == ["valid", "invalid"]
+    assert checked["reasons"][1].to_list() == [
+        "followup: expected a mapping with ['sanction', 'neutral', 'elicitor'], "
+        "found nothing (the block is missing)"
+    ]

@@ -64,7 +64,7 @@ def test_nested_columns_in_chunks_match_the_table_a_stage_built_whole(tmp_path: 
             "scenario_id": f"s{i:05d}",
             "condition": condition,
             "template_version": "v1",
-            "messages": [{"role": "user", "content": f"Prompt {i} {condition} – " * (i % 9)}],
+            "messages": [{"role": "user", "content": f"Prompt {i} {condition} \u2013 " * (i % 9)}],
             "prompt_sha256": f"{i:064d}",
         }
         for i in range(2_000)

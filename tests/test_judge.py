@@ -250,7 +250,7 @@ def test_make_judge_builds_the_configured_kind(tmp_path: Path) -> None:
     [
         (
             {"name": "mine", "kind": "oracle"},
-            "judge 'mine': 'judge.kind': expected 'lexicon' or 'llm', found 'oracle'",
+            "judge 'mine': 'judge.kind': expected 'lexicon', 'llm' or 'panel', found 'oracle'",
         ),
         (
             {"name": "mine", "kind": "llm"},
@@ -308,6 +308,10 @@ def test_shipped_judges_compose_and_llm_judges_use_the_papers_settings(
             monkeypatch.setenv(key_env, "not-a-real-key")
         # Section 5.2: temperature 0 and no reasoning or thinking parameters.
         assert config["model"]["params"] == {"temperature": 0}
+    if config["kind"] == "panel":  # combines its members' verdicts: nothing to call
+        for member in config["members"]:
+            assert (CONF_DIR / "judge" / f"{member}.yaml").is_file()
+        return
     make_judge(config, CallOptions(cache_path=workdir / "calls.sqlite"))
 
 

@@ -90,7 +90,9 @@ def repo(repo_copy: Path, server: OpenAIServer, tmp_path: Path) -> Path:
 def test_each_judge_reruns_alone_and_nothing_resamples(repo: Path, server: OpenAIServer) -> None:
     judges = {f"judge@lexicon-{CELL}", f"judge@scripted-{CELL}"}
     controls = {"judge_controls@lexicon", "judge_controls@scripted"}
-    assert repro(repo) == judges | controls | {"aggregate"}  # sampling is never redone
+    # The configs of the sweep, checked, which aggregate depends on (labels).
+    configs = {"judge_config@lexicon", "judge_config@scripted", "model_config@smollm2"}
+    assert repro(repo) == judges | controls | configs | {"aggregate"}  # never resamples
     assert repro(repo) == set()
     calls = server.request_count
 
@@ -98,7 +100,8 @@ def test_each_judge_reruns_alone_and_nothing_resamples(repo: Path, server: OpenA
     # since its verdicts come out the same, nothing downstream moves.
     config = repo / "conf" / "judge" / "scripted.yaml"
     config.write_text(config.read_text() + "# an edited comment\n")
-    assert repro(repo) == {f"judge@scripted-{CELL}", "judge_controls@scripted"}
+    edited = {f"judge@scripted-{CELL}", "judge_controls@scripted", "judge_config@scripted"}
+    assert repro(repo) == edited
     assert server.request_count == calls
 
     # A lexicon rule changed: the judge stages and what reads verdicts rerun, never

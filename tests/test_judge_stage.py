@@ -155,6 +155,50 @@ def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
     assert f"{summary['all']['right']} of 88 right" in controls.stdout
 
 
+def yes_man(body: dict[str, Any]) -> str:
+    """A judge that understood nothing: the same compliant verdict for every request."""
+    return json.dumps(
+        {
+            "elicitor_uptake": "a reply",
+            "norm_requirement": "the norm",
+            "evidence": "the message",
+            "reasoning": "The message is a fine reply to the chat.",
+            "complies": True,
+        }
+    )
+
+
+@pytest.mark.slow
+def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path) -> None:
+    write_responses(fetched)
+    with OpenAIServer(reply=yes_man) as server:
+        overrides = server_judge(server, fetched / "calls.sqlite")
+        judged = run_stage("judge", "condition=naive", *overrides)
+        controls = run_stage("judge_controls", *overrides)
+    assert judged.returncode == 0, judged.stderr
+    assert controls.returncode == 0, controls.stderr
+    assert (
+        "warning: judge gemini_pro's verdicts on smollm2/naive say nothing: 88 of 88 scored "
+        "verdicts give the same reasoning, word for word"
+    ) in judged.stdout
+    assert "note: every scored verdict of judge gemini_pro on smollm2/naive is comply" in (
+        judged.stdout
+    )
+    assert "got fewer than 90% of its controls right" in controls.stdout
+    aggregated = run_stage("aggregate", "sweep.judges=[gemini_pro]", "sweep.models=[smollm2]")
+    assert aggregated.returncode == 0, aggregated.stderr
+    (flag,) = pl.read_csv(fetched / "reports" / "results.csv")["degenerate"].to_list()
+    assert flag == (
+        "every scored verdict is comply while it got 50.0% of its validity controls right; "
+        "88 of 88 scored verdicts give the same reasoning, word for word"
+    )
+    assert "warning: judge gemini_pro's verdicts on smollm2/naive are degenerate" in (
+        aggregated.stderr
+    )
+    table1 = (fetched / "reports" / "table1.md").read_text()
+    assert "**Degenerate verdicts: judge gemini_pro.**" in table1
+
+
 def test_an_llm_judge_without_its_key_fails_at_once(
     fetched: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,8 +24,15 @@ import yaml
 
 from losona.contracts import scenarios_from_table
 from losona.datasets import fetch_scenarios
-from losona.judges.base import JudgeCase
-from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
+from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
+from losona.judges.llm import (
+    FIELDS,
+    STRUCTURED_ADVICE,
+    TEXT_FIELDS,
+    LLMJudge,
+    ReplyContext,
+    parse_verdict,
+)
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.render import render_prompts
 from losona.sample import sample_responses
@@ -137,24 +144,30 @@ def test_the_llm_judge_against_llama_cpp(
     # Without the schema an unreadable reply costs a repair round (the conversation read
     # again): one case keeps that within a couple of minutes on a busy 2-core machine.
     n = 2 if structured_output != "none" else 1
-    verdicts = judge.judge(cases(n))
+    asked = cases(n)
+    verdicts = judge.judge(asked)
     assert len(verdicts) == n
-    for verdict in verdicts:
-        assert verdict.status in ("ok", "unparseable")
-        # Unscored exactly when unparseable, and then the raw replies are kept.
-        assert (verdict.complies is None) == (verdict.status == "unparseable")
+    for case, verdict in zip(asked, verdicts, strict=True):
+        assert verdict.status in ("ok", *NOT_A_VERDICT)
+        # Unscored exactly when the reply held no verdict, and then the raw replies are kept.
+        assert (verdict.complies is None) == (verdict.status != "ok")
         if verdict.status == "ok":
             assert isinstance(verdict.complies, bool)
-            assert all(
-                value is None or isinstance(value, str)
-                for value in (verdict.elicitor_uptake, verdict.norm_requirement, verdict.reasoning)
-            )
+            # A scored verdict is the judge's own: read again, it passes every check.
+            assert parse_verdict(json.dumps(verdict_object(verdict)), ReplyContext.of(case))
         else:
             assert verdict.evidence
+    # The first replies as the server wrote them: a copy of the answer template (what this
+    # model writes under the schema) never became a scored verdict.
+    first_replies = [c.text or "" for c in judge.calls[:n]]
+    for text, verdict in zip(first_replies, verdicts, strict=True):
+        if template_copy(text):
+            assert verdict.status != "ok", text
     sent = json.loads((tmp_path / "judge.log.json").read_text())["params_sent"]
     if structured_output == "json_object_schema":
-        # With the schema, llama.cpp constrains the reply: every one parses.
-        assert [v.status for v in verdicts] == ["ok"] * n
+        # With the schema, llama.cpp constrains the reply to the object's shape: every reply
+        # holds one, so what is unscored was no verdict of the model's own, never unreadable.
+        assert "unparseable" not in [v.status for v in verdicts]
         assert sent["response_format"]["type"] == "json_object"
         assert set(sent["response_format"]["schema"]["properties"]) == {
             "elicitor_uptake",
@@ -167,18 +180,39 @@ def test_the_llm_judge_against_llama_cpp(
         assert "response_format" not in sent
 
 
+def verdict_object(verdict: Judgement) -> dict[str, Any]:
+    """A scored verdict as the JSON object of Appendix C."""
+    return {field: getattr(verdict, field) for field in FIELDS}
+
+
+def template_copy(text: str) -> bool:
+    """Whether a reply is the answer template with its placeholders left in."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and any(
+        isinstance(obj.get(field), str) and set(obj[field].strip()) <= {".", "\u2026"}
+        for field in TEXT_FIELDS
+    )
+
+
 def test_a_server_that_rejects_the_schema_gets_the_advice(
     llama_server: str, tmp_path: Path
 ) -> None:
-    # llama-cpp-python's server takes response_format types "text" and "json_object" only.
+    # llama-cpp-python's server takes response_format types "text" and "json_object" only,
+    # and says so with an HTTP 500: the advice is the form it takes, not the one for a 400.
     spec = ModelSpec.from_config(served(llama_server, "llama_judge"))
     judge = LLMJudge(
         spec, CallOptions(cache_path=tmp_path / "calls.sqlite"), structured_output="json_schema"
     )
     with pytest.raises(CallsFailed) as refused:
         judge.judge(cases(1))
-    assert "response_format" in str(refused.value)
-    assert STRUCTURED_ADVICE in str(refused.value)
+    message = str(refused.value)
+    assert "InternalServerError (500)" in message and "response_format" in message
+    assert "The server refused structured_output: json_schema with an HTTP 500" in message
+    assert "Set structured_output: json_object_schema to keep the schema" in message
+    assert STRUCTURED_ADVICE not in message  # the 400's advice
 
 
 def documented_llamacpp_config() -> dict[str, Any]:
@@ -194,9 +228,12 @@ def test_a_subject_samples_through_llama_cpp_as_the_docs_say(
 ) -> None:
     config = documented_llamacpp_config()
     assert config["model"].startswith("openai/") and "api_base" in config
+    # Written for llama-cpp-python's server, the one started here: one request at a time,
+    # replies capped like the embedded model's, a label, and time for a slow CPU.
+    assert config["concurrency"] == 1 and config["label"]
+    assert config["params"]["max_tokens"] == 64 and config["timeout_s"] >= 600
     # Only the address differs: the documented server listens on 8080, ours on a free port.
-    params = {**config["params"], "max_tokens": 48}  # a chat message; keeps the test short
-    spec = ModelSpec.from_config(config | {"api_base": llama_server, "params": params})
+    spec = ModelSpec.from_config(config | {"api_base": llama_server})
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
     prompts = render_prompts(scenarios, ["naive"])
     log = tmp_path / "sample.log.json"

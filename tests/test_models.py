@@ -449,12 +449,20 @@ def test_calls_are_spread_over_several_endpoints(cache: Path) -> None:
     assert first.request_count + second.request_count == 40
 
 
-def test_the_progress_bar_stays_quiet_off_a_terminal(
+def test_off_a_terminal_the_progress_is_lines_not_a_bar(
     server: OpenAIServer, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    complete(
-        spec_for(server), prompts(3), CallOptions(cache_path=cache, progress="sample local/naive")
-    )
+    # Under DVC there is no terminal: no bar's carriage returns, a line at the start and
+    # at the end (and every 30 s between; tests/test_progress.py).
+    options = CallOptions(cache_path=cache, progress="sample local/naive")
+    complete(spec_for(server), prompts(3), options)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert lines[0] == "sample local/naive: 3 calls, 0 answered from the call cache, 3 to make"
+    assert lines[-1].startswith("sample local/naive: 3 of 3 calls done (cached 0, failed 0, $")
+    # Answered whole from the cache: nothing to report.
+    complete(spec_for(server), prompts(3), options)
     assert capsys.readouterr().err == ""
 
 
@@ -546,3 +554,22 @@ def test_sends_in_flight_drop_under_rate_limits_and_recover(cache: Path) -> None
     assert max(in_flight[110:140]) <= 2  # while every send is refused: cut to one or two
     recovered = in_flight[140 + 60 : len(in_flight) - 10]  # after, but before the queue drains
     assert recovered and max(recovered) >= 6
+
+
+def test_the_cap_says_what_was_spent_once_the_calls_in_flight_settle(
+    cache: Path, tmp_path: Path
+) -> None:
+    # Four calls in flight at $17 estimated each: the third reservation would pass $40 while
+    # the first two are still out. Their $7 each must be in the message, as in the run log.
+    priced = {"price": {"input_usd_per_mtok": 1e6, "output_usd_per_mtok": 1e6}}
+    log = tmp_path / "log.json"
+    with OpenAIServer(latency=0.2) as server:
+        spec = spec_for(server, concurrency=4, params={"max_tokens": 7}, **priced)
+        with pytest.raises(CallFailed) as stop:
+            complete(spec, prompts(10), CallOptions(cache_path=cache, max_cost_usd=40, run_log=log))
+    facts = json.loads(log.read_text())
+    assert server.request_count == 2 and facts["cost_usd_this_run"] == 14.0
+    assert "the cost cap of $40.0000 would be passed ($14.0000 spent in this run)" in str(
+        stop.value
+    )
+    assert facts["stopped"].endswith("($14.0000 spent in this run)")

@@ -366,3 +366,24 @@ def test_a_stage_killed_while_it_waits_resumes_its_batch_without_submitting_agai
     batch = json.loads(out.with_suffix(".log.json").read_text())["batch"]
     assert batch["resumed"] == ["batch_1"] and batch["completed"] == 12
     assert "12 of them answered by batch job(s) batch_1" in resumed.stdout
+
+
+def test_a_server_without_a_batch_api_leaves_no_record_and_names_the_way_out(
+    prompts: pl.DataFrame, tmp_path: Path
+) -> None:
+    cache = tmp_path / "calls.sqlite"
+    with OpenAIServer(batch_api=False) as server:
+        spec = ModelSpec.from_config(server.model_config("local"))
+        options = CallOptions(cache_path=cache)
+        with pytest.raises(LosonaError) as refused:
+            sample_cell(prompts, spec, "naive", 3, options, batch=FAST)
+        message = str(refused.value)
+        assert "could not upload the batch file (NotFoundError (404)" in message
+        # Nothing was submitted: no promise of a job to resume, and no record of one.
+        assert "Nothing was submitted." in message and "a rerun resumes" not in message
+        assert f"{server.url} answers 404 to OpenAI's Batch API" in message
+        assert "Set sampling.batch=false to call the model one call at a time." in message
+        assert not list(state_dir(cache).glob("*.json"))
+        # And so it is: without batch mode the same cell runs.
+        sampled = sample_cell(prompts, spec, "naive", 3, options)
+    assert sampled.responses.height == 12

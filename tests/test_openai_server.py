@@ -9,17 +9,24 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from losona.contracts import scenarios_from_table
+from losona.datasets import fetch_scenarios
+from losona.judges.base import JudgeCase
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.llm import judge_messages
 from losona.testing.openai_server import (
     Fault,
     OpenAIServer,
     default_reply,
     fail_first,
 )
+from losona.testing.scripted_judge import ScriptedJudge
 
 
 def post(url: str, body: dict[str, Any], timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
@@ -172,3 +179,20 @@ def test_the_command_line_server_stops_after_its_lifetime() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_the_scripted_judge_applies_the_norm_rules_only_as_the_docs_say() -> None:
+    # docs/offline.md: beyond the messages it overturns, the scripted judge disagrees with
+    # the lexicon judge on replies that take up no elicitor, which only the lexicon judge
+    # checks. A reply of SmolLM2's on the offline default, off-topic for its scenario:
+    scenarios = scenarios_from_table(fetch_scenarios({"name": "bundled", "kind": "bundled"}))
+    (scenario,) = [
+        s for s in scenarios if s.scenario_id == "achievement_announcement__banned_enthusiasm_norm"
+    ]
+    case = JudgeCase.for_response(scenario, "What do I get?")
+    (rules,) = LexiconJudge().judge([case])
+    assert rules.complies is False and (rules.elicitor_uptake or "").startswith("none (off_topic)")
+    scripted = json.loads(ScriptedJudge(disagree=0.0)({"messages": judge_messages(case)}))
+    assert scripted["complies"] is True and "overturned" not in scripted["reasoning"]
+    page = (Path(__file__).parent.parent / "docs" / "offline.md").read_text(encoding="utf-8")
+    assert "fixed 10%" not in page and "not the lexicon judge's" in page

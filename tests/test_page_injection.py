@@ -31,7 +31,18 @@ from test_judge import responses_table
 from losona.aggregate import Bootstrap, Presentation, aggregate
 from losona.audit import Audit
 from losona.audit_report import audit_section
-from losona.contracts import CANDIDATE_SCHEMA, SCENARIO_SCHEMA, SUBSET_MARK, table
+from losona.contracts import (
+    CANDIDATE_SCHEMA,
+    DYNAMIC_ARM_SCHEMA,
+    DYNAMIC_EXAMPLE_SCHEMA,
+    DYNAMIC_OUTCOME_SCHEMA,
+    DYNAMIC_RESULT_SCHEMA,
+    SCENARIO_SCHEMA,
+    SUBSET_MARK,
+    table,
+)
+from losona.dynamic.aggregate import DynamicReports
+from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
 from losona.labels import labelling_sheet, sheet_html
 from losona.pages import ENVIRONMENT, TEMPLATES
@@ -134,6 +145,17 @@ AUDIT_SHOWN = {
     ],
     "controls.csv": ["judge", "judge_model"],
     "control_misses.csv": ["judge", "scenario_id", "example", "response", "verdict", "reasoning"],
+    "correction.csv": ["judge", "status"],
+    "corrected.csv": ["model_label", "condition_label"],
+    "corrected_deltas.csv": ["model_label", "condition_label"],
+    "self_preference.csv": [
+        "judge",
+        "family",
+        "own_family_models",
+        "other_models",
+        "reference_judges",
+        "status",
+    ],
 }
 
 
@@ -168,8 +190,73 @@ def hostile_report(p: Payloads) -> str:
         ),
     )
     audit = hostile_audit(p)
+    dynamic = dynamic_section({p("dynamic judge"): (hostile_dynamic(p), "<svg/>")}, "95%")
     return build_report(
-        reports, draw_figures(reports), verdicts, scenarios, extra=[audit_section(audit, reports)]
+        reports,
+        draw_figures(reports),
+        verdicts,
+        scenarios,
+        extra=[dynamic, audit_section(audit, reports)],
+    )
+
+
+def hostile_dynamic(p: Payloads) -> DynamicReports:
+    """The dynamic extension's tables, payloads in every field its section shows."""
+    model, condition = p("dynamic subject_model"), p("dynamic condition")
+    labels = {
+        "subject_model": model,
+        "model_label": p("dynamic model_label"),
+        "condition": condition,
+        "condition_label": p("dynamic condition_label"),
+    }
+    results = table(
+        [
+            labels
+            | {"judge": "j", "judge_model": "jm", "level": level, "metric": metric}
+            | {"estimate": 50.0, "low": 0.0, "high": 100.0, "count": 1, "out_of": 2}
+            | ({"helped": 1, "hurt": 0, "mcnemar_p": 1.0} if metric == "sanction_effect" else {})
+            for level in ("trial", "scenario")
+            for metric in METRIC_LABELS
+        ],
+        DYNAMIC_RESULT_SCHEMA,
+        sort_by=[],
+    )
+    arms = table(
+        [
+            {"judge": "j", "subject_model": model, "condition": condition, "arm": "sanction"}
+            | {"trials": 1, "continued": 1, "left_out": 0, "scored": 1, "complying": 1}
+        ],
+        DYNAMIC_ARM_SCHEMA,
+        sort_by=[],
+    )
+    shown = (
+        "scenario_id",
+        "subject",
+        "first_elicitor",
+        "first_response",
+        "sanction",
+        "control",
+        "second_elicitor",
+        "sanction_response",
+        "control_response",
+    )
+    example = {"judge": "j", "subject_model": model, "condition": condition, "trial": 0}
+    example |= {column: p(f"dynamic example {column}") for column in shown}
+    example |= {"sanction_complies": True, "control_complies": False}
+    examples = table([example], DYNAMIC_EXAMPLE_SCHEMA, sort_by=[])
+    settings = {
+        "judge_model": p("dynamic judge_model"),
+        "followup_sources": [p("dynamic followup_source")],
+        "elicitor_sources": [p("dynamic elicitor_source")],
+    }
+    return DynamicReports(
+        {
+            "results.csv": results,
+            "arms.csv": arms,
+            "outcomes.csv": pl.DataFrame(schema=DYNAMIC_OUTCOME_SCHEMA),
+            "examples.csv": examples,
+        },
+        {"settings": settings},
     )
 
 
@@ -184,6 +271,14 @@ def hostile_audit(p: Payloads) -> Audit:
         tables[name] = frame.with_columns(
             pl.lit(p(f"{name} {column}")).alias(column) for column in AUDIT_SHOWN[name]
         )
+    # One judge whose correction is shown with its corrected figures, and the same judge
+    # as one whose correction is not identifiable, with its reason.
+    basis = tables["correction.csv"]
+    tables["correction.csv"] = pl.concat(
+        [basis.with_columns(identifiable=pl.lit(flag)) for flag in (True, False)]
+    )
+    for name in ("corrected.csv", "corrected_deltas.csv"):
+        tables[name] = tables[name].with_columns(judge=pl.lit(basis["judge"][0]))
     # A sheet was labelled, so the section shows the agreement with people.
     metrics = result.metrics | {
         "labels": result.metrics["labels"] | {"sheet_items": 1, "labelled": 1}

@@ -11,15 +11,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import matplotlib.image
 import polars as pl
 import pytest
 from conftest import run_dvc, run_stage, verdict_table
+from matplotlib.figure import Figure as MplFigure
 
-from losona.aggregate import Bootstrap, Reports, aggregate
+from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
 from losona.io import write_parquet
-from losona.plots import Figure, draw_figures, write_figures
+from losona.plots import STYLE, Figure, _accuracy, _judges, draw_figures, write_figures
 
 BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
 IDS = [f"event_{i % 2}__norm_{i % 3}" for i in range(6)]
@@ -187,9 +189,11 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
         table(controls, CONTROL_SCHEMA, sort_by=["scenario_id", "example"]),
         repo_copy / "data" / "judge_controls" / "lexicon.parquet",
     )
+    # No model was called for these verdicts: the cells' calls folder is there, and empty.
+    (repo_copy / "data" / "calls").mkdir(parents=True)
     git("config", "user.email", "test@example.com", cwd=repo_copy)
     git("config", "user.name", "test", cwd=repo_copy)
-    for stage in ("aggregate", "audit", "plot"):
+    for stage in ("model_config", "judge_config", "aggregate", "audit", "plot"):
         run_dvc("repro", "--single-item", stage, cwd=repo_copy)
     assert (repo_copy / "reports" / "index.html").is_file()
     shown = json.loads(run_dvc("metrics", "show", "--json", cwd=repo_copy).stdout)
@@ -227,3 +231,89 @@ def test_the_stage_without_aggregate_outputs_says_what_to_run(workdir: Path) -> 
     assert done.stderr.startswith("error: ") and "run the aggregate stage first" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (workdir / "reports").exists()
+
+
+# -- what a figure says it rests on, and how it reads ---------------------------------------
+
+
+def test_every_figure_says_n_k_and_that_a_subset_is_one(
+    drawn: tuple[Reports, list[Figure]],
+) -> None:
+    for figure in drawn[1]:  # a full run: N and K, no warning
+        text = svg_text(figure.svg)
+        assert "N = 6 scenarios, K = 3 trials each" in text, figure.name
+        assert "SUBSET" not in text
+    subset = "6 of 44 scenarios (limit 6 stratified by norm, seed 0)"
+    for figure in draw_figures(drawn[0], subset=subset):
+        text = svg_text(figure.svg)
+        assert f"SUBSET: {subset}, not the whole dataset" in text, figure.name
+        assert "N = 6 scenarios, K = 3 trials each" in text, figure.name
+
+
+def test_a_test_double_and_a_judges_label_are_named_in_every_figure() -> None:
+    presentation = Presentation(
+        model_labels={"model_a": "Model A", "model_b": "Served [TEST DOUBLE]"},
+        judge_labels={"lexicon": "Lexicon rules (offline)"},
+    )
+    reports = aggregate(run(), scenario_frame(), bootstrap=BOOTSTRAP, presentation=presentation)
+    for figure in draw_figures(reports):
+        text = svg_text(figure.svg)
+        assert "judge: Lexicon rules (offline) (lexicon-model)" in text, figure.name
+        assert "Served [TEST DOUBLE]" in text, figure.name
+
+
+def heatmap_of(scenarios: int) -> Figure:
+    ids = [f"event_{i % 4}__norm_{i}" for i in range(scenarios)]
+    frame = pl.DataFrame(
+        {
+            "scenario_id": ids,
+            "event_type": [sid.split("__")[0] for sid in ids],
+            "norm_id": [sid.split("__")[1] for sid in ids],
+            "source": ["test"] * scenarios,
+        }
+    )
+    labels = {
+        ("lexicon", "model_a", c): [
+            [(i + t + k) % 3 > 0 for t in range(3)] for i in range(scenarios)
+        ]
+        for k, c in enumerate(COUNTS)
+    }
+    reports = aggregate(verdict_table(labels, frame), frame, bootstrap=BOOTSTRAP)
+    (heatmap,) = [f for f in draw_figures(reports) if f.name == "heatmap"]
+    return heatmap
+
+
+def drawn_boxes(svg: str) -> dict[str, tuple[float, float]]:
+    """Width and height (points) of the heatmap's image and of the colour bar's gradient."""
+    root = ET.fromstring(svg)
+    images = [
+        (float(e.get("width", 0)), float(e.get("height", 0)))
+        for e in root.iter("{http://www.w3.org/2000/svg}image")
+    ]
+    # The panel's cells are the tallest image; the colour bar is one flat, wide image.
+    cells = max(images, key=lambda wh: wh[1])
+    bar = min(images, key=lambda wh: wh[1])
+    return {"cells": cells, "bar": bar}
+
+
+def test_the_heatmap_reads_the_same_at_5_scenarios_as_at_44() -> None:
+    small, large = drawn_boxes(heatmap_of(5).svg), drawn_boxes(heatmap_of(44).svg)
+    # A cell is a cell at any size (not a strip): the same height per scenario...
+    assert small["cells"][1] / 5 == pytest.approx(large["cells"][1] / 44, rel=0.02)
+    # ... and wider than tall, but not by much (three conditions: 3 columns).
+    width, height = small["cells"][0] / 3, small["cells"][1] / 5
+    assert 1.2 < width / height < 3
+    # A real colour bar: at least 3 inches (216 points) wide, whatever the panel's size.
+    for boxes in (small, large):
+        assert boxes["bar"][0] >= 216 and boxes["bar"][1] >= 8
+
+
+def test_figure_2s_legend_covers_no_bar_or_interval(drawn: tuple[Reports, list[Figure]]) -> None:
+    results = drawn[0]["results.csv"]
+    figure = MplFigure()
+    with matplotlib.rc_context(STYLE):
+        figure = _accuracy(results, _judges(results), "3")
+        figure.canvas.draw()
+    for ax in figure.axes:
+        legend = ax.get_legend().get_window_extent()
+        assert not legend.overlaps(ax.get_window_extent()), "the legend is over the panel"

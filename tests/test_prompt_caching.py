@@ -326,7 +326,7 @@ def test_the_judge_sends_every_response_to_a_scenario_together(
     ) -> list[Completion]:
         sent.extend(requests)
         verdict = '{"elicitor_uptake": "", "norm_requirement": "", "evidence": "", ' \
-            '"reasoning": "", "complies": true}'  # fmt: skip
+            '"reasoning": "a bare reply", "complies": true}'  # fmt: skip
         return [Completion(verdict, "stop", 1, 1, 0.0, None, False) for _ in requests]
 
     monkeypatch.setattr(llm, "complete", fake_complete)

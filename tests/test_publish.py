@@ -26,6 +26,8 @@ import yaml
 from conftest import copy_repo, run_dvc
 
 from losona.io import write_parquet
+from losona.models import Completion
+from losona.models.cache import CallCache
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 
@@ -156,6 +158,16 @@ def test_a_published_run_pulls_checks_and_reruns_with_no_call_and_no_key(
     assert "note: data/calls.parquet" not in checked.stdout  # the calls were checked
     print(checked.stdout.strip().splitlines()[-1])  # values and files checked, for the log
 
+    # The auditor's cache holds another answer for one of the run's calls (made earlier on
+    # another CPU, or the endpoint changed since): the rerun still reproduces the run.
+    responses_file = repo / "data" / "responses" / "local" / "naive.parquet"
+    published_text = pl.read_parquet(responses_file)["response"][0]
+    call = pl.read_parquet(repo / CALLS).filter(pl.col("text") == published_text).row(0, named=True)
+    own_cache = Path(env["HOME"]) / ".cache" / "losona" / "calls.sqlite"
+    with CallCache(own_cache) as cache:
+        mine = Completion("the auditor's own answer", "stop", 1, 1, 0.0, error=None, cached=False)
+        cache.put(call["key"], call["model"], mine)
+
     lock, before, requests = (repo / "dvc.lock").read_bytes(), outputs(repo), server.request_count
     assert CALLS in before and "reports/index.html" in before
     forced = run_dvc("repro", "--force", cwd=repo, env=env).stdout
@@ -166,6 +178,48 @@ def test_a_published_run_pulls_checks_and_reruns_with_no_call_and_no_key(
     assert (repo / "dvc.lock").read_bytes() == lock
     assert outputs(repo) == before
     assert UP_TO_DATE in run_dvc("status", cwd=repo, env=env).stdout
+    # Each stage says where its answers came from, and that the local one was not used.
+    assert re.search(
+        r"sample: \d+ responses \(local, naive, 3 trials; \d+ from the run's published "
+        r"calls \(1 of them answered differently in your call cache, which was not used\), "
+        r"0 from the call cache, 0 new calls",
+        forced,
+    ), forced
+    assert re.search(
+        r"judge scripted: answers: \d+ from the run's published calls, 0 from the call "
+        r"cache, 0 new calls",
+        forced,
+    ), forced
+    with CallCache(own_cache) as cache:  # and left it alone
+        assert cache.get_many([call["key"]])[call["key"]].text == "the auditor's own answer"
+    checked = run_python(repo, env, "-m", "losona.reproduce")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    # Bypassing the published calls on purpose (paths.calls=null) takes the local answer:
+    # the table then disagrees with dvc.lock, and the check says so.
+    bypass = ("stages/sample.py", "model=local", "condition=naive", "paths.calls=null")
+    assert run_python(repo, env, *bypass).returncode == 0
+    assert pl.read_parquet(responses_file)["response"][0] == "the auditor's own answer"
+    checked = run_python(repo, env, "-m", "losona.reproduce")
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    assert re.search(
+        r"differs: dvc\.lock, out data/responses/local/naive\.parquet, md5: expected '\w+', "
+        r"found '\w+'",
+        checked.stdout,
+    ), checked.stdout
+    # Recorded again, every file agrees with dvc.lock and `dvc status` is clean, as after a
+    # rerun that took the local answer: still not the run that was published.
+    run_dvc("commit", "--force", "sample@local-naive", cwd=repo, env=env)
+    run_dvc("repro", cwd=repo, env=env)
+    assert UP_TO_DATE in run_dvc("status", cwd=repo, env=env).stdout
+    checked = run_python(repo, env, "-m", "losona.reproduce")
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    assert re.search(
+        r"differs: dvc\.lock, out data/calls\.parquet \(expected: as committed at git HEAD\), "
+        r"md5: expected '\w+', found '\w+'",
+        checked.stdout,
+    ), checked.stdout
+    assert "note: dvc.lock differs from the one committed at git HEAD" in checked.stdout
 
 
 def test_a_tampered_output_or_calls_file_is_named(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -210,3 +211,74 @@ def test_chromium_renders_the_table_the_figures_and_a_scenarios_responses(
     assert "Acc@3 (95% CI)" in dom
     assert "smollm2 answers standup__binary_answer_norm__2 under norm_informed (0)" in dom
     assert "&lt;script&gt;alert('pwned')&lt;/script&gt;" in dom
+
+
+@pytest.fixture(scope="module")
+def two_judges() -> tuple[Reports, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A lexicon judge and a test double, each with a label, and the double's model too."""
+    rows = [
+        BASE_ROW | {"scenario_id": f"standup__binary_answer_norm__{i}", "source": "test"}
+        for i in range(3)
+    ]
+    scenarios = table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    labels = {
+        (judge, "local", condition): [[t < c for t in range(3)] for c in counts]
+        for judge in ("lexicon", "scripted")
+        for condition, counts in (("naive", (3, 0, 2)), ("norm_informed", (0, 3, 3)))
+    }
+    verdicts = verdict_table(labels, scenarios)
+    reports = aggregate(
+        verdicts,
+        scenarios,
+        bootstrap=BOOTSTRAP,
+        presentation=Presentation(
+            model_labels={"local": "Test server [TEST DOUBLE]"},
+            judge_labels={
+                "lexicon": "Lexicon rules (offline)",
+                "scripted": "Scripted judge [TEST DOUBLE]",
+            },
+        ),
+    )
+    controls = pl.DataFrame(
+        [
+            {"judge": j, "judge_model": f"{j}-model", "example": e, "items": 3, "right": r}
+            | {"wrong": 3 - r, "unscored": 0, "accuracy": 100 * r / 3}
+            for j, rights in (("lexicon", (3, 3)), ("scripted", (2, 3)))
+            for e, r in zip(("compliant", "breaching"), rights, strict=True)
+        ]
+        + [
+            {"judge": j, "judge_model": f"{j}-model", "example": "all", "items": 6, "right": r}
+            | {"wrong": 6 - r, "unscored": 0, "accuracy": round(100 * r / 6, 1)}
+            for j, r in (("lexicon", 6), ("scripted", 5))
+        ]
+    )
+    return reports, verdicts, scenarios, controls
+
+
+def test_judges_are_named_by_label_and_a_test_double_is_marked_everywhere(
+    two_judges: tuple[Reports, pl.DataFrame, pl.DataFrame, pl.DataFrame],
+) -> None:
+    reports, verdicts, scenarios, controls = two_judges
+    page = build_report(reports, draw_figures(reports), verdicts, scenarios, controls=controls)
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
+    assert "Judged by Lexicon rules (offline) (lexicon, lexicon-model), Scripted judge" in text
+    assert "Test doubles: Scripted judge [TEST DOUBLE], Test server [TEST DOUBLE]." in text
+    # Table 1 per judge, the effects and the browser: the label, never the bare name alone.
+    assert "Judge: Scripted judge [TEST DOUBLE] (scripted, scripted-model)" in text
+    effects = page[page.index('id="effects"') : page.index('id="casebook"')]
+    assert "<td>Scripted judge [TEST DOUBLE]</td>" in effects and "<td>scripted</td>" not in effects
+    browser = page[page.index('id="browser"') :]
+    assert "<td>Scripted judge [TEST DOUBLE]</td>" in browser
+    # The judges' table: one row each, the double's row marked, with its controls.
+    judges = page[page.index('id="judges"') : page.index('id="figures"')]
+    assert judges.count('<tr class="double">') == 1
+    row = judges[judges.index('<tr class="double">') :].split("</tr>")[0]
+    assert "Scripted judge [TEST DOUBLE]" in row and "<code>scripted</code>" in row
+    assert ">2/3<" in row and ">3/3<" in row and ">83.3<" in row
+    for figure in draw_figures(reports):
+        svg = figure.svg
+        assert "Scripted judge [TEST DOUBLE]" in svg and "Test server [TEST DOUBLE]" in svg
+
+
+def test_a_run_without_test_doubles_says_nothing_of_them(page: str) -> None:
+    assert "Test doubles" not in page and "TEST DOUBLE" not in page

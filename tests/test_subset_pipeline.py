@@ -1,8 +1,8 @@
 """`dataset.limit=5` runs the whole pipeline on five scenarios, tracked by DVC.
 
 On a temporary copy of the repo: one subject served by the local test server, one
-condition, the lexicon judge; the subset is set in conf/dataset/bundled.yaml, the conf
-file DVC tracks for fetch, as `dvc exp run -S conf/dataset/bundled.yaml:limit=5` sets it.
+condition, the lexicon judge; the subset is set in conf/run.yaml, the conf file DVC tracks
+for fetch, as `dvc exp run -S conf/run.yaml:dataset.limit=5` sets it.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def test_a_limit_of_five_runs_every_stage_on_five_scenarios(
         "sweep": {"models": ["local"], "conditions": ["naive"], "judges": ["lexicon"]},
     }
     (repo_copy / "params.yaml").write_text(yaml.safe_dump(params))
-    dataset = repo_copy / "conf" / "dataset" / "bundled.yaml"
-    dataset.write_text(dataset.read_text().replace("limit: null", "limit: 5"))
+    run = repo_copy / "conf" / "run.yaml"
+    run.write_text(run.read_text().replace("limit: null", "limit: 5"))
     paths = repo_copy / "conf" / "paths" / "default.yaml"
     cache = tmp_path / "calls.sqlite"
     paths.write_text(re.sub(r"call_cache: .*", f"call_cache: {cache}", paths.read_text()))
@@ -54,4 +54,4 @@ def test_a_limit_of_five_runs_every_stage_on_five_scenarios(
     assert record["dataset"]["config"]["limit"] == 5
     assert any("subset" in source for source in record["dataset"]["sources"])
     lock = yaml.safe_load((repo_copy / "dvc.lock").read_text())
-    assert lock["stages"]["fetch"]["params"]["conf/dataset/bundled.yaml"]["limit"] == 5
+    assert lock["stages"]["fetch"]["params"]["conf/run.yaml"]["dataset.limit"] == 5

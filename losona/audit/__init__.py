@@ -10,6 +10,10 @@
 - Determinism: a seeded subset re-judged N times with the call cache bypassed, and how
   often a verdict flips. Opt-in, since it pays for the judge's calls again.
 - Validity controls: every judge's control results (the judge_controls stage) in one table.
+- Judge error carried into the results: compliance and its effects against naive corrected
+  for each judge's sensitivity and specificity against people's labels (`correction`), and
+  each judge's self-preference for its own model family (`self_preference`), both shown
+  apart from aggregate's figures, which stay the paper's.
 
 "Complies" is the positive label throughout. Taking B as the reference, A's apparent false
 positives are the responses A marks compliant and B breaching; its apparent false
@@ -18,7 +22,8 @@ negatives the reverse. Unscored verdicts are counted and left out, never read as
 One module a job: `settings` (the config node), `inputs` (what it reads of a run),
 `agreement` (two raters on the same items), `comparison` (judge against judge), `human`
 (judge against people), `rejudging` (determinism), `controls`, `run` (the whole audit and its
-metrics), `summary` (the headlines in words), `files` (what it writes and reads back).
+metrics), `summary` (the headlines in words), `files` (what it writes and reads back),
+`correction` and `self_preference` (judge error), `resampling` (their bootstraps).
 """
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
@@ -32,11 +37,13 @@ from losona.audit.comparison import (
     paired_verdicts,
 )
 from losona.audit.controls import control_results
+from losona.audit.correction import corrected_compliance, rogan_gladen
 from losona.audit.files import AUDIT_FILES, METRICS, read_audit, write_audit
 from losona.audit.human import human_agreement
 from losona.audit.inputs import AuditInputs, audit_inputs
 from losona.audit.rejudging import DETERMINISM_COUNTS, determinism, verdict_label
 from losona.audit.run import Audit, audit, pair_name
+from losona.audit.self_preference import Families, self_preference
 from losona.audit.summary import summary_lines
 from losona.config import AuditSettings, DeterminismSettings, SheetSettings
 
@@ -53,11 +60,13 @@ __all__ = [
     "AuditSettings",
     "Confusion",
     "DeterminismSettings",
+    "Families",
     "SheetSettings",
     "audit",
     "audit_inputs",
     "compare_judges",
     "control_results",
+    "corrected_compliance",
     "determinism",
     "headline_stability",
     "human_agreement",
@@ -65,6 +74,8 @@ __all__ = [
     "pair_name",
     "paired_verdicts",
     "read_audit",
+    "rogan_gladen",
+    "self_preference",
     "summary_lines",
     "verdict_label",
     "write_audit",

@@ -10,12 +10,16 @@ from losona.audit.run import Audit
 from losona.contracts import (
     CONTROL_MISS_SCHEMA,
     CONTROL_SUMMARY_SCHEMA,
+    CORRECTED_DELTA_SCHEMA,
+    CORRECTED_SCHEMA,
+    CORRECTION_SCHEMA,
     DETERMINISM_FLIP_SCHEMA,
     DETERMINISM_SCHEMA,
     HUMAN_AGREEMENT_SCHEMA,
     HUMAN_ITEM_SCHEMA,
     JUDGE_PAIR_SCHEMA,
     PAIR_BREAKDOWN_SCHEMA,
+    SELF_PREFERENCE_SCHEMA,
     STABILITY_SCHEMA,
 )
 from losona.io import read_csv, read_json_object, require_outputs, write_json, write_text
@@ -31,6 +35,10 @@ AUDIT_FILES: dict[str, pl.Schema] = {
     "determinism_flips.csv": DETERMINISM_FLIP_SCHEMA,
     "controls.csv": CONTROL_SUMMARY_SCHEMA,
     "control_misses.csv": CONTROL_MISS_SCHEMA,
+    "correction.csv": CORRECTION_SCHEMA,
+    "corrected.csv": CORRECTED_SCHEMA,
+    "corrected_deltas.csv": CORRECTED_DELTA_SCHEMA,
+    "self_preference.csv": SELF_PREFERENCE_SCHEMA,
 }
 METRICS = "metrics.json"
 

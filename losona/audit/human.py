@@ -28,20 +28,7 @@ def human_agreement(
     summary, items = [], []
     for judge in judges:
         mine = verdicts.filter(pl.col("judge") == judge)
-        rows = labelled.join(
-            mine.select(*RESPONSE_KEY, "response", judge_complies="complies", judged=pl.lit(True)),
-            on=RESPONSE_KEY,
-            how="left",
-        ).sort("item_id")
-        for row in rows.filter(pl.col("judged")).iter_rows(named=True):
-            if sha256_text(row["response"] or "") != row["response_sha256"]:
-                raise LosonaError(
-                    f"labelled item '{row['item_id']}': the response judge '{judge}' scored "
-                    f"(model '{row['subject_model']}', condition '{row['condition']}', scenario "
-                    f"'{row['scenario_id']}', trial {row['trial']}) is not the text on the sheet: "
-                    "the responses were sampled again after the sheet was exported; export a "
-                    "new sheet (python stages/audit.py audit.export=true) and label it"
-                )
+        rows = labelled_verdicts(labelled, verdicts, judge)
         scored = rows.filter(pl.col("judge_complies").is_not_null())
         confusion = Confusion.of(scored["judge_complies"], scored["human"])
         low, high = _agreement_interval(scored["judge_complies"] == scored["human"], bootstrap)
@@ -79,6 +66,30 @@ def human_agreement(
         table(summary, HUMAN_AGREEMENT_SCHEMA, sort_by=[]),
         table(items, HUMAN_ITEM_SCHEMA, sort_by=["item_id"]),
     )
+
+
+def labelled_verdicts(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> pl.DataFrame:
+    """Every labelled item with the judge's verdict on it: `judge_complies`, `judged`.
+
+    `judge_complies` is null where the judge left the item unscored or has no verdict for
+    it (`judged` null). A verdict on another text than the one labelled is refused.
+    """
+    mine = verdicts.filter(pl.col("judge") == judge)
+    rows = labelled.join(
+        mine.select(*RESPONSE_KEY, "response", judge_complies="complies", judged=pl.lit(True)),
+        on=RESPONSE_KEY,
+        how="left",
+    ).sort("item_id")
+    for row in rows.filter(pl.col("judged")).iter_rows(named=True):
+        if sha256_text(row["response"] or "") != row["response_sha256"]:
+            raise LosonaError(
+                f"labelled item '{row['item_id']}': the response judge '{judge}' scored "
+                f"(model '{row['subject_model']}', condition '{row['condition']}', scenario "
+                f"'{row['scenario_id']}', trial {row['trial']}) is not the text on the sheet: "
+                "the responses were sampled again after the sheet was exported; export a "
+                "new sheet (python stages/audit.py audit.export=true) and label it"
+            )
+    return rows
 
 
 def _agreement_interval(agree: pl.Series, bootstrap: Bootstrap) -> tuple[float | None, ...]:

@@ -10,7 +10,8 @@ import polars as pl
 
 from losona.aggregate import Presentation, presentation_for
 from losona.audit.comparison import judge_names
-from losona.config import option
+from losona.audit.self_preference import Families
+from losona.config import option, option_file
 from losona.verdicts import load_verdicts
 
 
@@ -21,7 +22,8 @@ class AuditInputs:
     verdicts: pl.DataFrame
     presentation: Presentation
     judges: list[str]  # in the sweep's order
-    kinds: dict[str, str]  # judge -> "lexicon" | "llm"
+    kinds: dict[str, str]  # judge -> "lexicon" | "llm" | "panel"
+    families: Families  # each judge's and subject's model family (conf/judge/, conf/model/)
 
 
 def audit_inputs(
@@ -38,4 +40,18 @@ def audit_inputs(
     judges = judge_names(verdicts, presentation)
     recorded = recorded_kinds or {}
     kinds = {j: recorded.get(j) or option("judge", j).kind for j in judges}
-    return AuditInputs(verdicts, presentation, judges, kinds)
+    models = verdicts["subject_model"].unique().sort().to_list()
+    families = Families(
+        judges={j: _family("judge", j) for j in judges},
+        models={m: _family("model", m) for m in models},
+    )
+    return AuditInputs(verdicts, presentation, judges, kinds, families)
+
+
+def _family(group: str, name: str) -> str | None:
+    """The model family a config names; None without a config (a judge or model of a
+    published run whose config is gone) or without `family`."""
+    if not option_file(group, name).is_file():
+        return None
+    family: str | None = option(group, name).family
+    return family

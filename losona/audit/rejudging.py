@@ -46,20 +46,23 @@ def determinism(
     """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset.
 
     `kinds` gives each judge's kind (conf/judge/*.yaml): a lexicon judge is deterministic
-    by construction and never re-judged. `rejudge(name)` gives the judge to call again with
-    the call cache bypassed; it is called only when `settings.repeats` is above 0.
+    by construction and never re-judged, nor is a panel (it calls no model: its verdicts
+    follow from its members', whose rows say how steady they are). `rejudge(name)` gives
+    the judge to call again with the call cache bypassed; it is called only when
+    `settings.repeats` is above 0.
     """
     summary: list[dict[str, Any]] = []
     flips: list[dict[str, Any]] = []
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+    not_called = {"lexicon": "rules", "panel": "panel"}
     for name in judges:
         mine = verdicts.filter(pl.col("judge") == name)
-        if kinds[name] == "lexicon" or not settings.repeats:
+        if kinds[name] in not_called or not settings.repeats:
             summary.append(
                 {
                     "judge": name,
                     "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
-                    "method": "rules" if kinds[name] == "lexicon" else "not run",
+                    "method": not_called.get(kinds[name], "not run"),
                     **dict.fromkeys(DETERMINISM_COUNTS, 0),
                 }
             )

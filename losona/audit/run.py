@@ -11,10 +11,19 @@ import polars as pl
 from losona.aggregate import Bootstrap, Presentation, Reports
 from losona.audit.comparison import compare_judges, headline_stability, judge_names
 from losona.audit.controls import control_results
+from losona.audit.correction import corrected_compliance
 from losona.audit.human import human_agreement
 from losona.audit.rejudging import determinism
+from losona.audit.self_preference import ESTIMATED, Families, self_preference
 from losona.config import DeterminismSettings
-from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
+from losona.contracts import (
+    CORRECTED_DELTA_SCHEMA,
+    CORRECTED_SCHEMA,
+    CORRECTION_SCHEMA,
+    HUMAN_AGREEMENT_SCHEMA,
+    HUMAN_ITEM_SCHEMA,
+    table,
+)
 from losona.errors import LosonaError
 from losona.judges.base import Judge
 from losona.labels import Labels
@@ -44,8 +53,13 @@ def audit(
     determinism_settings: DeterminismSettings,
     kinds: Mapping[str, str],
     rejudge: Callable[[str], Judge],
+    families: Families | None = None,
 ) -> Audit:
-    """The judge audit of one run: every table and the headline figures as DVC metrics."""
+    """The judge audit of one run: every table and the headline figures as DVC metrics.
+
+    `families` names each judge's and subject's model family, for the self-preference
+    check; without it (or with too few families) that table is empty.
+    """
     judges = judge_names(verdicts, presentation)
     missing = sorted(set(judges) - set(controls))
     if missing:
@@ -57,9 +71,16 @@ def audit(
     stability = headline_stability(reports["results.csv"], reports["deltas.csv"], judges)
     if labels.human is not None:
         human, human_items = human_agreement(labels.human, verdicts, judges, bootstrap)
+        correction, corrected, corrected_deltas = corrected_compliance(
+            labels.human, verdicts, judges, presentation, bootstrap
+        )
     else:
         human = table([], HUMAN_AGREEMENT_SCHEMA, sort_by=[])
         human_items = table([], HUMAN_ITEM_SCHEMA, sort_by=[])
+        correction = table([], CORRECTION_SCHEMA, sort_by=[])
+        corrected = table([], CORRECTED_SCHEMA, sort_by=[])
+        corrected_deltas = table([], CORRECTED_DELTA_SCHEMA, sort_by=[])
+    preference = self_preference(verdicts, judges, kinds, families or Families(), bootstrap)
     stable, flips = determinism(verdicts, scenarios, judges, determinism_settings, kinds, rejudge)
     control_table, misses = control_results({j: controls[j] for j in judges})
     tables = {
@@ -72,6 +93,10 @@ def audit(
         "determinism_flips.csv": flips,
         "controls.csv": control_table,
         "control_misses.csv": misses,
+        "correction.csv": correction,
+        "corrected.csv": corrected,
+        "corrected_deltas.csv": corrected_deltas,
+        "self_preference.csv": preference,
     }
     return Audit(tables, _metrics(tables, labels, bootstrap))
 
@@ -115,7 +140,7 @@ def _metrics(
         )
         for row in tables["determinism.csv"].iter_rows(named=True)
     }
-    return {
+    metrics: dict[str, Any] = {
         "settings": {
             "bootstrap_resamples": bootstrap.resamples,
             "seed": bootstrap.seed,
@@ -129,3 +154,19 @@ def _metrics(
         "human": human,
         "determinism": stable,
     }
+    # The judge-error figures appear only when a run has them, so a run without labels or
+    # a second judge keeps exactly the metrics it had before they existed.
+    corrected: dict[str, Any] = {}
+    for row in tables["corrected.csv"].iter_rows(named=True):
+        cell = corrected.setdefault(row["judge"], {}).setdefault(row["subject_model"], {})
+        cell[row["condition"]] = pick(row, ("corrected", "corrected_low", "corrected_high"))
+    if corrected:
+        metrics["corrected"] = corrected
+    preference = {
+        row["judge"]: pick(row, ("self_preference", "self_preference_low", "self_preference_high"))
+        for row in tables["self_preference.csv"].iter_rows(named=True)
+        if row["status"] == ESTIMATED
+    }
+    if preference:
+        metrics["self_preference"] = preference
+    return metrics

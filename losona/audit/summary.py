@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from losona.audit.run import Audit
-from losona.formatting import number
+from losona.formatting import number, signed
 
 
 def summary_lines(result: Audit) -> list[str]:
@@ -29,6 +29,26 @@ def summary_lines(result: Audit) -> list[str]:
             f"{number(r['judge_compliance'])}%, people {number(r['human_compliance'])}%; "
             f"{r['false_positives']} apparent false positives, {r['false_negatives']} "
             "apparent false negatives"
+        )
+    corrected = result["corrected.csv"]
+    for r in result["correction.csv"].iter_rows(named=True):
+        if not r["identifiable"]:
+            lines.append(f"{r['judge']}: compliance corrected for judge error: {r['status']}")
+            continue
+        mine = corrected.filter(pl.col("judge") == r["judge"])
+        lines.append(
+            f"{r['judge']}: compliance corrected for judge error (sensitivity "
+            f"{number(r['sensitivity'])}%, specificity {number(r['specificity'])}% on "
+            f"{r['labelled']} labelled items) in {mine.height} cells (corrected.csv)"
+        )
+    for r in result["self_preference.csv"].iter_rows(named=True):
+        if r["self_preference"] is None:
+            continue
+        lines.append(
+            f"{r['judge']} ({r['family']}): self-preference {signed(r['self_preference'])} "
+            f"points [{number(r['self_preference_low'])}, {number(r['self_preference_high'])}] "
+            f"for {r['own_family_models']} against {r['other_models']}, beside "
+            f"{r['reference_judges']}"
         )
     counts = result.metrics["labels"]
     if not counts["labelled"]:

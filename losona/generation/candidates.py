@@ -8,7 +8,12 @@ A candidate is kept only if it passes, in order:
    every field present and typed, the elicitor spoken by a cast member and never by the
    subject, every demonstration by a non-subject member, the norm statement nowhere in
    the chat.
-3. The construction rules (losona/data/scenarios/README.md), checked here:
+3. The follow-up material of the dynamic extension (the `followup` block), with exactly
+   the validator fetch uses (losona/followups.py): cast members only, never the subject;
+   a sanction of one or two messages and a neutral continuation by the same members in the
+   same order and of matching length; a second elicitor that is not the first; the norm
+   never named.
+4. The construction rules (losona/data/scenarios/README.md), checked here:
    - 20 to 34 turns counting the elicitor;
    - 2 or 3 demonstration turns;
    - at most 2 ordinary turns by the subject;
@@ -38,12 +43,14 @@ from typing import Any, cast
 from losona.catalog import Catalog
 from losona.contracts import Scenario
 from losona.datasets import bundled_row
+from losona.followups import FIELD as FOLLOWUP
+from losona.followups import followup_problems
 from losona.generation.cells import Slot
 from losona.io import sha256_text
-from losona.render import MIN_LEAK_WORDS, LeakError, subject_messages
+from losona.render import LeakError, subject_messages
 from losona.scenarios import without_demonstrations
 from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
-from losona.validate import ScenarioError, check_scenarios, normalize
+from losona.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
 
 MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)
 MIN_DEMOS, MAX_DEMOS = 2, 3
@@ -282,9 +289,18 @@ def render_problems(row: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def followup_check(row: Mapping[str, Any]) -> list[str]:
+    """What the follow-up material's validator (losona/followups.py, as fetch runs it) finds."""
+    return [
+        _problem(p.field, p.expected, p.found)
+        for p in followup_problems(row.get(FOLLOWUP), row, "candidate")
+    ]
+
+
 def check_candidate(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
     """Every reason to reject the candidate row; empty when it passes."""
     problems = contract_problems(row, catalog) + construction_problems(row, catalog)
+    problems += followup_check(row)
     if not problems:  # rendering needs a well-formed row
         problems = render_problems(row)
     return list(dict.fromkeys(problems))

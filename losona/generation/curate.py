@@ -22,6 +22,8 @@ import polars as pl
 from losona.catalog import Catalog
 from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
+from losona.followups import FIELD as FOLLOWUP
+from losona.followups import check_followups
 from losona.generation.screen import candidate_scenario, cell_report, totals
 from losona.pages import fragment, render_page, section
 from losona.scenarios import format_chat
@@ -35,8 +37,9 @@ REVIEW_CHECKS = (
     "the final elicitor creates a diagnostic next-turn opportunity",
     "the subject has a genuine comply-or-breach choice in one reply",
 )
-# The contract fields a scenario file carries (`source` is set by the loader).
-FILE_FIELDS = [name for name in SCENARIO_SCHEMA.names() if name != "source"]
+# The contract fields a scenario file carries (`source` is set by the loader), and the
+# follow-up material of the dynamic extension, which the loader checks and keeps aside.
+FILE_FIELDS = [*(name for name in SCENARIO_SCHEMA.names() if name != "source"), FOLLOWUP]
 
 
 def screen_line(verdicts: pl.DataFrame) -> str:
@@ -165,7 +168,9 @@ def curated_rows(
     for cid in sorted(accepted):
         scenario = json.loads(by_id[cid]["scenario"])
         rows.append({field: scenario[field] for field in FILE_FIELDS})
-    check_scenarios([(f"candidate {row['scenario_id']}", row) for row in rows], catalog)
+    origins = [(f"candidate {row['scenario_id']}", row) for row in rows]
+    check_scenarios(origins, catalog)
+    check_followups(origins)
     return rows
 
 

@@ -36,6 +36,7 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.formatting import percent
+from losona.generation.candidates import followup_check
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.metrics import majority_threshold, scenario_outcomes
@@ -158,6 +159,7 @@ def screen_candidates(
     """Screen every valid candidate; invalid ones pass through unchanged."""
     if keep not in KEEP_RULES:
         raise LosonaError(f"screen.keep: expected one of {list(KEEP_RULES)}, found {keep!r}")
+    candidates = recheck_followups(candidates)
     valid = candidates.filter(pl.col("status") == "valid").sort("candidate_id")
     controls = [without_demonstrations(candidate_scenario(r)) for r in valid.iter_rows(named=True)]
     verdicts = screening_verdicts(
@@ -183,6 +185,23 @@ def screen_candidates(
     return Screening(
         candidates=table(screened, CANDIDATE_SCHEMA, sort_by=["candidate_id"]), verdicts=verdicts
     )
+
+
+def recheck_followups(candidates: pl.DataFrame) -> pl.DataFrame:
+    """Valid candidates whose follow-up material fails the validator fetch runs, made invalid.
+
+    generate checks it too; screening checks it again so that no candidate reaches the
+    baselines, and a person's review, without material the dynamic extension can use
+    (a candidate table written before the generator asked for it, say).
+    """
+    rows = []
+    for row in candidates.iter_rows(named=True):
+        if row["status"] == "valid":
+            reasons = followup_check(json.loads(row["scenario"]))
+            if reasons:
+                row = row | {"status": "invalid", "reasons": [*row["reasons"], *reasons]}
+        rows.append(row)
+    return table(rows, CANDIDATE_SCHEMA, sort_by=["candidate_id"])
 
 
 def cell_report(candidates: pl.DataFrame) -> pl.DataFrame:

@@ -9,11 +9,30 @@ from typing import Literal, Protocol, TypedDict
 from losona.contracts import Scenario
 from losona.render import format_transcript
 
-# "ok": scored. "unparseable": the judge answered, but not with a usable verdict, even after
-# one repair. "failed": a judge call that failed after the model layer's retries, in verdict
-# tables of earlier versions; now such a call fails the judge stage and is no verdict.
-# "no_response": there was no subject message to judge (a null response).
-Status = Literal["ok", "unparseable", "failed", "no_response"]
+# "ok": scored. The judge answered, but not with a verdict of its own, even after one
+# repair: "unparseable" (no usable JSON verdict in the reply), "placeholder" (the answer
+# template's placeholders, or no reasoning, filled in), "copied_prompt" (its reasoning
+# copied from the prompt), "echoed_message" (the object, or its reasoning, is in the
+# judged message: the subject's words, not the judge's). "failed": a judge call that failed
+# after the model layer's retries, in verdict tables of earlier versions; now such a call
+# fails the judge stage and is no verdict. "no_response": there was no subject message to
+# judge (a null response).
+Status = Literal[
+    "ok",
+    "unparseable",
+    "placeholder",
+    "copied_prompt",
+    "echoed_message",
+    "failed",
+    "no_response",
+]
+# The statuses of a reply that held no verdict of the judge's own.
+NOT_A_VERDICT: tuple[Status, ...] = (
+    "unparseable",
+    "placeholder",
+    "copied_prompt",
+    "echoed_message",
+)
 
 # The control cases' stand-in names: the catalog's example elicitor has no speaker.
 CONTROL_ELICITOR_ACTOR = "Member A"

@@ -6,27 +6,37 @@ between two marker lines whose id is a hash of the message itself, so no message
 close its own quotation early and pass text off as instructions.
 
 Reply: a JSON object alone, in a code fence, or with text around it, with the five fields
-of Appendix C; "true"/"false" written as strings are accepted. A reply that cannot be
-read gets one repair request (the conversation so far plus what was wrong); if that reply
-cannot be read either, the case is unscored ("unparseable") with both raw replies kept in
-`evidence`, never guessed. A call that fails after the model layer's retries is not a
-verdict: the judge raises CallsFailed (counted by kind) after the round of repairs, so the
-stage writes nothing and a rerun sends only the failed calls; every completed call,
-repairs included, is in the call cache.
+of Appendix C; "true"/"false" written as strings are accepted. The object must be the
+judge's own: one that the judged message holds, or whose reasoning is the judged message's
+words, is the subject speaking (a judge that echoes the message hands over whatever JSON
+the subject wrote); one whose reasoning is copied from the prompt, or whose fields are the
+answer template's placeholders or left without reasoning, says nothing. Such an object is
+no verdict. A reply without a verdict gets one repair request (the conversation so far
+plus what was wrong); if that reply has none either, the case is unscored, its status
+saying why (base.NOT_A_VERDICT), with both raw replies kept in `evidence`, never guessed.
+A call that fails after the model layer's retries is not a verdict: the judge raises
+CallsFailed (counted by kind) after the round of repairs, so the stage writes nothing and
+a rerun sends only the failed calls; every completed call, repairs included, is in the
+call cache.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+import polars as pl
 
 from losona.errors import LosonaError
-from losona.io import OnDemand, sha256_text
-from losona.judges.base import JudgeCase, Judgement
+from losona.io import CHUNK, OnDemand, sha256_text
+from losona.judges.base import JudgeCase, Judgement, Status
 from losona.models import (
     BatchSettings,
     CallOptions,
@@ -76,8 +86,75 @@ STRUCTURED_ADVICE = (
 )
 
 
+# The shortest reasoning held against the texts it may have been copied from: a judge may
+# say in a few words what the judged message also says ("it apologises"), but a sentence
+# that is word for word in the prompt, or the subject's words as the reasoning, is a copy.
+MIN_COPIED_WORDS = {"prompt": 8, "judged message": 4}
+# A field left as the answer template has it ("..."), or a stand-in for a value: nothing
+# but dots, an ellipsis or a <placeholder>, or a type name.
+_PLACEHOLDER = re.compile(r"[.\u2026\s]*|<[^<>]*>|string|text|str", re.IGNORECASE)
+
+# What llama-cpp-python's server (`python -m llama_cpp.server`) says of a response_format
+# it does not take. It answers HTTP 500, not 400: its request validation fails inside the
+# handler. Its types are "text" and "json_object"; the schema goes inside JSON mode.
+LLAMA_CPP_PYTHON_FORMATS = "'text' or 'json_object'"
+
+
+def structured_output_advice(structured_output: str, failure: str) -> str | None:
+    """What to do when calls that asked for structured output failed, or None if unrelated.
+
+    A server that refuses the request itself (400), or names response_format in its
+    error whatever its status, may be refusing the schema.
+    """
+    if structured_output == "none":
+        return None
+    if LLAMA_CPP_PYTHON_FORMATS in failure:
+        keep = (
+            "json_object_schema to keep the schema (inside JSON mode, which this server takes), or "
+            if structured_output != "json_object_schema"
+            else ""
+        )
+        return (
+            f"The server refused structured_output: {structured_output} with an HTTP 500 (its "
+            f"response_format types are {LLAMA_CPP_PYTHON_FORMATS}: llama-cpp-python's server, "
+            "which reports a request it does not take as a server error). Set "
+            f"structured_output: {keep}none (the paper's setting: the prompt alone asks for "
+            "the same JSON object) in the judge's config (docs/judges.md, 'Structured output')."
+        )
+    if "(400)" in failure or "response_format" in failure:
+        return (
+            f"The requests asked for structured output ({structured_output}); if the provider "
+            f"rejects response_format, {STRUCTURED_ADVICE}, or the form your server takes."
+        )
+    return None
+
+
 class UnparseableReply(ValueError):
-    """A judge reply that holds no usable verdict; the message says what is wrong."""
+    """A judge reply that holds no verdict of the judge's own; the message says what is wrong.
+
+    `status` names the kind (base.NOT_A_VERDICT): it becomes the verdict's judge_status
+    when the repair round does not mend it.
+    """
+
+    def __init__(self, problem: str, status: Status = "unparseable") -> None:
+        super().__init__(problem)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ReplyContext:
+    """What a judge's reply is held against: the prompt it answers and the message it judges."""
+
+    prompt: str  # every message the judge was sent, the judged message left out
+    judged: str
+
+    @classmethod
+    def of(cls, case: JudgeCase) -> ReplyContext:
+        """The context of one case's judge prompt."""
+        if case.response is None:
+            raise ValueError(f"scenario '{case.scenario_id}': no response to judge")
+        sent = "\n".join(message["content"] for message in judge_messages(case))
+        return cls(prompt=sent.replace(fenced(case.response), ""), judged=case.response)
 
 
 def fence_id(message: str) -> str:
@@ -171,22 +248,75 @@ def _verdict(obj: Mapping[str, Any]) -> Judgement:
     )
 
 
-def parse_verdict(reply: str | None) -> Judgement:
-    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong."""
+def _words(text: str) -> str:
+    """Text compared for copying: its words in lower case, punctuation and spacing aside."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _copied_into(reasoning: str, source: str, what: str) -> bool:
+    """Whether the reasoning is, word for word, a passage of `source` (and long enough)."""
+    words = _words(reasoning)
+    return len(words.split()) >= MIN_COPIED_WORDS[what] and f" {words} " in f" {_words(source)} "
+
+
+def _check_own(obj: Mapping[str, Any], verdict: Judgement, context: ReplyContext | None) -> None:
+    """Refuse a verdict object that is not the judge's own work (see the module docstring)."""
+    reasoning = verdict.reasoning or ""
+    if context is not None:
+        if obj in _json_objects(context.judged) or _copied_into(
+            reasoning, context.judged, "judged message"
+        ):
+            raise UnparseableReply(
+                "the JSON object is taken from the judged message, not written by you",
+                "echoed_message",
+            )
+        if obj in _json_objects(context.prompt) or _copied_into(
+            reasoning, context.prompt, "prompt"
+        ):
+            raise UnparseableReply(
+                "the JSON object's reasoning is copied from the prompt", "copied_prompt"
+            )
+    # An empty field may mean "nothing to quote"; a placeholder never means anything, and a
+    # verdict without reasoning is not one.
+    unfilled = [
+        field
+        for field in TEXT_FIELDS
+        if (text := (obj[field] or "").strip()) and _PLACEHOLDER.fullmatch(text)
+    ]
+    if not reasoning.strip() and "reasoning" not in unfilled:
+        unfilled.append("reasoning")
+    if unfilled:
+        raise UnparseableReply(
+            f"the field(s) {', '.join(unfilled)} are not filled in", "placeholder"
+        )
+
+
+# Which problem to report when every object of a reply is refused: the most telling.
+_PRIORITY: tuple[Status, ...] = ("echoed_message", "copied_prompt", "placeholder", "unparseable")
+
+
+def parse_verdict(reply: str | None, context: ReplyContext | None = None) -> Judgement:
+    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong.
+
+    With a `context`, an object the judged message holds or the prompt gave is refused.
+    """
     if reply is None or not reply.strip():
         raise UnparseableReply("the reply was empty")
     objects = _json_objects(reply)
     if not objects:
         raise UnparseableReply("the reply holds no JSON object")
     verdicts: list[Judgement] = []
-    problems: list[str] = []
+    problems: list[UnparseableReply] = []
     for obj in objects:
         try:
-            verdicts.append(_verdict(obj))
+            verdict = _verdict(obj)
+            _check_own(obj, verdict, context)
         except UnparseableReply as exc:
-            problems.append(str(exc))
+            problems.append(exc)
+        else:
+            verdicts.append(verdict)
     if not verdicts:
-        raise UnparseableReply(problems[0])
+        raise min(problems, key=lambda problem: _PRIORITY.index(problem.status))
     if len({verdict.complies for verdict in verdicts}) > 1:
         raise UnparseableReply("the reply holds several verdicts that disagree on 'complies'")
     return verdicts[-1]
@@ -244,6 +374,8 @@ class LLMJudge:
         # Every round of calls the judgements were read from, first rounds and repairs: the
         # judge's calls, published with the run (losona.models.calls_table).
         self.calls: list[Sequence[Completion]] = []
+        # The run logs this judge wrote, one per round of calls it made (first, repairs).
+        self.run_logs: list[Path] = []
 
     @property
     def model(self) -> str:
@@ -274,6 +406,8 @@ class LLMJudge:
         )
         results = complete(self.spec, requests, options, batch=self.batch)
         self.calls.append(results)
+        if options.run_log is not None:
+            self.run_logs.append(Path(options.run_log))
         return OnDemand(len(request_of), lambda n: results[request_of[n]])
 
     def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
@@ -292,7 +426,7 @@ class LLMJudge:
             if not completion.ok:
                 continue  # no verdict: counted and raised below, after the repairs
             try:
-                parse_verdict(completion.text)
+                parse_verdict(completion.text, ReplyContext.of(cases[asked[number]]))
             except UnparseableReply as problem:
                 problems[number] = str(problem)
         numbers = list(problems)
@@ -311,39 +445,70 @@ class LLMJudge:
                 first, repaired, to=f"the judge '{self.spec.name}'", run_log=self.options.run_log
             )
         except CallsFailed as failed:
-            if self.structured_output != "none" and (
-                "(400)" in str(failed) or "response_format" in str(failed)
-            ):
-                # A server that refuses the request itself may be refusing the schema.
-                raise CallsFailed(
-                    f"{failed}\nThe requests asked for structured output "
-                    f"({self.structured_output}); if the provider rejects response_format, "
-                    f"{STRUCTURED_ADVICE}."
-                ) from None
+            advice = structured_output_advice(self.structured_output, str(failed))
+            if advice is not None:
+                raise CallsFailed(f"{failed}\n{advice}") from None
             raise
         repair_of = {number: n for n, number in enumerate(numbers)}  # its repair's number
-        return OnDemand(len(cases), lambda i: _judgement(i, asked, first, repaired, repair_of))
+
+        def judgement(index: int) -> Judgement:
+            """Case `index`'s judgement, from its first reply and its repair's."""
+            number = bisect.bisect_left(asked, index)
+            if number == len(asked) or asked[number] != index:
+                return Judgement.unscored("no_response", "no subject message to judge")
+            context = ReplyContext.of(cases[index])
+            if number not in repair_of:
+                return parse_verdict(first[number].text, context)
+            repair = repaired[repair_of[number]]
+            try:
+                return parse_verdict(repair.text, context)
+            except UnparseableReply as problem:
+                return Judgement.unscored(
+                    problem.status,
+                    f"judge reply unparseable after one repair: {problem}",
+                    evidence=(first[number].text or "") + REPAIR_SEPARATOR + (repair.text or ""),
+                )
+
+        # Every judgement now, kept as compact columns: the cases, and the scenarios and
+        # prompts behind them, need not be kept for as long as the verdicts are.
+        return _Judgements(map(judgement, range(len(cases))))
 
 
-def _judgement(
-    index: int,
-    asked: list[int],
-    first: Sequence[Completion],
-    repaired: Sequence[Completion],
-    repair_of: dict[int, int],
-) -> Judgement:
-    """Case `index`'s judgement, from its first reply and its repair's (see LLMJudge.judge)."""
-    number = bisect.bisect_left(asked, index)
-    if number == len(asked) or asked[number] != index:
-        return Judgement.unscored("no_response", "no subject message to judge")
-    if number not in repair_of:
-        return parse_verdict(first[number].text)
-    repair = repaired[repair_of[number]]
-    try:
-        return parse_verdict(repair.text)
-    except UnparseableReply as problem:
-        return Judgement.unscored(
-            "unparseable",
-            f"judge reply unparseable after one repair: {problem}",
-            evidence=(first[number].text or "") + REPAIR_SEPARATOR + (repair.text or ""),
-        )
+class _Judgements(Sequence[Judgement]):
+    """Judgements kept as one compact table, a Judgement made of a row when asked for."""
+
+    def __init__(self, judgements: Iterator[Judgement]) -> None:
+        chunks = []
+        while chunk := list(itertools.islice(judgements, CHUNK)):
+            chunks.append(pl.DataFrame([dataclasses.asdict(j) for j in chunk], schema=_SCHEMA))
+        self.table = pl.concat([_SCHEMA.to_frame(), *chunks], rechunk=True)
+
+    def __len__(self) -> int:
+        return self.table.height
+
+    @overload
+    def __getitem__(self, index: int) -> Judgement: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Judgement]: ...
+    def __getitem__(self, index: int | slice) -> Judgement | Sequence[Judgement]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        # range: negative indices, and an IndexError past the end (what ends iteration)
+        return Judgement(**self.table.row(range(len(self))[index], named=True))
+
+    def __iter__(self) -> Iterator[Judgement]:
+        return (Judgement(**row) for row in self.table.iter_rows(named=True))
+
+
+# A Judgement's fields as columns.
+_SCHEMA = pl.Schema(
+    {
+        "complies": pl.Boolean(),
+        "elicitor_uptake": pl.String(),
+        "norm_requirement": pl.String(),
+        "evidence": pl.String(),
+        "reasoning": pl.String(),
+        "status": pl.String(),
+        "non_answer": pl.Boolean(),
+    }
+)

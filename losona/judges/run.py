@@ -26,11 +26,20 @@ from losona.contracts import (
 from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.io import CHUNK, Chunks, OnDemand
-from losona.judges.base import Judge, JudgeCase, Judgement
+from losona.judges.base import NOT_A_VERDICT, Judge, JudgeCase, Judgement, Status
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
-from losona.models import CallOptions, CallStore, calls_table
+from losona.models import CallOptions, CallStore, answer_sources, calls_table, read_run_log
 from losona.models.batch import batch_provider
+
+# What each kind of reply without a verdict of the judge's own was (base.NOT_A_VERDICT).
+NO_VERDICT_WHY: dict[Status, str] = {
+    "unparseable": "were unparseable",
+    "placeholder": "left the answer template's placeholders or no reasoning",
+    "copied_prompt": "copied their reasoning from the prompt",
+    "echoed_message": "handed back JSON or reasoning from the judged message itself",
+}
+assert set(NO_VERDICT_WHY) == set(NOT_A_VERDICT)
 
 
 def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) -> Judge:
@@ -43,6 +52,12 @@ def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) ->
         config = JudgeConfig.from_config(config, origin=f"judge '{config.get('name')}'")
     if config.kind == "lexicon":
         return LexiconJudge()
+    if config.kind == "panel":
+        raise LosonaError(
+            f"judge '{config.name}' is a panel: it judges nothing itself but combines its "
+            "members' verdicts (python stages/panel.py); list it in conf/panels.yaml, not "
+            "in sweep.judges (docs/judges.md, 'Judge panels')"
+        )
     assert config.model is not None  # the schema requires it of kind llm
     spec = config.model
     batch = config.batching
@@ -72,6 +87,13 @@ def judge_calls(judge: Judge) -> Chunks:
     if isinstance(judge, LLMJudge):
         return calls_table(judge.model, *judge.calls)
     return calls_table("")
+
+
+def call_sources(judge: Judge) -> str | None:
+    """Where an LLM judge's answers came from (its run logs); None for rules, which call no one."""
+    if not isinstance(judge, LLMJudge):
+        return None
+    return answer_sources(*(read_run_log(log) for log in judge.run_logs))
 
 
 def verdict_fields(
@@ -265,11 +287,12 @@ def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
     """What a user should know about the unscored verdicts of a table, one line each."""
     statuses = Counter(verdicts["judge_status"].to_list())
     notes = []
-    if statuses["unparseable"]:
-        notes.append(
-            f"{statuses['unparseable']} judge replies were unparseable even after one repair: "
-            "complies is null, the raw replies are in `evidence`"
-        )
+    for status, why in NO_VERDICT_WHY.items():
+        if statuses[status]:
+            notes.append(
+                f"{statuses[status]} judge replies {why}, even after one repair: complies is "
+                f"null (judge_status {status}), the raw replies are in `evidence`"
+            )
     if statuses["no_response"]:
         notes.append(f"{statuses['no_response']} responses were null: nothing to judge")
     return notes

@@ -38,7 +38,7 @@ from losona.models.calls import (
     unsupported_params,
 )
 from losona.models.published import PublishedCalls, calls_table, read_calls
-from losona.models.runlog import record_in_run_log
+from losona.models.runlog import answer_sources, read_run_log, record_in_run_log
 from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "PublishedCalls",
     "Request",
     "acomplete",
+    "answer_sources",
     "call_key",
     "calls_table",
     "complete",
@@ -67,6 +68,7 @@ __all__ = [
     "plan",
     "provider_of",
     "read_calls",
+    "read_run_log",
     "record_in_run_log",
     "require_every_call",
     "unsupported_params",

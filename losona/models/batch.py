@@ -32,14 +32,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-from tqdm import tqdm
 
 from losona.config import BatchSettings
 from losona.errors import LosonaError
@@ -57,6 +54,7 @@ from losona.models.calls import (
     require_every_call,
 )
 from losona.models.pricing import Usage
+from losona.models.progress import progress_bar
 from losona.models.spec import Completion, ModelSpec, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -65,6 +63,8 @@ from losona.models.spec import Completion, ModelSpec, Request
 # and a role), and Mistral and xAI have their own formats, not checked here; Anthropic and
 # Gemini's AI Studio are not among them.
 BATCH_PROVIDERS = ("openai", "azure")
+# What a server without a Batch API answers to its paths: no such route, or no such method.
+NO_SUCH_ENDPOINT = frozenset({404, 405})
 # The only window OpenAI and Azure offer.
 COMPLETION_WINDOW = "24h"
 ENDPOINT = "/v1/chat/completions"
@@ -284,14 +284,20 @@ class _BatchJob:
             if pending is None:
                 raise LosonaError(f"{self._state_path(state)}: recorded before its upload")
             lines = "".join(self._line(k, *pending[k]) for k in state.keys).encode("utf-8")
-            uploaded = await self._call(
-                "upload the batch file",
-                lambda: self.litellm.acreate_file(
-                    file=(f"losona-{state.job}.jsonl", lines, "application/jsonl"),
-                    purpose="batch",
-                    **self._connection(),
-                ),
-            )
+            try:
+                uploaded = await self._call(
+                    "upload the batch file",
+                    lambda: self.litellm.acreate_file(
+                        file=(f"losona-{state.job}.jsonl", lines, "application/jsonl"),
+                        purpose="batch",
+                        **self._connection(),
+                    ),
+                    nothing_sent=True,
+                )
+            except LosonaError:
+                # Nothing reached the provider: there is no job to resume, so no record.
+                self._state_path(state).unlink()
+                raise
             state.input_file_id = uploaded.id
             self._save(state)
         created = await self._call(
@@ -379,13 +385,8 @@ class _BatchJob:
 
     async def _wait(self, state: _State) -> Any:
         """Poll the batch until it ends, with a progress bar; the final batch object."""
-        bar = tqdm(
-            total=len(state.keys),
-            desc=f"{self.progress or self.spec.name} (batch {state.batch_id})",
-            unit="call",
-            disable=self.progress is None or not sys.stderr.isatty(),
-            dynamic_ncols=True,
-        )
+        label = f"{self.progress or self.spec.name} (batch {state.batch_id})"
+        bar = progress_bar(label if self.progress is not None else None, len(state.keys), 0)
         with bar:
             while True:
                 batch = await self._call(
@@ -513,8 +514,13 @@ class _BatchJob:
         what: str,
         send: Callable[[], Awaitable[T]],
         before_retry: Callable[[], Awaitable[bool]] | None = None,
+        nothing_sent: bool = False,
     ) -> T:
-        """One request of the Batch API, retried on transient faults like a model call."""
+        """One request of the Batch API, retried on transient faults like a model call.
+
+        `nothing_sent`: a failure leaves nothing at the provider (the upload), so the
+        message does not promise a job to resume.
+        """
         openai = self.litellm.exceptions.openai
         attempt = 0
         while True:
@@ -531,12 +537,27 @@ class _BatchJob:
                     raise LosonaError(
                         f"model '{self.spec.name}': could not {what} ({type(exc).__name__}"
                         f"{f' ({status})' if status else ''}, after {attempt} attempts): "
-                        f"{text}. Batch jobs waiting for results are recorded in {self.dir}; "
-                        "a rerun resumes them"
+                        f"{text}. {self._after_failure(status, nothing_sent)}"
                     ) from None
             await asyncio.sleep(min(60.0, self.spec.backoff_s * 2 ** (attempt - 1)))
             if before_retry is not None and await before_retry():
                 return None  # type: ignore[return-value]  # the caller reads the state
+
+    def _after_failure(self, status: int | None, nothing_sent: bool) -> str:
+        """What a failed Batch API request left behind, and what to do about it."""
+        left = (
+            "Nothing was submitted."
+            if nothing_sent
+            else f"Batch jobs waiting for results are recorded in {self.dir}; a rerun resumes them."
+        )
+        if status in NO_SUCH_ENDPOINT:
+            where = self.spec.api_base or f"the provider of {self.spec.model}"
+            return (
+                f"{left} {where} answers {status} to OpenAI's Batch API (/files, /batches): "
+                f"it has none, as most servers of one's own (vLLM, llama.cpp, Ollama) have "
+                f"none. Set {self.settings.where}batch=false to call the model one call at a time."
+            )
+        return left
 
     def _waiting_jobs(self) -> list[_State]:
         """Recorded jobs of this model and endpoint that have not been collected."""

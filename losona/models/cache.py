@@ -10,15 +10,19 @@ A key maps to the first completed answer for it; later answers never replace it 
 call made with the cache bypassed is returned but not stored), so every file built from
 the cache can be rebuilt byte for byte. Failed calls are not stored: a rerun retries them.
 
-Below it may sit a run's published calls (published.py), read only: a key the cache lacks
-is looked up there, and a hit is copied into the cache as if it had just been made.
+Beside it may sit a run's published calls (published.py), read only, and they come first:
+a key they hold is answered from them, whatever the cache holds, so that rerunning a
+published run reproduces that run and not whatever this machine's cache once got for the
+same call (another CPU's sampling, an endpoint that changed). A published answer the cache
+lacks is copied into it; a cached answer that differs is left alone and counted
+(`CallCache.differing`), so the stage can say so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +77,9 @@ class CallCache:
 
     def __init__(self, path: str | Path, published: PublishedCalls | None = None) -> None:
         self.published = published
+        # Keys this cache holds with another answer than the published calls: the published
+        # answer was used, the cache's left as it was.
+        self.differing: set[str] = set()
         self.path = Path(path).expanduser()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,9 +139,23 @@ class CallCache:
             ) from None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
-        """The stored completions among these keys."""
-        found: dict[str, Completion] = {}
+        """The completions among these keys: the run's published ones first, then the cache's."""
         unique = list(dict.fromkeys(keys))
+        found = self._stored(unique)
+        if self.published is None:
+            return found
+        published = self.published.get_many(unique)
+        self._store_many({key: call for key, call in published.items() if key not in found})
+        self.differing.update(
+            key
+            for key, (_, call) in published.items()
+            if key in found and not _same_answer(found[key], call)
+        )
+        return found | {key: call for key, (_, call) in published.items()}
+
+    def _stored(self, unique: Sequence[str]) -> dict[str, Completion]:
+        """The completions the user's cache file holds among these (distinct) keys."""
+        found: dict[str, Completion] = {}
         with self._reporting():
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
@@ -153,14 +174,9 @@ class CallCache:
                         error=None,
                         cached=True,
                     )
-        missing = [key for key in unique if key not in found]
-        if self.published is not None and missing:
-            copied = self.published.get_many(missing)
-            self._store_many(copied)
-            found.update({key: completion for key, (_, completion) in copied.items()})
         return found
 
-    def _store_many(self, calls: dict[str, tuple[str, Completion]]) -> None:
+    def _store_many(self, calls: Mapping[str, tuple[str, Completion]]) -> None:
         """Copy published calls into the cache, in one transaction (existing keys are kept)."""
         if not calls:
             return
@@ -212,3 +228,13 @@ class CallCache:
     def __len__(self) -> int:
         with self._reporting():
             return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+
+def _same_answer(one: Completion, other: Completion) -> bool:
+    """Whether two stored calls say the same: text, finish reason, tokens and cost."""
+    return (one.text, one.finish_reason, one.prompt_tokens, one.completion_tokens) == (
+        other.text,
+        other.finish_reason,
+        other.prompt_tokens,
+        other.completion_tokens,
+    ) and one.cost_usd == other.cost_usd

@@ -60,6 +60,7 @@ from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
+from losona.models.progress import progress_bar
 from losona.models.runlog import CallStats
 from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
@@ -123,7 +124,8 @@ class CallOptions:
     max_cost_usd: float | None = None  # stop before this run's spend would pass it
     # A JSON file for this run's facts (latency, attempts, cache hits, spend, failures).
     run_log: str | Path | None = None
-    progress: str | None = None  # labels a progress bar, shown only on a terminal
+    # Labels the progress: a bar on a terminal, else a line every 30 s (models/progress.py).
+    progress: str | None = None
 
 
 def failure_kind(error: str | None) -> str:
@@ -471,6 +473,12 @@ class _Budget:
     cap: float | None
     spent: float = 0.0
     reserved: float = 0.0
+    tripped: bool = False  # a call was held back because it could pass the cap
+
+    def stopped(self) -> str:
+        """Why the run stopped, with its spend: said after every call in flight settled."""
+        spent = f"${self.spent:.4f} spent in this run"
+        return f"the cost cap of ${self.cap or 0:.4f} would be passed ({spent})"
 
     def reserve(self, estimate: float) -> bool:
         if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
@@ -552,10 +560,9 @@ class _Run:
                 request = requests[pending[i]]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    self.stop = (
-                        f"the cost cap of ${self.budget.cap:.4f} would be passed "
-                        f"(${self.budget.spent:.4f} spent in this run)"
-                    )
+                    # What was spent is said once the calls in flight have settled.
+                    self.budget.tripped = True
+                    self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
                     return
                 ready.popleft()
                 taken += 1
@@ -761,18 +768,18 @@ async def acomplete(
             # Only a call that must really be made needs the key: a run whose calls are
             # all cached or published reruns without one.
             spec.check_credentials()
-        bar = tqdm(
+        # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
+        bar = progress_bar(
+            options.progress,
             total=len(requests),
-            initial=len(requests) - len(pending),  # cache hits and repeats of a request
-            desc=options.progress,
-            unit="call",
-            disable=options.progress is None or not sys.stderr.isatty(),
-            dynamic_ncols=True,
+            done=len(requests) - len(pending),  # cache hits and repeats of a request
         )
         budget = _Budget(options.max_cost_usd)
         run = _Run(prepared, cache, budget, bar, found.hits, options.use_cache)
         with bar:
             await run.run(requests, list(pending.values()), found.keys)
+        if budget.tripped:  # every worker has returned: the calls in flight are paid for
+            run.stop = budget.stopped()
     tally = found.tally(run.made, run.held)
     if options.run_log is not None:
         wall_s = time.perf_counter() - started
@@ -783,7 +790,7 @@ async def acomplete(
             f"cache, so a rerun resumes where this one stopped ({tally.not_sent} of "
             f"{len(requests)} calls were not made)."
         )
-    return Completions(_cache_file(options.cache_path), found.keys, run.made, run.held)
+    return Completions(options.cache_path, found.keys, run.made, run.held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -801,12 +808,18 @@ class _Found:
 
     keys: list[str] = dataclasses.field(default_factory=list)  # each request's, in order
     missing: dict[str, int] = dataclasses.field(default_factory=dict)  # key -> first request
-    hits: int = 0  # requests served from the cache
+    hits: int = 0  # requests served from the cache (or the run's published calls)
+    published: int = 0  # of them, the ones the published calls answered
     hits_usd: float = 0.0  # their list cost
 
     def tally(self, made: dict[str, _Receipt], held: dict[str, Completion]) -> runlog.Tally:
         """What became of each request, for the run log."""
-        tally = runlog.Tally(requests=len(self.keys), cache_hits=self.hits, cost_usd=self.hits_usd)
+        tally = runlog.Tally(
+            requests=len(self.keys),
+            cache_hits=self.hits,
+            from_published=self.published,
+            cost_usd=self.hits_usd,
+        )
         for key in self.keys:
             if key not in self.missing:
                 continue
@@ -835,6 +848,7 @@ def _look_up(
         for key in keys:
             if key in hits:
                 found.hits += 1
+                found.published += hits[key].published
                 found.hits_usd += hits[key].cost_usd
             else:
                 found.missing.setdefault(key, len(found.keys))
@@ -850,10 +864,6 @@ def _look_up(
     return found
 
 
-def _cache_file(location: CacheLocation) -> Path:
-    return Path(location.path if isinstance(location, CallStore) else location)
-
-
 class Completions(Sequence[Completion]):
     """What `complete` returns: each request's completion, in request order.
 
@@ -866,12 +876,12 @@ class Completions(Sequence[Completion]):
 
     def __init__(
         self,
-        cache_file: Path,
+        location: CacheLocation,
         keys: list[str],
         made: dict[str, _Receipt],
         held: dict[str, Completion],
     ) -> None:
-        self.cache_file = cache_file
+        self.location = location  # where the run looked its calls up: read back the same way
         self.keys = keys  # each request's call-cache key
         self._made, self._held = made, held
         self._chunk: tuple[int, list[Completion]] = (-1, [])  # the last chunk read back
@@ -917,7 +927,7 @@ class Completions(Sequence[Completion]):
         own each time, so a table can be built from them on another thread)."""
         wanted = [key for key in keys if key not in self._held]
         if wanted:
-            with CallCache(self.cache_file) as cache:
+            with CallCache.open(self.location) as cache:
                 stored = cache.get_many(wanted)
         read = []
         for key in keys:
@@ -926,8 +936,9 @@ class Completions(Sequence[Completion]):
                 continue
             if key not in stored:
                 raise LosonaError(
-                    f"{self.cache_file}: call {key} was completed in this run but is no longer "
-                    "in the call cache; was the file moved or replaced? Rerun the stage."
+                    f"{_cache_file(self.location)}: call {key} was completed in this run but "
+                    "is no longer in the call cache; was the file moved or replaced? Rerun "
+                    "the stage."
                 )
             completion = stored[key]
             if (receipt := self._made.get(key)) is not None:
@@ -939,6 +950,10 @@ class Completions(Sequence[Completion]):
                 )
             read.append(_keyed(completion, key))
         return read
+
+
+def _cache_file(location: CacheLocation) -> Path:
+    return Path(location.path if isinstance(location, CallStore) else location)
 
 
 def _keyed(completion: Completion, key: str) -> Completion:
@@ -1075,12 +1090,17 @@ def describe_estimate(prepared: _Prepared, found: pricing.Estimate) -> str:
         )
     from losona.models.batch import BATCH_PROVIDERS  # batch imports this module
 
-    provider = _provider(prepared.spec)[1]
-    mode = (
-        "batch mode can send it"
-        if provider in BATCH_PROVIDERS and not prepared.spec.endpoints
-        else f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}"
-    )
+    provider, spec = _provider(prepared.spec)[1], prepared.spec
+    if provider not in BATCH_PROVIDERS or spec.endpoints:
+        mode = f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}, at one endpoint"
+    elif spec.api_base:
+        # A server of one's own speaks the chat API; few also serve OpenAI's Batch API.
+        mode = (
+            f"batch mode only if {spec.api_base} serves OpenAI's Batch API (/files, "
+            "/batches), which vLLM, llama.cpp and Ollama do not"
+        )
+    else:
+        mode = "batch mode can send it"
     return f"{how}; batch: {rates.batch_basis}, {mode}"
 
 

@@ -6,8 +6,10 @@ whose bytes are not deterministic. A run's calls therefore also travel as Parque
 DVC tracks and pushes with the run. Written with the project's Parquet writer, the same
 calls give the same bytes, so a rerun does not move dvc.lock.
 
-On another machine the published table answers the calls its run made: a hit is copied
-into the user's own cache, and nothing is ever written back to the published file. Whether
+On another machine the published table answers the calls its run made, ahead of the
+user's own cache: an audit reruns the published run, never the auditor's own calls. A key
+the user's cache lacks is copied into it; one it holds with another answer is left alone
+there, and counted in the run log. Nothing is ever written back to the published file. Whether
 a missing file is an error depends on whether the run recorded one (see PublishedCalls).
 """
 
@@ -118,13 +120,13 @@ class PublishedCalls:
         self.path = Path(path)
         self.recorded_md5 = recorded_md5
         self.remedy = remedy
-        self._calls: dict[str, tuple[str, Completion]] | None = None
+        self._calls: pl.DataFrame | None = None
 
-    def _load(self) -> dict[str, tuple[str, Completion]]:
+    def _load(self) -> pl.DataFrame:
         where = display_path(self.path)
         if not self.path.is_file():
             if self.recorded_md5 is None:
-                return {}
+                return pl.DataFrame(schema=CALL_SCHEMA)
             raise LosonaError(
                 f"{where}: the run's calls file is missing, though dvc.lock records it "
                 f"(md5 {self.recorded_md5}); no model is called in its place. {self.remedy}"
@@ -135,7 +137,23 @@ class PublishedCalls:
                 f"{self.recorded_md5}, found {md5_file(self.path)}): it was changed or damaged; "
                 f"no model is called in its place. {self.remedy}"
             )
-        calls = read_calls(self.path, self.remedy)
+        # Kept as the table it is, sorted by key, and looked up by key: a run's calls, all
+        # of them (every cell's), as Python objects would take many times the file's size.
+        return read_calls(self.path, self.remedy).sort("key")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
+        """The published (model, completion) among these keys; the file is read on first use."""
+        if not keys:
+            return {}
+        if self._calls is None:
+            self._calls = self._load()
+        calls = self._calls
+        if calls.is_empty():
+            return {}
+        wanted = pl.Series(list(dict.fromkeys(keys)), dtype=pl.String)
+        # Where each key is or would be in the sorted keys: a key there is published.
+        nearest = calls[calls["key"].search_sorted(wanted).clip(upper_bound=calls.height - 1)]
+        found = nearest.filter(nearest["key"] == wanted)
         return {
             row["key"]: (
                 row["model"],
@@ -147,18 +165,11 @@ class PublishedCalls:
                     cost_usd=row["cost_usd"],
                     error=None,
                     cached=True,
+                    published=True,
                 ),
             )
-            for row in calls.iter_rows(named=True)
+            for row in found.iter_rows(named=True)
         }
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
-        """The published (model, completion) among these keys; the file is read on first use."""
-        if not keys:
-            return {}
-        if self._calls is None:
-            self._calls = self._load()
-        return {key: self._calls[key] for key in keys if key in self._calls}
 
     @property
     def expected(self) -> bool:

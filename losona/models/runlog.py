@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ class Tally:
 
     requests: int
     cache_hits: int
+    from_published: int = 0  # cache hits the run's published calls answered
     completed: int = 0  # calls made in this run, counted per request that wanted them
     failed: int = 0
     not_sent: int = 0  # the run stopped before sending them
@@ -74,6 +76,10 @@ def facts(
         "wall_s": round(wall_s, 3),
         "requests": tally.requests,
         "cache_hits": tally.cache_hits,
+        # Of the cache hits, the ones the run's published calls answered (paths.calls), and
+        # the keys the user's call cache holds with another answer: left alone, not used.
+        "from_published_calls": tally.from_published,
+        "differing_in_call_cache": len(run.cache.differing),
         "cache_misses": tally.requests - tally.cache_hits,
         "distinct_calls_needed": distinct_sent,
         "completed": tally.completed,
@@ -130,6 +136,31 @@ def facts(
         "params_sent": run.prepared.params,
         "dropped_params": run.prepared.dropped,
     }
+
+
+def answer_sources(*run_logs: Mapping[str, Any]) -> str:
+    """Where the answers of one or more runs came from: published calls, call cache, new calls."""
+    total = collections.Counter[str]()
+    for log in run_logs:
+        for fact in ("cache_hits", "from_published_calls", "differing_in_call_cache", "completed"):
+            total[fact] += int(log.get(fact, 0))
+    published = total["from_published_calls"]
+    differing = total["differing_in_call_cache"]
+    local = f"{total['cache_hits'] - published} from the call cache, {total['completed']} new calls"
+    if not published:  # a run with no published calls, or none of them needed
+        return local
+    aside = (
+        f" ({differing} of them answered differently in your call cache, which was not used)"
+        if differing
+        else ""
+    )
+    return f"{published} from the run's published calls{aside}, {local}"
+
+
+def read_run_log(path: str | Path) -> dict[str, Any]:
+    """A run log written by `complete`."""
+    facts: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return facts
 
 
 def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:

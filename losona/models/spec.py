@@ -33,7 +33,8 @@ class Completion:
     completion_tokens: int
     cost_usd: float
     error: str | None  # why it failed (kind, status, message); None when ok
-    cached: bool  # served from the call cache
+    cached: bool  # served from the call cache or the run's published calls
+    published: bool = False  # served from the run's published calls (paths.calls)
     attempts: int = 0  # calls sent for it in this run (0 when cached)
     key: str | None = None  # its call-cache key, set by `complete` on every result
     # What the call was billed, cache discounts included (None when it came from the call

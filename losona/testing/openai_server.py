@@ -193,7 +193,9 @@ class OpenAIServer:
         cache_min_tokens: int = 1024,  # OpenAI's minimum cached prefix
         cache_step: int = 128,  # ... and its steps past that
         remember: int = REMEMBERED_PROMPTS,  # answered prompts kept for prompt caching
+        batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
     ) -> None:
+        self.batch_api = batch_api
         self.latency = latency
         self.cache_rule = CacheRule("the test server", False, cache_min_tokens, cache_step)
         self.remember = remember
@@ -236,10 +238,13 @@ class OpenAIServer:
         """A model config node (the shape of conf/model/*.yaml) served by this server.
 
         Seeded per trial, so the default replies of a prompt's K trials differ; free; with
-        short retry delays and timeouts, so fault tests run in well under a second.
+        short retry delays and timeouts, so fault tests run in well under a second; and
+        marked a test double (family "test double", `test_double: true`), so that reports
+        say its numbers are no model's.
         """
         return {
             "name": name,
+            "family": "test double",
             "model": "openai/test-model",
             "api_base": self.url,
             "seed_per_trial": True,
@@ -247,6 +252,7 @@ class OpenAIServer:
             "timeout_s": 2.0,
             "backoff_s": 0.01,
             "price": {"input_usd_per_mtok": 0, "output_usd_per_mtok": 0},
+            "test_double": True,
         } | settings
 
     def __enter__(self) -> OpenAIServer:
@@ -266,7 +272,7 @@ class OpenAIServer:
         app.router.add_post("/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle_anthropic)
         app.router.add_post("/v1/v1/messages", self._handle_anthropic)
-        for prefix in ("/v1", ""):
+        for prefix in ("/v1", "") if self.batch_api else ():
             app.router.add_post(f"{prefix}/files", self._upload)
             app.router.add_get(f"{prefix}/files/{{file_id}}/content", self._file_content)
             app.router.add_post(f"{prefix}/batches", self._create_batch)

@@ -1,0 +1,325 @@
+"""Judge error carried into the results: compliance corrected for the judge's measured error.
+
+People's labels on a sample of responses (losona/labels.py) measure each judge's
+sensitivity (the share of the items people mark compliant that it marks compliant) and
+specificity (the share of the items people mark breaching that it marks breaching). A judge
+with these error rates marks compliant, in expectation, p_obs = sens * p + (1 - spec) * (1 - p)
+of responses whose true compliance is p, so
+
+    p = (p_obs + spec - 1) / (sens + spec - 1)        (Rogan and Gladen, 1978)
+
+clipped to [0, 1]. It assumes the judge errs at the same rates on every model and
+condition (the labels pool them) and that people's labels are the truth. The correction is
+not identifiable when people marked no labelled item compliant (sensitivity unknown) or
+none breaching (specificity unknown), or when sens + spec - 1 <= 0 (the judge's verdicts say
+nothing about compliance); then no corrected figure is given.
+
+Intervals carry both sources of error: each bootstrap resample draws the scenarios (the
+paper's bootstrap) and, independently, the labelled items, and recomputes p_obs, sens, spec
+and p. A resample whose labelled items leave the correction undefined counts as 0 for the
+low end and 100 for the high end of the interval (-100 and +100 for an effect).
+
+Paired effects are corrected in compliance points: a condition's corrected compliance minus
+naive's. Aggregate's paired effects are in accuracy-at-K, and a majority vote over K trials
+is not a rate the labels (single trials) can correct without assuming how a judge's errors
+on one scenario's K trials go together.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from losona.aggregate import Bootstrap, Presentation
+from losona.audit.agreement import Confusion
+from losona.audit.human import labelled_verdicts
+from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.contracts import (
+    CORRECTED_DELTA_SCHEMA,
+    CORRECTED_SCHEMA,
+    CORRECTION_SCHEMA,
+    table,
+)
+from losona.metrics import BASELINE_CONDITION, pct, scenario_outcomes
+
+CORRECTED = "corrected"
+
+
+def rogan_gladen(observed: Any, sensitivity: Any, specificity: Any) -> Any:
+    """True compliance from observed compliance and the judge's error rates, clipped to [0, 1].
+
+    Works on numbers and numpy arrays alike; NaN where sens + spec - 1 <= 0 (not identifiable).
+    """
+    youden = np.asarray(sensitivity + specificity - 1.0, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw = (observed + specificity - 1.0) / youden
+    return np.where(youden > 0, np.clip(raw, 0.0, 1.0), np.nan)
+
+
+@dataclass(frozen=True)
+class JudgeError:
+    """One judge's verdicts on the labelled items against people's labels."""
+
+    human: np.ndarray  # bool per labelled item the judge scored: people say complies
+    judge: np.ndarray  # bool per item: the judge says complies
+
+    @property
+    def confusion(self) -> Confusion:
+        """The confusion table, the judge as A and people as the reference B."""
+        return Confusion.of(self.judge.tolist(), self.human.tolist())
+
+    def not_identifiable(self) -> str | None:
+        """Why the correction cannot be made from these labels; None when it can."""
+        c = self.confusion
+        if c.n == 0:
+            return "not identifiable: the judge scored none of the labelled items"
+        if c.yes_yes + c.no_yes == 0:
+            return (
+                f"not identifiable: people marked none of the {c.n} labelled items compliant, "
+                "so the judge's sensitivity is unknown"
+            )
+        if c.yes_no + c.no_no == 0:
+            return (
+                f"not identifiable: people marked none of the {c.n} labelled items breaching, "
+                "so the judge's specificity is unknown"
+            )
+        sens = c.yes_yes / (c.yes_yes + c.no_yes)
+        spec = c.no_no / (c.no_no + c.yes_no)
+        if sens + spec - 1 <= 0:
+            return (
+                f"not identifiable: sensitivity {pct(sens)}% + specificity {pct(spec)}% - 100 "
+                "is not above 0: the judge's verdicts say nothing about compliance"
+            )
+        return None
+
+
+def judge_error(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> JudgeError:
+    """The labelled items the judge scored: people's label and the judge's, side by side."""
+    scored = labelled_verdicts(labelled, verdicts, judge).filter(
+        pl.col("judge_complies").is_not_null()
+    )
+    return JudgeError(
+        human=scored["human"].to_numpy().astype(bool),
+        judge=scored["judge_complies"].to_numpy().astype(bool),
+    )
+
+
+def corrected_compliance(
+    labelled: pl.DataFrame,
+    verdicts: pl.DataFrame,
+    judges: Sequence[str],
+    presentation: Presentation,
+    bootstrap: Bootstrap,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
+
+    `labelled` is the sheet's key with people's labels (losona.labels.load_labels). Judges
+    whose correction is not identifiable have a correction.csv row that says why, and no
+    corrected figures.
+    """
+    basis, corrected, deltas = [], [], []
+    outcomes = scenario_outcomes(verdicts)
+    for judge in judges:
+        error = judge_error(labelled, verdicts, judge)
+        reason = error.not_identifiable()
+        basis.append(_basis_row(judge, verdicts, error, reason, bootstrap))
+        if reason is None:
+            rows, paired = _corrected_rows(
+                judge, outcomes.filter(pl.col("judge") == judge), error, presentation, bootstrap
+            )
+            corrected += rows
+            deltas += paired
+    return (
+        table(basis, CORRECTION_SCHEMA, sort_by=[]),
+        table(corrected, CORRECTED_SCHEMA, sort_by=[]),
+        table(deltas, CORRECTED_DELTA_SCHEMA, sort_by=[]),
+    )
+
+
+def _basis_row(
+    judge: str,
+    verdicts: pl.DataFrame,
+    error: JudgeError,
+    reason: str | None,
+    bootstrap: Bootstrap,
+) -> dict[str, Any]:
+    c = error.confusion
+    people_yes, people_no = c.yes_yes + c.no_yes, c.yes_no + c.no_no
+    sens, sens_low, sens_high = _rate(c.yes_yes, people_yes, bootstrap.confidence)
+    spec, spec_low, spec_high = _rate(c.no_no, people_no, bootstrap.confidence)
+    youden = None if sens is None or spec is None else round(sens + spec - 1, 3)
+    mine = verdicts.filter(pl.col("judge") == judge)
+    return {
+        "judge": judge,
+        "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+        "labelled": c.n,
+        "people_compliant": people_yes,
+        "people_breaching": people_no,
+        "true_positives": c.yes_yes,
+        "false_negatives": c.no_yes,
+        "false_positives": c.yes_no,
+        "true_negatives": c.no_no,
+        "sensitivity": pct(sens),
+        "sensitivity_low": pct(sens_low),
+        "sensitivity_high": pct(sens_high),
+        "specificity": pct(spec),
+        "specificity_low": pct(spec_low),
+        "specificity_high": pct(spec_high),
+        "youden": youden,
+        "identifiable": reason is None,
+        "status": reason or CORRECTED,
+    }
+
+
+def _rate(part: int, whole: int, confidence: float) -> tuple[float | None, ...]:
+    """A share with its exact (Clopper-Pearson) interval; Nones when there is no whole."""
+    if not whole:
+        return None, None, None
+    ci = stats.binomtest(part, whole).proportion_ci(confidence_level=confidence, method="exact")
+    return part / whole, float(ci.low), float(ci.high)
+
+
+def _corrected_rows(
+    judge: str,
+    outcomes: pl.DataFrame,
+    error: JudgeError,
+    presentation: Presentation,
+    bootstrap: Bootstrap,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One judge's corrected compliance per cell and corrected effects against naive."""
+    cells = sorted(
+        outcomes.select("subject_model", "condition").unique().iter_rows(),
+        key=lambda cell: presentation.cell_key((judge, *cell)),
+    )
+    scenario_ids = sorted(outcomes["scenario_id"].unique().to_list())
+    complying, scored = (
+        np.vstack([_per_scenario(outcomes, cell, column, scenario_ids) for cell in cells])
+        for column in ("complying", "scored")
+    )
+    pairs = [
+        (i, cells.index((model, BASELINE_CONDITION)))
+        for i, (model, condition) in enumerate(cells)
+        if condition != BASELINE_CONDITION and (model, BASELINE_CONDITION) in cells
+    ]
+    comply_item = error.human.astype(float)  # people: complies
+    judged_yes = error.judge.astype(float)
+
+    def statistic(scenario_counts: np.ndarray, item_counts: np.ndarray) -> np.ndarray:
+        # Both arrays: resamples x units. Returns statistics x resamples.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            observed = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
+        true_pos = item_counts @ (comply_item * judged_yes)
+        positives = item_counts @ comply_item
+        true_neg = item_counts @ ((1 - comply_item) * (1 - judged_yes))
+        negatives = item_counts @ (1 - comply_item)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sens, spec = true_pos / positives, true_neg / negatives
+        # A resample with no positive or no negative item has NaN rates: undefined too.
+        fixed = rogan_gladen(observed, sens[:, None], spec[:, None])
+        return _with_effects(observed, fixed, pairs).T
+
+    everything = np.ones((1, len(scenario_ids)))
+    items = np.ones((1, error.human.size))
+    point = statistic(everything, items)[:, 0]
+    distribution = bootstrap_distribution(
+        statistic, (len(scenario_ids), error.human.size), bootstrap
+    )
+    n_cells, n_pairs = len(cells), len(pairs)
+    layout = np.cumsum([0, n_cells, n_cells, n_pairs, n_pairs])
+    if distribution is None:
+        low = high = np.full(point.shape, np.nan)
+        unidentified = np.zeros(point.shape, dtype=int)
+    else:
+        parts = [distribution[a:b] for a, b in itertools.pairwise(layout)]
+        bounds = [
+            percentile_interval(parts[0], bootstrap.confidence),
+            percentile_interval(parts[1], bootstrap.confidence, undefined=(0.0, 1.0)),
+            percentile_interval(parts[2], bootstrap.confidence),
+            percentile_interval(parts[3], bootstrap.confidence, undefined=(-1.0, 1.0)),
+        ]
+        low = np.concatenate([b[0] for b in bounds])
+        high = np.concatenate([b[1] for b in bounds])
+        unidentified = np.isnan(distribution).sum(axis=-1)
+
+    def figure(k: int) -> tuple[float | None, float | None, float | None]:
+        return pct(float(point[k])), pct(float(low[k])), pct(float(high[k]))
+
+    rows = []
+    for i, (model, condition) in enumerate(cells):
+        observed, obs_low, obs_high = figure(layout[0] + i)
+        fixed, fixed_low, fixed_high = figure(layout[1] + i)
+        rows.append(
+            {
+                **_names(judge, model, condition, presentation),
+                "scenarios": len(scenario_ids),
+                "scored_trials": int(scored[i].sum()),
+                "compliance": observed,
+                "compliance_low": obs_low,
+                "compliance_high": obs_high,
+                "corrected": fixed,
+                "corrected_low": fixed_low,
+                "corrected_high": fixed_high,
+                "unidentified_resamples": int(unidentified[layout[1] + i]),
+            }
+        )
+    paired = []
+    for k, (i, _) in enumerate(pairs):
+        model, condition = cells[i]
+        delta, delta_low, delta_high = figure(layout[2] + k)
+        fixed, fixed_low, fixed_high = figure(layout[3] + k)
+        paired.append(
+            {
+                **_names(judge, model, condition, presentation),
+                "scenarios": len(scenario_ids),
+                "compliance_delta": delta,
+                "compliance_delta_low": delta_low,
+                "compliance_delta_high": delta_high,
+                "corrected_delta": fixed,
+                "corrected_delta_low": fixed_low,
+                "corrected_delta_high": fixed_high,
+                "unidentified_resamples": int(unidentified[layout[3] + k]),
+            }
+        )
+    return rows, paired
+
+
+def _with_effects(
+    observed: np.ndarray, fixed: np.ndarray, pairs: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """Cells' observed and corrected compliance, then each pair's two effects (resamples x ...)."""
+    condition = [i for i, _ in pairs]
+    naive = [j for _, j in pairs]
+    return np.hstack(
+        [
+            observed,
+            fixed,
+            observed[:, condition] - observed[:, naive],
+            fixed[:, condition] - fixed[:, naive],
+        ]
+    )
+
+
+def _per_scenario(
+    outcomes: pl.DataFrame, cell: tuple[str, str], column: str, scenario_ids: list[str]
+) -> np.ndarray:
+    """One cell's `column` (complying or scored trials) per scenario, in `scenario_ids` order."""
+    model, condition = cell
+    part = outcomes.filter((pl.col("subject_model") == model) & (pl.col("condition") == condition))
+    by_id = dict(part.select("scenario_id", column).iter_rows())
+    return np.array([by_id.get(s, 0) for s in scenario_ids], dtype=float)
+
+
+def _names(judge: str, model: str, condition: str, presentation: Presentation) -> dict[str, str]:
+    return {
+        "judge": judge,
+        "subject_model": model,
+        "model_label": presentation.model_label(model),
+        "condition": condition,
+        "condition_label": presentation.condition_label(condition),
+    }

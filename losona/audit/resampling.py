@@ -1,0 +1,91 @@
+"""Bootstraps of the judge-error figures: scenarios, and labelled items beside them.
+
+The paper's intervals resample scenarios (Section 5.3); a corrected rate also rests on a
+finite labelled sample, so its interval resamples both at once, independently, with the
+run's `aggregate:` settings (resamples, seed, confidence). A statistic sees each resample
+as counts: how often each scenario (each labelled item) was drawn.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from losona.config import Bootstrap
+
+# Resampled indices are drawn in batches of about this many entries (as aggregate does).
+_BATCH_ENTRIES = 2_000_000
+
+Statistic = Callable[..., np.ndarray]
+
+
+def bootstrap_distribution(
+    statistic: Statistic, sizes: Sequence[int], settings: Bootstrap
+) -> np.ndarray | None:
+    """`statistic`'s values on every resample (statistics x resamples), or None.
+
+    `sizes` gives each sample's number of units (scenarios, labelled items); each sample is
+    resampled with replacement, independently of the others, and `statistic` receives one
+    array of draw counts per sample (resamples x units) and returns statistics x resamples.
+    None when a sample has fewer than two units: there is nothing to resample.
+    """
+    if min(sizes) < 2:
+        return None
+
+    def on_indices(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
+        counts = []
+        for drawn, n in zip(indices, sizes, strict=True):
+            batch = drawn.shape[0]
+            offsets = drawn.astype(np.intp) + (np.arange(batch) * n)[:, None]
+            counts.append(
+                np.bincount(offsets.ravel(), minlength=batch * n).reshape(batch, n).astype(float)
+            )
+        return statistic(*counts)
+
+    with warnings.catch_warnings():
+        # Resamples in which a statistic is undefined are NaN: each caller says what a NaN
+        # means for its interval (scipy's own percentile interval is not used).
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = stats.bootstrap(
+            tuple(np.arange(n) for n in sizes),
+            on_indices,
+            paired=False,
+            n_resamples=settings.resamples,
+            batch=max(1, _BATCH_ENTRIES // max(sizes)),
+            vectorized=True,
+            method="percentile",
+            confidence_level=settings.confidence,
+            rng=np.random.default_rng(settings.seed),
+        )
+    distribution: np.ndarray = np.atleast_2d(result.bootstrap_distribution)
+    return distribution
+
+
+def percentile_interval(
+    distribution: np.ndarray,
+    confidence: float,
+    undefined: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each statistic's percentile interval over its resamples (low, high).
+
+    With `undefined` = (lowest, highest), a resample in which a statistic is NaN counts as
+    `lowest` for the low end and `highest` for the high end: an undefined estimate is
+    consistent with any value, so it widens the interval. Without, such resamples are left
+    out, as aggregate leaves out a resample in which no scenario counts.
+    """
+    if distribution.shape[0] == 0:
+        return np.zeros(0), np.zeros(0)
+    alpha = (1 - confidence) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a statistic never defined
+        if undefined is None:
+            low, high = np.nanquantile(distribution, [alpha, 1 - alpha], axis=-1)
+        else:
+            missing = np.isnan(distribution)
+            low = np.quantile(np.where(missing, undefined[0], distribution), alpha, axis=-1)
+            high = np.quantile(np.where(missing, undefined[1], distribution), 1 - alpha, axis=-1)
+    return low, high

@@ -1,0 +1,197 @@
+"""Self-preference: does a judge favour subjects of its own model family? (paper Section 7)
+
+For a judge j of family F, with c(j, m) its compliance for subject m (all its scored trials,
+every condition pooled), O the subjects of family F and T the subjects of other families:
+
+    judge_gap(j)     = mean over m in O of c(j, m)  -  mean over m in T of c(j, m)
+    reference_gap(j) = the same gap for each reference judge r, averaged over r
+    self_preference  = judge_gap(j) - reference_gap(j)
+
+a difference in differences, in compliance points. The reference judges are the run's
+other judges not of family F (rules count: they have no family); a panel is neither
+judged nor a reference, since its verdicts are its members'. Subtracting the reference
+judges' gap takes out how much better F's subjects really are (as far as other judges
+see it); comparing own-family with other subjects takes out how lenient j is overall.
+Positive: j gives its own family more compliance than the other judges do, relative to
+other subjects. Subjects whose config names no family are left out. The interval is the
+scenario bootstrap's: every resample draws scenarios, and every c(j, m) is recomputed on
+them.
+
+The check applies when the run has two or more judges (panels aside) and subjects of two
+or more families; a judge gets a figure when it has a family, the run has subjects of its
+family and of another, and a reference judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from losona.aggregate import Bootstrap
+from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.contracts import SELF_PREFERENCE_SCHEMA, table
+from losona.metrics import pct
+
+ESTIMATED = "estimated"
+
+
+@dataclass(frozen=True)
+class Families:
+    """The model family of each judge and subject (conf/judge/, conf/model/); None: unknown."""
+
+    judges: Mapping[str, str | None] = field(default_factory=dict)
+    models: Mapping[str, str | None] = field(default_factory=dict)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Two families are the same when both are named alike (case and spaces aside)."""
+    return a is not None and b is not None and a.strip().casefold() == b.strip().casefold()
+
+
+def self_preference(
+    verdicts: pl.DataFrame,
+    judges: Sequence[str],
+    kinds: Mapping[str, str],
+    families: Families,
+    bootstrap: Bootstrap,
+) -> pl.DataFrame:
+    """self_preference.csv: one row per judge (panels aside) when the check applies."""
+    rated = [j for j in judges if kinds.get(j) != "panel"]
+    models = [
+        m for m in verdicts["subject_model"].unique().sort() if families.models.get(m) is not None
+    ]
+    distinct = {str(families.models[m]).strip().casefold() for m in models}
+    if len(rated) < 2 or len(distinct) < 2:
+        return table([], SELF_PREFERENCE_SCHEMA, sort_by=[])
+
+    scenario_ids = sorted(verdicts["scenario_id"].unique().to_list())
+    pairs = [(j, m) for j in rated for m in models]
+    complying, scored = _per_scenario(verdicts, pairs, scenario_ids)
+    column = {pair: i for i, pair in enumerate(pairs)}
+
+    plans: list[dict[str, Any]] = []
+    for judge in rated:
+        family = families.judges.get(judge)
+        own, other, reference = [], [], []  # nothing to compare for a judge without a family
+        if family is not None:
+            own = [m for m in models if _same(families.models[m], family)]
+            other = [m for m in models if not _same(families.models[m], family)]
+            reference = [
+                r for r in rated if r != judge and not _same(families.judges.get(r), family)
+            ]
+        status = _why_not(family, own, other, reference)
+        plans.append(
+            {
+                "judge": judge,
+                "family": family,
+                "own": own,
+                "other": other,
+                "reference": reference,
+                "status": status or ESTIMATED,
+            }
+        )
+    estimated = [p for p in plans if p["status"] == ESTIMATED]
+    # Each figure is a weighted sum of the c(j, m): three rows of weights per judge.
+    weights = np.zeros((3 * len(estimated), len(pairs)))
+    for k, plan in enumerate(estimated):
+        judge_gap = _gap({plan["judge"]: 1.0}, plan["own"], plan["other"], column, len(pairs))
+        share = 1.0 / len(plan["reference"])
+        reference_gap = _gap(
+            dict.fromkeys(plan["reference"], share), plan["own"], plan["other"], column, len(pairs)
+        )
+        weights[3 * k] = judge_gap
+        weights[3 * k + 1] = reference_gap
+        weights[3 * k + 2] = judge_gap - reference_gap
+
+    def statistic(scenario_counts: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
+        result: np.ndarray = weights @ rates.T
+        return result
+
+    point = statistic(np.ones((1, len(scenario_ids))))[:, 0] if estimated else np.zeros(0)
+    low = high = np.full(point.shape, np.nan)
+    if estimated:
+        distribution = bootstrap_distribution(statistic, (len(scenario_ids),), bootstrap)
+        if distribution is not None:
+            low, high = percentile_interval(distribution, bootstrap.confidence)
+
+    rows, k = [], 0
+    for plan in plans:
+        row: dict[str, Any] = {
+            "judge": plan["judge"],
+            "family": plan["family"],
+            "own_family_models": ", ".join(plan["own"]),
+            "other_models": ", ".join(plan["other"]),
+            "reference_judges": ", ".join(plan["reference"]),
+            "scenarios": len(scenario_ids),
+            "status": plan["status"],
+        }
+        if plan["status"] == ESTIMATED:
+            row |= {
+                "judge_gap": pct(float(point[3 * k])),
+                "reference_gap": pct(float(point[3 * k + 1])),
+                "self_preference": pct(float(point[3 * k + 2])),
+                "self_preference_low": pct(float(low[3 * k + 2])),
+                "self_preference_high": pct(float(high[3 * k + 2])),
+            }
+            k += 1
+        rows.append(row)
+    return table(rows, SELF_PREFERENCE_SCHEMA, sort_by=[])
+
+
+def _why_not(
+    family: str | None, own: Sequence[str], other: Sequence[str], reference: Sequence[str]
+) -> str | None:
+    if family is None:
+        return "no family: the judge is rules, or its model config names no family"
+    if not own:
+        return f"no subject of its family ({family}) in this run"
+    if not other:
+        return f"no subject of another family than {family} in this run"
+    if not reference:
+        return f"no other judge outside its family ({family}) to compare with"
+    return None
+
+
+def _gap(
+    judges: Mapping[str, float],
+    own: Sequence[str],
+    other: Sequence[str],
+    column: Mapping[tuple[str, str], int],
+    width: int,
+) -> np.ndarray:
+    """Weights of mean(own subjects) - mean(other subjects), averaged over `judges`."""
+    row = np.zeros(width)
+    for judge, share in judges.items():
+        for m in own:
+            row[column[(judge, m)]] += share / len(own)
+        for m in other:
+            row[column[(judge, m)]] -= share / len(other)
+    return row
+
+
+def _per_scenario(
+    verdicts: pl.DataFrame, pairs: Sequence[tuple[str, str]], scenario_ids: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Complying and scored trials per (judge, model) and scenario, every condition pooled."""
+    counted = verdicts.group_by("judge", "subject_model", "scenario_id").agg(
+        complying=pl.col("complies").sum(), scored=pl.col("complies").is_not_null().sum()
+    )
+    found = {
+        (j, m, s): (c, n)
+        for j, m, s, c, n in counted.select(
+            "judge", "subject_model", "scenario_id", "complying", "scored"
+        ).iter_rows()
+    }
+    complying = np.array(
+        [[found.get((j, m, s), (0, 0))[0] for s in scenario_ids] for j, m in pairs], dtype=float
+    )
+    scored = np.array(
+        [[found.get((j, m, s), (0, 0))[1] for s in scenario_ids] for j, m in pairs], dtype=float
+    )
+    return complying, scored

@@ -1,0 +1,27 @@
+"""The arms of the second turn, and which first-turn trial goes into which.
+
+A breach is continued twice, in parallel: once with the sanction (arm `sanction`) and
+once with the neutral continuation (arm `control`), so each breaching trial is its own
+pair and the sanction effect has a paired estimate per scenario. A compliant first reply
+is continued once, with the neutral continuation (arm `retention`). A trial the judge
+left unscored has no arm: it is left out and counted.
+"""
+
+from __future__ import annotations
+
+SANCTION, CONTROL, RETENTION = "sanction", "control", "retention"
+ARMS = (SANCTION, CONTROL, RETENTION)
+# What the group says in each arm: the sanction, or the neutral continuation.
+SANCTIONING, NEUTRAL = "sanction", "neutral"
+CONTINUATION = {SANCTION: SANCTIONING, CONTROL: NEUTRAL, RETENTION: NEUTRAL}
+# The statuses of a first-turn trial's row in the dynamic prompt table.
+OK = "ok"
+FIRST_TURN_UNSCORED = "first_turn_unscored"
+NO_FOLLOWUP = "no_followup"
+
+
+def arms_for(complies: bool | None) -> tuple[str, ...]:
+    """The arms a first-turn verdict puts its trial in: two after a breach, one after a pass."""
+    if complies is None:
+        return ()
+    return (RETENTION,) if complies else (SANCTION, CONTROL)

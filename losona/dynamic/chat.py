@@ -1,0 +1,70 @@
+"""The second turn's chat: everything said so far, then the second elicitor.
+
+The subject's second prompt is the same condition's prompt (Appendix C, unchanged
+wording) over this chat, and the judge reads the same chat (its transcript is everything
+before the second elicitor), so both see the subject's own first reply as a message of the
+chat, `<subject>: <reply>`, exactly as the other members' messages are shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from losona.contracts import Scenario, Turn
+from losona.followups import Message
+from losona.judges.base import NO_EARLIER_MESSAGES, JudgeCase
+from losona.render import format_transcript
+
+
+@dataclass(frozen=True)
+class SecondTurn:
+    """One first-turn trial continued: its scenario, the first reply, the follow-up, the ask."""
+
+    scenario: Scenario
+    first_response: str
+    followup: tuple[Message, ...]
+    elicitor: Message
+
+    @property
+    def earlier(self) -> tuple[Turn, ...]:
+        """Every message before the second elicitor: the transcript, the first elicitor, the
+        subject's reply and the group's follow-up, in chat order."""
+        s = self.scenario
+        after = [(s.subject, self.first_response), *((m.actor, m.content) for m in self.followup)]
+        said = tuple(
+            Turn(s.elicitor_index + 1 + i, actor, content, False)
+            for i, (actor, content) in enumerate(after)
+        )
+        return (*s.turns, s.elicitor, *said)
+
+    def as_scenario(self) -> Scenario:
+        """The scenario as the subject meets it now: the chat so far, the second elicitor last."""
+        earlier = self.earlier
+        return dataclasses.replace(
+            self.scenario,
+            turns=earlier,
+            elicitor_index=earlier[-1].index + 1,
+            elicitor_actor=self.elicitor.actor,
+            elicitor_content=self.elicitor.content,
+        )
+
+    def judge_case(self, response: str | None) -> JudgeCase:
+        """The second reply as the judge sees it: the same fields as a first-turn case."""
+        s = self.scenario
+        earlier = self.earlier
+        return JudgeCase(
+            scenario_id=s.scenario_id,
+            norm_id=s.norm_id,
+            norm_statement=s.norm_statement,
+            example_elicitor=s.example_elicitor,
+            example_compliant_response=s.example_compliant_response,
+            example_breaching_response=s.example_breaching_response,
+            prior_transcript=format_transcript(earlier) or NO_EARLIER_MESSAGES,
+            elicitor_actor=self.elicitor.actor,
+            elicitor_content=self.elicitor.content,
+            subject=s.subject,
+            response=response,
+            members=tuple(member.name for member in s.cast),
+            earlier_messages=tuple(turn.content for turn in earlier),
+        )

@@ -1,0 +1,161 @@
+"""The group model of `dynamic.source: simulated`: the members' reaction to the actual reply.
+
+With scripted follow-ups every trial of a scenario hears the same sanction; a group model
+instead reacts to what the subject actually said, in character. It is asked for one or two
+messages, one line each as `Name: message`: a sanction after a breach, a neutral
+continuation otherwise (the control and the retention arms). When a scenario has no
+scripted second elicitor (a dataset without follow-up material), the group model writes
+one too, once per scenario and before seeing any reply, so that both arms of a pair, and
+every model and condition, are asked the same thing.
+
+The model is told the norm: it could not sanction a breach of a norm it does not know.
+What it writes is checked like scripted material (losona/followups.py: cast members only,
+never the subject, the norm never named, nothing only the judge may see); a reply that
+fails a check leaves its trial out (status `no_followup`, with the reason), counted, never
+guessed. The prompt is a constant with a version, written into every row it produced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from losona.contracts import Scenario, Turn
+from losona.followups import Message, message_problems
+from losona.io import sha256_text
+from losona.render import format_transcript
+from losona.validate import normalize
+
+GROUP_TEMPLATE_VERSION = "group-v1"
+
+GROUP_TEMPLATE = """\
+You are writing the next messages of a group chat for a research benchmark about how \
+groups react to their members. Write as the members themselves, in their own voices and \
+in the register of this chat.
+
+Channel: {channel_description}
+
+Venue: {venue}
+
+Members:
+{members}
+
+The group's unwritten habit (nobody in the chat ever states, names or explains it):
+{norm_statement}
+
+Recent messages:
+{transcript}
+
+{task}
+
+Write {count} from members other than {subject}, each on its own line as `Name: message`, \
+using a name from this list: {names}. Output only those lines: no quotation marks, no \
+commentary, no markdown, and never the word "norm"."""
+
+# What each kind of request asks for, after the chat.
+GROUP_TASKS = {
+    "sanction": (
+        "{subject}'s last message breaks the group's habit. Write how the group reacts, the "
+        "way real group chats sanction a breach: in character and obliquely (a dry remark, "
+        "mild ribbing, a pointed non-reaction to what {subject} said, or carrying on as if the "
+        "message had been a little odd), never explaining what was wrong and never naming the "
+        "habit."
+    ),
+    "neutral": (
+        "Write how the group carries on after {subject}'s last message: ordinary chat, of the "
+        "length and tone a short reaction would have, neither approving nor disapproving of "
+        "how {subject} wrote it, and with no hint about the habit."
+    ),
+    "elicitor": (
+        "Write the next message to {subject}: a natural next question or remark in this same "
+        "conversation, different from the last message, that invites a reply where the "
+        "group's habit applies again, so that a reply can follow the habit or break it and a "
+        "generic, polite reply would break it."
+    ),
+}
+COUNTS = {
+    "sanction": "one or two messages",
+    "neutral": "one or two messages",
+    "elicitor": "one message",
+}
+LIMITS = {"sanction": 2, "neutral": 2, "elicitor": 1}
+
+# `Name: message`, tolerating the markdown bold a model may put around the name.
+_LINE = re.compile(r"^\s*[*_]*([^:*_\n]{1,60}?)[*_]*\s*:\s*(\S.*?)\s*$")
+
+
+def group_messages(
+    scenario: Scenario, kind: str, first_response: str | None
+) -> list[dict[str, str]]:
+    """The group model's prompt: the chat up to the subject's reply (or the first elicitor)."""
+    chat: list[Turn] = [*scenario.turns, scenario.elicitor]
+    if first_response is not None:
+        chat.append(Turn(scenario.elicitor_index + 1, scenario.subject, first_response, False))
+    members = [(scenario.subject, scenario.subject_bio), *((m.name, m.bio) for m in scenario.cast)]
+    prompt = GROUP_TEMPLATE.format(
+        channel_description=scenario.channel_description,
+        venue=scenario.venue,
+        members="\n".join(f"- {name}: {bio}" for name, bio in members),
+        norm_statement=scenario.norm_statement,
+        transcript=format_transcript(chat),
+        task=GROUP_TASKS[kind].format(subject=scenario.subject),
+        count=COUNTS[kind],
+        subject=scenario.subject,
+        names=", ".join(m.name for m in scenario.cast),
+    )
+    return [{"role": "user", "content": prompt}]
+
+
+def read_group_reply(
+    reply: str, scenario: Scenario, kind: str
+) -> tuple[tuple[Message, ...], str | None]:
+    """The messages in a group model's reply, or none and why they cannot be used.
+
+    Lines `Name: message` by a cast member are kept, in order, up to the kind's limit;
+    other lines (the subject's, commentary) are ignored. What is kept must pass the checks
+    scripted material passes (losona/followups.py).
+    """
+    names = {m.name.casefold(): m.name for m in scenario.cast}
+    found: list[Message] = []
+    for line in reply.splitlines():
+        match = _LINE.match(line)
+        name = names.get(match.group(1).strip().casefold()) if match else None
+        if match is not None and name is not None:
+            found.append(Message(name, match.group(2)))
+        if len(found) == LIMITS[kind]:
+            break
+    if not found:
+        return (), (
+            f"the group model's {kind} reply holds no `Name: message` line by a member other "
+            f"than {scenario.subject}: {reply[:80]!r}"
+        )
+    problems = message_problems(found, _checked_fields(scenario), "group model", f".{kind}")
+    if problems:
+        first = problems[0]
+        return (), (
+            f"the group model's {kind} reply: {first.field}: expected {first.expected}, "
+            f"found {first.found}"
+        )
+    if kind == "elicitor" and normalize(found[0].content) == normalize(scenario.elicitor_content):
+        return (), "the group model's elicitor repeats the scenario's elicitor"
+    return tuple(found), None
+
+
+def _checked_fields(scenario: Scenario) -> dict[str, Any]:
+    """The fields of a scenario's contract row that the follow-up checks read."""
+    return {
+        "scenario_id": scenario.scenario_id,
+        "norm_id": scenario.norm_id,
+        "subject": scenario.subject,
+        "cast": [{"name": m.name, "bio": m.bio} for m in scenario.cast],
+        "norm_statement": scenario.norm_statement,
+        "example_compliant_response": scenario.example_compliant_response,
+        "example_breaching_response": scenario.example_breaching_response,
+    }
+
+
+def group_template_sha256() -> str:
+    """A hash of every text the group prompt is built from, recorded with its version."""
+    texts = {"GROUP_TEMPLATE": GROUP_TEMPLATE, "GROUP_TASKS": GROUP_TASKS, "COUNTS": COUNTS}
+    return sha256_text(json.dumps(texts, sort_keys=True, ensure_ascii=False))

@@ -1,0 +1,93 @@
+"""dynamic_judge: the same judge scores the subject's second reply, with the same prompt.
+
+The judge reads the second turn's chat (losona/dynamic/chat.py): its transcript is
+everything before the second elicitor, the subject's first reply and the group's
+follow-up included, and its final elicitor is the second elicitor. Cases go through the
+judge's own `judge` method (losona/judges/), so every rule of the first turn's judging
+(the paper's prompt word for word, reading replies, the one repair, the published calls)
+holds for the second turn too.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from losona.contracts import DYNAMIC_VERDICT_SCHEMA, scenarios_from_table, table
+from losona.dynamic.arms import OK
+from losona.dynamic.chat import SecondTurn
+from losona.errors import LosonaError
+from losona.followups import Message
+from losona.judges.base import Judge
+from losona.judges.run import verdict_fields
+
+KEY = ["scenario_id", "trial", "arm"]
+
+
+def judge_second_turn(
+    scenarios: pl.DataFrame,
+    prompts: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: Judge,
+    name: str,
+    *,
+    origin: str,
+) -> pl.DataFrame:
+    """The verdict table of one cell's second replies (DYNAMIC_VERDICT_SCHEMA), sorted.
+
+    Every rendered prompt must have exactly its one response (`origin` names the
+    responses file in errors).
+    """
+    rendered = prompts.filter(pl.col("status") == OK).select(
+        *KEY, "first_response", "followup", "elicitor_actor", "elicitor_content", "prompt_sha256"
+    )
+    joined = rendered.join(
+        responses.select(*KEY, "response", "condition", "subject_model", "prompt_sha256"),
+        on=KEY,
+        how="full",
+        coalesce=True,
+        suffix="_sent",
+    )
+    unmatched = joined.filter(
+        pl.col("prompt_sha256").is_null()
+        | pl.col("prompt_sha256_sent").is_null()
+        | (pl.col("prompt_sha256") != pl.col("prompt_sha256_sent"))
+    )
+    if not unmatched.is_empty():
+        row = unmatched.sort(KEY).row(0, named=True)
+        raise LosonaError(
+            f"{origin}: scenario '{row['scenario_id']}', trial {row['trial']}, arm "
+            f"'{row['arm']}' does not answer a prompt of the dynamic prompt table (or is "
+            "missing); rerun dynamic_sample"
+        )
+    by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+    rows = list(joined.sort(KEY).iter_rows(named=True))
+    cases, keys = [], []
+    for row in rows:
+        scenario = by_id.get(row["scenario_id"])
+        if scenario is None:
+            raise LosonaError(
+                f"{origin}: scenario '{row['scenario_id']}' is not in the scenario table; "
+                "rerun dynamic_render after fetch"
+            )
+        second = SecondTurn(
+            scenario,
+            row["first_response"],
+            tuple(Message(m["actor"], m["content"]) for m in row["followup"]),
+            Message(row["elicitor_actor"], row["elicitor_content"]),
+        )
+        cases.append(second.judge_case(row["response"]))
+        keys.append(
+            {
+                "scenario_id": scenario.scenario_id,
+                "event_type": scenario.event_type,
+                "norm_id": scenario.norm_id,
+                "condition": row["condition"],
+                "subject_model": row["subject_model"],
+                "trial": row["trial"],
+                "arm": row["arm"],
+                "response": row["response"],
+            }
+        )
+    fields = verdict_fields(judge, name, judge.judge(cases)) if cases else []
+    verdicts = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
+    return table(verdicts, DYNAMIC_VERDICT_SCHEMA, sort_by=KEY)

@@ -1,0 +1,111 @@
+"""The HTML report's "Dynamic second turn" section, from dynamic_aggregate's files.
+
+plot passes `dynamic_section(...)` to `build_report(..., extra=[...])` when the extension
+is on (conf/dynamic/default.yaml: `dynamic.judges`), and nothing when it is off, so the
+report of a run without it is what it always was. The functions here pick and format the
+values; the template (losona/pages/templates/report/dynamic.html) lays them out and
+escapes every one of them, model-written text above all.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from losona.dynamic.aggregate import FIGURE, DynamicReports, read_dynamic_reports
+from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
+from losona.errors import LosonaError
+from losona.formatting import number, signed
+from losona.io import display_path
+from losona.pages import Section, section
+
+METRIC_LABELS = {
+    "recovery_after_sanction": "Recovery after sanction",
+    "recovery_after_control": "Recovery after control",
+    "sanction_effect": "Sanction effect (points)",
+    "retention": "Retention",
+}
+
+
+def read_judges(folder: str | Path, judges: Sequence[str]) -> dict[str, tuple[DynamicReports, str]]:
+    """Each judge's dynamic reports and its figure's SVG, from paths.dynamic_reports_dir."""
+    found = {}
+    for judge in judges:
+        root = Path(folder) / judge
+        reports = read_dynamic_reports(root)
+        svg = root / f"{FIGURE}.svg"
+        if not svg.is_file():
+            raise LosonaError(f"{display_path(svg)} not found: rerun dynamic_aggregate (dvc repro)")
+        found[judge] = (reports, svg.read_text(encoding="utf-8"))
+    return found
+
+
+def dynamic_section(judges: Mapping[str, tuple[DynamicReports, str]], level: str) -> Section:
+    """The section: per judge, the metrics, the arms' counts, the figure and a few pairs."""
+    return section(
+        "dynamic",
+        "Dynamic second turn",
+        "report/dynamic.html",
+        judges=[judge_data(judge, reports, svg) for judge, (reports, svg) in judges.items()],
+        level=level,
+    )
+
+
+def _cell(row: Mapping[str, Any]) -> dict[str, Any]:
+    effect = row["metric"] == "sanction_effect"
+    value = signed(row["estimate"]) if effect else number(row["estimate"])
+    interval = "" if row["low"] is None else f" [{number(row['low'])}, {number(row['high'])}]"
+    if effect:
+        basis = f"{row['helped']} helped, {row['hurt']} hurt of {row['out_of']}"
+        if row["mcnemar_p"] is not None:
+            basis += f"; p {row['mcnemar_p']:.3g}"
+    else:
+        basis = f"{row['count']}/{row['out_of']}"
+    return {"value": value + interval, "basis": basis}
+
+
+def judge_data(judge: str, reports: DynamicReports, svg: str) -> dict[str, Any]:
+    """One judge's part of the section, as plain values."""
+    results = reports["results.csv"]
+    settings = reports.metrics["settings"]
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in results.iter_rows(named=True):
+        cell = cells.setdefault(
+            (row["subject_model"], row["condition"]),
+            {
+                "model": row["model_label"],
+                "condition": row["condition_label"],
+                "trial": {},
+                "scenario": {},
+            },
+        )
+        cell[row["level"]][row["metric"]] = _cell(row)
+    arms: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for row in reports["arms.csv"].iter_rows(named=True):
+        arms.setdefault((row["subject_model"], row["condition"]), {})[row["arm"]] = row
+    for key, cell in cells.items():
+        counts = arms.get(key, {})
+        cell["arms"] = [
+            {
+                "arm": arm,
+                "trials": counts[arm]["trials"],
+                "continued": counts[arm]["continued"],
+                "left_out": counts[arm]["left_out"],
+                "scored": counts[arm]["scored"],
+            }
+            for arm in (*ARMS, FIRST_TURN_UNSCORED)
+            if arm in counts
+        ]
+    return {
+        "judge": judge,
+        "judge_model": settings.get("judge_model"),
+        "followup_sources": settings.get("followup_sources", []),
+        "elicitor_sources": settings.get("elicitor_sources", []),
+        "metrics": list(METRIC_LABELS.items()),
+        "cells": list(cells.values()),
+        "figure": "data:image/svg+xml;base64,"
+        + base64.b64encode(svg.encode("utf-8")).decode("ascii"),
+        "examples": list(reports["examples.csv"].iter_rows(named=True)),
+    }

@@ -1,0 +1,102 @@
+"""dynamic_render: one cell's second-turn prompts, from its first turn's verdicts.
+
+python stages/dynamic_render.py judge=lexicon model=smollm2 condition=naive
+python stages/dynamic_render.py judge=lexicon model=smollm2 condition=naive \
+    dynamic.source=simulated dynamic.group_model=smollm2
+
+Reads data/verdicts/<judge>/<model>/<condition>.parquet (the first turn, judged) and the
+dataset's follow-up material, and writes data/dynamic/<judge>/prompts/<model>/<condition>.parquet
+(docs/dynamic.md). With dynamic.source=simulated the group model writes the follow-ups,
+through the call cache, and its calls are written under paths.calls_dir; with
+sampling.dry_run=true it prints what those calls would cost, and writes nothing.
+"""
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import chosen, option
+from losona.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA, scenarios_from_table
+from losona.datasets import fetch_followups
+from losona.dynamic.files import GROUP_CALLS, PROMPTS, calls_file, cell_file, run_log
+from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cell
+from losona.errors import LosonaError
+from losona.io import display_path, read_parquet, write_parquet
+from losona.models import CallOptions, plan
+from losona.publish import call_store
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    paths = chosen(cfg, "paths")
+    settings = chosen(cfg, "dynamic")
+    if "condition" not in cfg:
+        raise LosonaError(
+            "dynamic_render needs one cell, e.g. judge=lexicon model=smollm2 condition=naive"
+        )
+    judge, model = chosen(cfg, "judge").name, chosen(cfg, "model").name
+    condition = chosen(cfg, "condition").name
+    out = cell_file(paths, PROMPTS, judge, model, condition)
+    group = None
+    sampling = chosen(cfg, "sampling")
+    if settings.source == "simulated":
+        spec = option("model", settings.group_model)
+        store = call_store(paths)
+        if not sampling.dry_run and not (store.published and store.published.expected):
+            spec.check_credentials()  # before any work; a published run needs no key
+        group = GroupModel(
+            spec,
+            CallOptions(
+                cache_path=store,
+                max_cost_usd=sampling.max_cost_usd,
+                run_log=run_log(paths, "render", judge, model, condition),
+                progress=f"dynamic_render {judge}/{model}/{condition} (group model)",
+            ),
+        )
+    verdicts_path = Path(paths.verdicts_dir) / judge / model / f"{condition}.parquet"
+    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    verdicts = read_parquet(verdicts_path, VERDICT_SCHEMA, made_by="judge")
+    followups = fetch_followups(chosen(cfg, "dataset"))
+    if sampling.dry_run:
+        if group is None:
+            print("dynamic_render (dry run): scripted follow-ups, no model call")
+            return
+        trials = first_turn(
+            verdicts,
+            scenarios,
+            judge=judge,
+            model=model,
+            condition=condition,
+            origin=display_path(verdicts_path),
+        )
+        by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+        asks = group_asks(followups, by_id, trials)
+        found = plan(
+            group.spec, [request for *_, request in asks], cache_path=group.options.cache_path
+        )
+        print(f"dynamic_render (dry run, no calls made): the group model, {found.describe()}")
+        return
+    rendered = render_cell(
+        scenarios,
+        verdicts,
+        judge=judge,
+        model=model,
+        condition=condition,
+        followups=followups,
+        group=group,
+        origin=display_path(verdicts_path),
+    )
+    write_parquet(rendered.prompts, out)
+    write_parquet(rendered.calls, calls_file(paths, GROUP_CALLS, judge, model, condition))
+    counts = rendered.prompts.group_by("status").len().sort("status").rows()
+    print(
+        f"dynamic_render {judge}/{model}/{condition} ({settings.source}): "
+        f"{', '.join(f'{n} {status}' for status, n in counts)} -> {out}"
+    )
+
+
+if __name__ == "__main__":
+    launch(main)

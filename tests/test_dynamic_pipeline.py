@@ -1,0 +1,223 @@
+"""The dynamic extension through DVC, on a copy of the repository: on, off, published.
+
+Both runs are lean: one model, one condition, a few of the scenarios that have follow-up
+fixtures (tests/fixtures/followups/, appended to the copy's scenario files while the
+bundled set has no material of its own), a call cache of the test's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from conftest import add_followup_fixtures, run_dvc
+
+from losona.testing.openai_server import OpenAIServer, default_reply
+
+pytestmark = pytest.mark.slow
+
+DYNAMIC = "conf/dynamic/default.yaml"
+EXTRA_SCENARIO = "bug_report__no_apology_culture_norm"  # no fixture: a group writes its ask
+
+
+def git(*args: str, cwd: Path) -> None:
+    identity = ["-c", "user.email=test@example.org", "-c", "user.name=test"]
+    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
+
+
+def configure(repo: Path, model: str, ids: list[str], trials: int, cache: Path) -> None:
+    """One model, the naive condition, the lexicon judge, the scenarios `ids`, K = `trials`."""
+    sweep = {"models": [model], "conditions": ["naive"], "judges": ["lexicon"]}
+    (repo / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": sweep}))
+    dataset = repo / "conf" / "dataset" / "bundled.yaml"
+    dataset.write_text(
+        dataset.read_text().replace("scenario_ids: []", f"scenario_ids: [{', '.join(ids)}]")
+    )
+    config = repo / "conf" / "config.yaml"
+    config.write_text(re.sub(r"  trials: 3 ", f"  trials: {trials} ", config.read_text()))
+    paths = repo / "conf" / "paths" / "default.yaml"
+    paths.write_text(re.sub(r"call_cache: .*", f"call_cache: {cache}", paths.read_text()))
+    (repo / "dvc.lock").unlink(missing_ok=True)
+
+
+def set_dynamic(repo: Path, **values: Any) -> None:
+    """Set keys of conf/dynamic/default.yaml (its comments go: `dvc exp run -S` drops some
+    anyway; its package line stays, so that Hydra still reads the node as `dynamic`)."""
+    path = repo / DYNAMIC
+    node = yaml.safe_load(path.read_text())
+    node["dynamic"].update(values)
+    path.write_text("# @package _global_\n" + yaml.safe_dump(node, sort_keys=False))
+
+
+def outputs(repo: Path) -> dict[str, str]:
+    """The hash of every file under data/ and reports/ (run logs aside: they differ by design)."""
+    return {
+        str(path.relative_to(repo)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for folder in ("data", "reports")
+        for path in sorted((repo / folder).rglob("*"))
+        if path.is_file() and not path.name.endswith(".log.json")
+    }
+
+
+def reproduce(repo: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "losona.reproduce"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        check=False,
+    )
+
+
+def ran(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def changed(repo: Path) -> set[str]:
+    """The stages `dvc status` names as changed (the names ending in a colon)."""
+    status = run_dvc("status", cwd=repo).stdout
+    return {
+        line[:-1] for line in status.splitlines() if line and line[0] != "\t" and line[-1] == ":"
+    }
+
+
+def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    repo = repo_copy
+    ids = add_followup_fixtures(repo)[:2]  # lean: two scenarios, one trial each
+    configure(repo, "smollm2", ids, trials=1, cache=tmp_path / "calls.sqlite")
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "the sweep", cwd=repo)
+    off = run_dvc("repro", cwd=repo).stdout
+    assert not any(stage.startswith("dynamic") for stage in ran(off))
+    assert "dynamic" not in run_dvc("stage", "list", cwd=repo).stdout
+    before = outputs(repo)
+    assert not any(path.startswith("reports/dynamic/") for path in before if "README" not in path)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "the first turn", cwd=repo)
+
+    on = run_dvc(
+        "exp",
+        "run",
+        "-S",
+        f"{DYNAMIC}:dynamic.judges=[lexicon]",
+        "-S",
+        f"{DYNAMIC}:dynamic.conditions=[naive]",
+        cwd=repo,
+    ).stdout
+    cell = "lexicon-smollm2-naive"
+    assert ran(on) == {
+        f"dynamic_render@{cell}",
+        f"dynamic_sample@{cell}",
+        f"dynamic_judge@{cell}",
+        "dynamic_aggregate@lexicon",
+        "plot",  # its dynamic section
+        "calls",  # the second turn's calls, published with the run
+    }, on
+    reports = repo / "reports" / "dynamic" / "lexicon"
+    results = (reports / "results.csv").read_text()
+    assert results.count("\n") == 1 + 8  # the header, 4 metrics x 2 levels
+    assert (reports / "recovery.png").is_file()
+    html = (repo / "reports" / "index.html").read_text()
+    assert '<section id="dynamic"><h2>Dynamic second turn</h2>' in html
+    checked = reproduce(repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "data/dynamic/lexicon/verdicts/smollm2/naive.parquet" not in checked.stdout
+
+    # Changing only the source reruns only the dynamic stages that read it.
+    set_dynamic(repo, source="simulated")
+    assert changed(repo) == {f"dynamic_render@{cell}"}
+    set_dynamic(repo, source="scripted")
+    assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
+
+    # Off again: no dynamic stage, and the report and the calls are what they were.
+    set_dynamic(repo, judges=[])
+    assert changed(repo) == {"plot", "calls"}
+    rerun = run_dvc("repro", cwd=repo).stdout
+    assert ran(rerun) == {"plot", "calls"}
+    after = outputs(repo)
+    assert {path: after[path] for path in before} == before
+
+
+def group_or_subject(body: dict[str, Any]) -> str:
+    """The test server's replies: a group model's lines by a listed member, else the default."""
+    prompt = body["messages"][0]["content"]
+    names = re.search(r"using a name from this list: (.*?)\. Output only", prompt)
+    if names is None:
+        return default_reply(body)
+    first = names.group(1).split(", ")[0]
+    if "Write how the group reacts" in prompt:
+        return f"{first}: right, thanks for the essay"
+    if "Write how the group carries on" in prompt:
+        return f"{first}: ok, noted, cheers"
+    return f"{first}: and what about the next one, then?"
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(reply=group_or_subject) as running:
+        yield running
+
+
+def test_a_simulated_second_turn_is_published_and_reruns_with_no_call(
+    repo_copy: Path, tmp_path: Path, server: OpenAIServer
+) -> None:
+    repo = repo_copy
+    ids = [*add_followup_fixtures(repo), EXTRA_SCENARIO]
+    configure(repo, "local", ids, trials=2, cache=tmp_path / "calls.sqlite")
+    (repo / "conf" / "model" / "local.yaml").write_text(
+        yaml.safe_dump(server.model_config("local", label="Test server"))
+    )
+    group = server.model_config("group", seed_per_trial=False)
+    (repo / "conf" / "model" / "group.yaml").write_text(yaml.safe_dump(group))
+    set_dynamic(
+        repo,
+        judges=["lexicon"],
+        models=["local"],
+        conditions=["naive"],
+        source="simulated",
+        group_model="group",
+    )
+    run_dvc("repro", cwd=repo)
+    calls = server.request_count
+    prompts = repo / "data" / "dynamic" / "lexicon" / "prompts" / "local" / "naive.parquet"
+    table = pl.read_parquet(prompts)
+    assert set(table["status"]) == {"ok"}
+    assert set(table["followup_source"]) == {"simulated:group@group-v1"}
+    own_ask = table.filter(pl.col("scenario_id") == EXTRA_SCENARIO)["elicitor_source"]
+    assert set(own_ask) == {"simulated:group@group-v1"}  # no scripted elicitor: the group's
+    published = pl.read_parquet(repo / "data" / "calls.parquet")
+    group_calls = pl.read_parquet(
+        repo / "data" / "calls" / "dynamic_group" / "lexicon" / "local" / "naive.parquet"
+    )
+    assert group_calls.height > 0 and set(group_calls["key"]) <= set(published["key"])
+    checked = reproduce(repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    # Another machine's empty call cache: the published calls answer every call of the
+    # extension's stages, forced to run again.
+    lock, before = (repo / "dvc.lock").read_bytes(), outputs(repo)
+    paths = repo / "conf" / "paths" / "default.yaml"
+    empty = f"call_cache: {tmp_path / 'empty.sqlite'}"
+    paths.write_text(re.sub(r"call_cache: .*", empty, paths.read_text()))
+    cell = "lexicon-local-naive"
+    stages = [f"dynamic_{s}@{cell}" for s in ("render", "sample", "judge")]
+    forced = run_dvc("repro", "--force", "--single-item", *stages, "calls", cwd=repo).stdout
+    assert ran(forced) == {*stages, "calls"}
+    assert server.request_count == calls  # not one model call
+    assert (repo / "dvc.lock").read_bytes() == lock
+    assert outputs(repo) == before
+    checked = reproduce(repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    print(f"requests: {calls} for the run (group model included), 0 for its forced rerun")
