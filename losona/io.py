@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO, Any, TypeVar, overload
 
 import polars as pl
-import pyarrow.parquet
 import yaml
 from polars.io.plugins import register_io_source
 
@@ -88,12 +87,12 @@ class Chunks:
 
     For tables of a size that grows with a run (prompts, responses, verdicts, calls): each
     chunk is built, handed on and dropped, so no list of every row's Python objects ever
-    exists. `produce` yields DataFrames of `schema` whose heights add up to `rows`; each call
+    exists. `produce` yields DataFrames of `schema` whose heights add up to `height`; each call
     starts over, so a table can be written and collected alike.
     """
 
     schema: pl.Schema
-    rows: int
+    height: int  # its rows, as a DataFrame's height counts them
     produce: Callable[[], Iterator[pl.DataFrame]]
 
     @classmethod
@@ -124,10 +123,10 @@ def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
     with atomic_path(path) as tmp:
         if isinstance(table, pl.DataFrame):
             table.write_parquet(tmp, **_PARQUET_OPTIONS)
-        elif table.rows == 0:
+        elif table.height == 0:
             table.schema.to_frame().write_parquet(tmp, **_PARQUET_OPTIONS)
         else:
-            sizes = row_group_sizes(table.rows)
+            sizes = row_group_sizes(table.height)
 
             def row_groups(*_: object) -> Iterator[pl.DataFrame]:
                 # polars calls this on a thread of its own: the chunks are made there.
@@ -139,14 +138,24 @@ def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
             )
 
 
+# polars writes a table of up to this many rows as one row group (its streaming Parquet sink
+# aims at 122,880 rows a group), so most tables need no probe; tests/test_io.py checks it.
+ONE_ROW_GROUP = 122_880
+
+
 @functools.cache
 def row_group_sizes(rows: int) -> tuple[int, ...]:
     """The rows of each row group polars writes a table of `rows` rows in (one chunk).
 
-    Asked of polars itself, by writing a column of that many nulls: how it cuts a table
-    depends on the number of rows alone (about 123,000 rows a group in polars 2.1), not on
-    the columns; tests/test_io.py checks that the chunked writer gives the same bytes.
+    Past ONE_ROW_GROUP, asked of polars itself by writing a column of that many nulls: how
+    it cuts a table depends on the number of rows alone, not on the columns (tests/test_io.py
+    checks that the chunked writer gives the same bytes).
     """
+    if rows <= ONE_ROW_GROUP:
+        return (rows,)
+    # Only here: pyarrow takes some 45 MB to import, more than most stages' tables.
+    import pyarrow.parquet
+
     probe = io.BytesIO()
     pl.DataFrame({"probe": pl.repeat(None, rows, dtype=pl.Boolean, eager=True)}).write_parquet(
         probe, **_PARQUET_OPTIONS
@@ -173,8 +182,8 @@ def _regrouped(table: Chunks, sizes: Sequence[int]) -> Iterator[pl.DataFrame]:
             yield group.head(size)
             written += size
             size = next(wanted, 0)
-    if held or written != table.rows:
-        raise ValueError(f"the chunks held {written + held} rows, expected {table.rows}")
+    if held or written != table.height:
+        raise ValueError(f"the chunks held {written + held} rows, expected {table.height}")
 
 
 def write_text(text: str, path: str | Path) -> None:

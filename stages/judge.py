@@ -69,7 +69,7 @@ def main(cfg: DictConfig) -> None:
     write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
     outcomes = pl.read_parquet(out, columns=["complies", "judge_status", "reasoning"])
     print(
-        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.rows} "
+        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(outcomes)} -> {out}"
     )
     for sign in degenerate_signs(outcomes, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):

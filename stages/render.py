@@ -25,7 +25,7 @@ def main(cfg: DictConfig) -> None:
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     prompts = render_table(scenarios, conditions)
     write_parquet(prompts, paths.prompts)  # made a chunk at a time as it is written
-    print(f"render: {prompts.rows} prompts ({len(conditions)} conditions) -> {paths.prompts}")
+    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {paths.prompts}")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ def main(cfg: DictConfig) -> None:
     write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = read_run_log(log)
     print(
-        f"sample: {sampled.responses.rows} responses ({spec.name}, {condition}, "
+        f"sample: {sampled.responses.height} responses ({spec.name}, {condition}, "
         f"{settings.trials} trials; {answer_sources(facts)}, "
         f"${facts['cost_usd_this_run']:.4f}) -> {out}"
     )

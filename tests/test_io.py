@@ -10,7 +10,7 @@ import pyarrow.parquet
 import pytest
 
 from losona.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
-from losona.io import Chunks, row_group_sizes, write_parquet
+from losona.io import ONE_ROW_GROUP, Chunks, row_group_sizes, write_parquet
 
 
 def calls(rows: int) -> pl.DataFrame:
@@ -82,3 +82,12 @@ def test_chunks_that_do_not_add_up_write_nothing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="held 100 rows, expected 101"):
         write_parquet(short, tmp_path / "short.parquet")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("rows", [1, 70_000, ONE_ROW_GROUP])
+def test_polars_writes_a_table_of_up_to_one_row_group_s_rows_in_one(
+    tmp_path: Path, rows: int
+) -> None:
+    """What `row_group_sizes` takes without asking polars."""
+    write_parquet(calls(rows), tmp_path / "whole.parquet")
+    assert pyarrow.parquet.ParquetFile(tmp_path / "whole.parquet").metadata.num_row_groups == 1

@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 Messages = Sequence[Mapping[str, Any]]
 # A conversation's prompt as a sequence of tokens (or any units a server counts).
@@ -200,8 +200,7 @@ def plan_reuse(
     numbering = _Numbering()
     plans = []
     for i, conversation in enumerate(conversations):
-        # A character per token: prefixes then compare as fast as text does.
-        tokens = "".join(map(chr, map(numbering.__getitem__, encode(conversation))))
+        tokens = _as_text(encode(conversation), numbering)
         prompt = _prompt_id(conversation)
         parent, shared = None, 0
         # A prompt shorter than the minimum shares nothing cacheable with any other.
@@ -217,6 +216,14 @@ def plan_reuse(
         cached = rule.cached(shared)
         plans.append(Reuse(parent, cached) if cached else NO_REUSE)
     return plans
+
+
+def _as_text(tokens: Sequence[Hashable], numbering: _Numbering) -> str:
+    """Tokens as a character each: prefixes then compare as fast as text does. A tokenizer's
+    token ids are characters already; other tokens (words) are numbered as they come."""
+    if tokens and isinstance(tokens[0], int):
+        return "".join(map(chr, cast(Sequence[int], tokens)))
+    return "".join(map(chr, map(numbering.__getitem__, tokens)))
 
 
 class _Numbering(dict[Hashable, int]):
