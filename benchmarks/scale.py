@@ -163,19 +163,27 @@ def copy_tables(root: Path, stage: str, condition: str) -> None:
 
 
 def peak_of(command: list[str], root: Path, log: Path) -> float:
-    """Run a command in `root`; its own peak resident memory in MB (it must succeed)."""
+    """Run a command in `root`; its own peak resident memory in MB (it must succeed).
+
+    Started through losona.testing.peak, so that this process's own memory is not counted
+    against it (Linux gives a child the peak of the parent it was started from).
+    """
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
+    peak = root / "peak.txt"
     with log.open("w", encoding="utf-8") as out:
-        child = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-        # Reaped with wait4 for this child's own peak RSS (RUSAGE_CHILDREN would give the
-        # largest of every child so far).
-        _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(
-            f"{' '.join(command)} failed (exit status {os.waitstatus_to_exitcode(status)}); "
-            f"the end of its output:\n{log.read_text()[-3000:]}"
+        status = subprocess.call(
+            [sys.executable, "-m", "losona.testing.peak", str(peak), "--", *command],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
-    return usage.ru_maxrss / 1024  # KiB on Linux
+    if status != 0:
+        raise SystemExit(
+            f"{' '.join(command)} failed (exit status {status}); the end of its output:\n"
+            f"{log.read_text()[-3000:]}"
+        )
+    return int(peak.read_text()) / 1024  # KiB on Linux
 
 
 def run_stage(
