@@ -330,9 +330,9 @@ def check_against_server(cfg: Any) -> bool:
                 log = root / f"{name}-{condition}.log.json"
                 subjects.forget_prompts()
                 requests = sample_requests(condition_prompts(prompts, condition), trials)
-                sampled = sample_cell(
+                responses = sample_cell(
                     prompts, spec, condition, trials, CallOptions(cache_path=cache, run_log=log)
-                )
+                ).responses.collect()
                 tallies["sample"].add_log(log)
                 tallies["sample"].add_estimate(subjects, requests)
                 judges.forget_prompts()
@@ -342,7 +342,7 @@ def check_against_server(cfg: Any) -> bool:
                 )
                 judge_responses(
                     scenarios,
-                    sampled.responses,
+                    responses,
                     judge,
                     "judge",
                     model=name,
@@ -350,7 +350,7 @@ def check_against_server(cfg: Any) -> bool:
                     origin=f"{name}/{condition}",
                 )
                 tallies["judge"].add_log(root / f"j-{name}-{condition}.log.json")
-                rows = sampled.responses.sort("scenario_id", "trial")
+                rows = responses.sort("scenario_id", "trial")
                 by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
                 seen: dict[str, Request] = {}
                 for row in rows.iter_rows(named=True):

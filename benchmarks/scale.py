@@ -12,10 +12,18 @@ At N = 10,000 that is 120,000 subject calls and 120,000 judge calls.
 
 It prints, per stage: wall time, calls made, calls per second, and the peak resident
 memory of its process (the stage's own, from the kernel's accounting of that child);
-then how each stage's time per scenario compares with the smallest N. Targets: every
-stage under 2 GB, and no stage slower than linear in the number of calls (time per
-scenario flat as N grows, within noise). The machine's cores are shared by the stage
-and the server, so calls per second is a floor, not a ceiling.
+then how each stage's time per scenario compares with the smallest N, and how much a
+sample or judge cell's peak memory grows per extra call between the smallest and the
+largest N, beside what its own tables cost per call: the peak of a process that only
+reads the cell's input tables as its stage does and writes its output tables again (a
+cell must read and write them; polars decodes and encodes a row group whole).
+
+Targets (docs/scale.md): every stage under 1 GB; a cell's memory growing by at most 2 KB
+per call beyond its tables; the subject and judge calls at 200 calls/s or more (N =
+10,000: 240,000 calls in 20 minutes); time per scenario flat as N grows, within noise.
+The machine's cores are shared by the stage and the server, so calls per second is a
+floor, not a ceiling; the load averages printed first and last say how shared the machine
+was.
 
 Synthetic scenarios are the bundled set's, repeated with distinct ids and channel
 descriptions, so every prompt, and so every call, is distinct.
@@ -39,8 +47,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
+from losona.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.io import read_parquet, write_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
@@ -48,7 +57,9 @@ TRIALS = 3
 SUBJECT, JUDGE = "scale_subject", "scale_judge"
 LATENCY_S = 0.01  # the server's answer time: low, as a well-provisioned endpoint's
 CONCURRENCY = 64
-MEMORY_TARGET_MB = 2048
+MEMORY_TARGET_MB = 1024
+GROWTH_TARGET_KB = 2.0  # a cell's peak memory per extra call, beyond its own tables
+CALLS_PER_S_TARGET = 200  # 240,000 subject and judge calls in 20 minutes
 
 
 def synthetic_scenarios(n: int) -> pl.DataFrame:
@@ -121,39 +132,77 @@ class Stage:
     wall_s: float = 0.0
     calls: int = 0
     peak_mb: float = 0.0
+    cell_calls: int = 0  # calls of one cell (sample, judge), the cell the tables are of
+    tables_peak_mb: float = 0.0  # that cell's tables alone: see `tables_peak`
+
+
+def tables_peak(root: Path, stage: str, condition: str) -> float:
+    """The peak memory of a process that only reads a cell's input tables as its stage does,
+    lets them go, and writes its output tables again: what the cell's own tables cost."""
+    return peak_of(
+        [sys.executable, __file__, "--tables", str(root), stage, condition], root, root / "t.log"
+    )
+
+
+def copy_tables(root: Path, stage: str, condition: str) -> None:
+    """`tables_peak`'s child: the cell's reads and writes, nothing else."""
+    data = root / "data"
+    if stage == "sample":
+        read_parquet(
+            data / "prompts.parquet", PROMPT_SCHEMA, "render", pl.col("condition") == condition
+        )
+        outputs = [data / "responses" / SUBJECT, data / "calls" / "sample" / SUBJECT]
+    else:
+        read_parquet(data / "scenarios.parquet", SCENARIO_SCHEMA, "fetch")
+        read_parquet(
+            data / "responses" / SUBJECT / f"{condition}.parquet", RESPONSE_SCHEMA, "sample"
+        )
+        outputs = [data / "verdicts" / JUDGE / SUBJECT, data / "calls" / "judge" / JUDGE / SUBJECT]
+    for folder in outputs:
+        write_parquet(pl.read_parquet(folder / f"{condition}.parquet"), root / "copy.parquet")
+
+
+def peak_of(command: list[str], root: Path, log: Path) -> float:
+    """Run a command in `root`; its own peak resident memory in MB (it must succeed).
+
+    Started through losona.testing.peak, so that this process's own memory is not counted
+    against it (Linux gives a child the peak of the parent it was started from).
+    """
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
+    peak = root / "peak.txt"
+    with log.open("w", encoding="utf-8") as out:
+        status = subprocess.call(
+            [sys.executable, "-m", "losona.testing.peak", str(peak), "--", *command],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    if status != 0:
+        raise SystemExit(
+            f"{' '.join(command)} failed (exit status {status}); the end of its output:\n"
+            f"{log.read_text()[-3000:]}"
+        )
+    return int(peak.read_text()) / 1024  # KiB on Linux
 
 
 def run_stage(
     root: Path, stage: Stage, script: str, *overrides: str, run_log: Path | None = None
 ) -> None:
     """Run `python stages/<script>.py` in `root`: add its wall time, peak RSS and calls."""
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
-    log = root / "stage.log"
     started = time.perf_counter()
-    with log.open("w", encoding="utf-8") as out:
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "stages" / f"{script}.py"),
-                f"hydra.searchpath=[file://{root / 'conf'}]",
-                f"paths.call_cache={root / 'calls.sqlite'}",
-                *overrides,
-            ],
-            cwd=root,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        # Reaped with wait4 for this child's own peak RSS (RUSAGE_CHILDREN would give the
-        # largest of every child so far).
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    wall_s, peak_mb = time.perf_counter() - started, usage.ru_maxrss / 1024  # KiB on Linux
-    if child.returncode != 0:
-        raise SystemExit(
-            f"{script} {' '.join(overrides)} failed (exit status {child.returncode}); the end "
-            f"of its output:\n{log.read_text()[-3000:]}"
-        )
+    peak_mb = peak_of(
+        [
+            sys.executable,
+            str(REPO / "stages" / f"{script}.py"),
+            f"hydra.searchpath=[file://{root / 'conf'}]",
+            f"paths.call_cache={root / 'calls.sqlite'}",
+            *overrides,
+        ],
+        root,
+        root / "stage.log",
+    )
+    wall_s = time.perf_counter() - started
     calls = calls_made(run_log) if run_log else 0
     stage.wall_s, stage.calls = stage.wall_s + wall_s, stage.calls + calls
     stage.peak_mb = max(stage.peak_mb, peak_mb)
@@ -186,20 +235,35 @@ def measure(n: int) -> list[Stage]:
             log = root / "data" / "judge_logs" / JUDGE / SUBJECT / f"{condition}.log.json"
             cell = (f"judge={JUDGE}", f"model={SUBJECT}", f"condition={condition}")
             run_stage(root, judge, "judge", *cell, run_log=log)
+        # What one cell's own tables cost (every cell is the same size).
+        sample.cell_calls = judge.cell_calls = n * TRIALS
+        for stage in (sample, judge):
+            stage.tables_peak_mb = tables_peak(root, stage.name, CONDITIONS[0])
         run_stage(root, aggregate, "aggregate")
         results = pl.read_csv(root / "reports" / "results.csv")
         assert results.height == len(CONDITIONS) and (results["scenarios"] == n).all(), results
     return [render, sample, judge, aggregate]
 
 
+def load() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, as `uptime` prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--tables", nargs=3, help=argparse.SUPPRESS)  # tables_peak's child
     args = parser.parse_args()
+    if args.tables:
+        root, stage, condition = args.tables
+        copy_tables(Path(root), stage, condition)
+        return
     print(
         f"scale: N scenarios x {len(CONDITIONS)} conditions x {TRIALS} trials, subject and "
         f"LLM judge on the local test server ({LATENCY_S * 1000:.0f} ms, concurrency "
-        f"{CONCURRENCY}), {os.cpu_count()} CPUs shared with the server"
+        f"{CONCURRENCY}), {os.cpu_count()} CPUs shared with the server; load average "
+        f"{load()} at the start"
     )
     first: tuple[int, list[Stage]] | None = None
     for n in sorted(args.scenarios):
@@ -226,6 +290,33 @@ def main() -> None:
             f"{'total':<10} {total:>8.1f}; largest stage peak {peak:,.0f} MB ({verdict} the "
             f"{MEMORY_TARGET_MB:,} MB target)"
         )
+        calling = [s for s in stages if s.calls]
+        calls, wall_s = sum(s.calls for s in calling), sum(s.wall_s for s in calling)
+        verdict = "within" if calls / wall_s >= CALLS_PER_S_TARGET else "BELOW"
+        print(
+            f"calls: {calls:,} subject and judge calls in {wall_s:,.0f} s, {calls / wall_s:.0f} "
+            f"calls/s ({verdict} the {CALLS_PER_S_TARGET} calls/s target: 240,000 in 20 minutes)"
+        )
+        if n != first[0]:
+            for stage, base in zip(stages, first[1], strict=True):
+                if stage.cell_calls:
+                    print(growth(stage, base))
+    print(f"\nload average {load()} at the end")
+
+
+def growth(stage: Stage, base: Stage) -> str:
+    """How a cell's peak memory grew per extra call between two sizes, beyond its tables."""
+    extra = stage.cell_calls - base.cell_calls
+    per_call_kb = 1024 * (stage.peak_mb - base.peak_mb) / extra
+    tables_kb = 1024 * (stage.tables_peak_mb - base.tables_peak_mb) / extra
+    beyond = per_call_kb - tables_kb
+    verdict = "within" if beyond <= GROWTH_TARGET_KB else "OVER"
+    return (
+        f"{stage.name} cell: peak memory +{per_call_kb:.2f} KB per extra call "
+        f"({base.cell_calls:,} -> {stage.cell_calls:,} calls); its tables read and written "
+        f"alone +{tables_kb:.2f} KB; beyond them {beyond:.2f} KB ({verdict} the "
+        f"{GROWTH_TARGET_KB:g} KB target)"
+    )
 
 
 if __name__ == "__main__":

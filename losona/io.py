@@ -1,18 +1,23 @@
-"""Small file helpers shared by every stage: atomic writes, strict YAML, content hashes."""
+"""Small helpers shared by every stage: atomic writes (tables whole or chunk by chunk),
+sequences made on demand, strict YAML, content hashes."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar, overload
 
 import polars as pl
 import yaml
+from polars.io.plugins import register_io_source
 
 from losona.errors import LosonaError
 
@@ -40,11 +45,145 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def write_parquet(df: pl.DataFrame, path: str | Path) -> None:
-    """Write a table atomically; same rows and schema give the same bytes."""
+T = TypeVar("T")
+
+
+class OnDemand(Sequence[T]):
+    """A sequence whose items are made when asked for and not kept: `item(i)` for each i.
+
+    For what a run has one of per call (requests, prompts, cases, judgements): a consumer
+    that reads it in order holds one item at a time, however long the run.
+    """
+
+    def __init__(self, length: int, item: Callable[[int], T]) -> None:
+        self.length, self.item = length, item
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            picked = range(self.length)[index]
+            return OnDemand(len(picked), lambda i: self.item(picked[i]))
+        return self.item(range(self.length)[index])  # negative indices; IndexError past the end
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self.item, range(self.length))
+
+
+# Rows made, and calls looked up in or read back from the call cache, at a time, by what
+# builds a table in chunks: large enough that each step's overhead does not count, small
+# enough that a chunk's Python objects do not.
+CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """A table made a chunk of rows at a time, in its final row order.
+
+    For tables of a size that grows with a run (prompts, responses, verdicts, calls): each
+    chunk is built, handed on and dropped, so no list of every row's Python objects ever
+    exists. `produce` yields DataFrames of `schema` whose heights add up to `height`; each call
+    starts over, so a table can be written and collected alike.
+    """
+
+    schema: pl.Schema
+    height: int  # its rows, as a DataFrame's height counts them
+    produce: Callable[[], Iterator[pl.DataFrame]]
+
+    @classmethod
+    def of(cls, table: pl.DataFrame) -> Chunks:
+        """A table already in memory, as one chunk."""
+        return cls(table.schema, table.height, lambda: iter([table]))
+
+    def collect(self) -> pl.DataFrame:
+        """The whole table in memory (for small tables and tests)."""
+        return pl.concat([self.schema.to_frame(), *self.produce()], rechunk=True)
+
+
+# Compression and statistics are fixed so the bytes depend only on the data.
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "statistics": True,
+}
+
+
+def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
+    """Write a table atomically; same rows and schema give the same bytes, whole or in chunks.
+
+    Chunks are written as they come, a Parquet row group at a time, in exactly the row
+    groups polars cuts the whole table into (see `row_group_sizes`), so the file is byte for
+    byte the one the whole table gives, and only one row group is ever held.
+    """
     with atomic_path(path) as tmp:
-        # Statistics and compression are fixed so the bytes depend only on the data.
-        df.write_parquet(tmp, compression="zstd", compression_level=3, statistics=True)
+        if isinstance(table, pl.DataFrame):
+            table.write_parquet(tmp, **_PARQUET_OPTIONS)
+        elif table.height == 0:
+            table.schema.to_frame().write_parquet(tmp, **_PARQUET_OPTIONS)
+        else:
+            sizes = row_group_sizes(table.height)
+
+            def row_groups(*_: object) -> Iterator[pl.DataFrame]:
+                # polars calls this on a thread of its own: the chunks are made there.
+                return _regrouped(table, sizes)
+
+            # DataFrame.write_parquet is this same streaming sink over the whole table.
+            register_io_source(row_groups, schema=table.schema).sink_parquet(
+                tmp, engine="streaming", **_PARQUET_OPTIONS
+            )
+
+
+# polars writes a table of up to this many rows as one row group (its streaming Parquet sink
+# aims at 122,880 rows a group), so most tables need no probe; tests/test_io.py checks it.
+ONE_ROW_GROUP = 122_880
+
+
+@functools.cache
+def row_group_sizes(rows: int) -> tuple[int, ...]:
+    """The rows of each row group polars writes a table of `rows` rows in (one chunk).
+
+    Past ONE_ROW_GROUP, asked of polars itself by writing a column of that many nulls: how
+    it cuts a table depends on the number of rows alone, not on the columns (tests/test_io.py
+    checks that the chunked writer gives the same bytes).
+    """
+    if rows <= ONE_ROW_GROUP:
+        return (rows,)
+    # Only here: pyarrow takes some 45 MB to import, more than most stages' tables.
+    import pyarrow.parquet
+
+    probe = io.BytesIO()
+    pl.DataFrame({"probe": pl.repeat(None, rows, dtype=pl.Boolean, eager=True)}).write_parquet(
+        probe, **_PARQUET_OPTIONS
+    )
+    metadata = pyarrow.parquet.ParquetFile(probe).metadata
+    return tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
+
+
+def _regrouped(table: Chunks, sizes: Sequence[int]) -> Iterator[pl.DataFrame]:
+    """The table's chunks cut and joined into frames of exactly these sizes, in order."""
+    buffered: list[pl.DataFrame] = []
+    held = written = 0
+    wanted = iter(sizes)
+    size = next(wanted)
+    for chunk in table.produce():
+        if chunk.schema != table.schema:
+            raise ValueError(f"a chunk has the columns {chunk.schema}, expected {table.schema}")
+        buffered.append(chunk)
+        held += chunk.height
+        while size and held >= size:
+            group = pl.concat(buffered, rechunk=True)
+            # Only the row group is held while polars encodes it, not the chunks it came from.
+            buffered, held = [group.slice(size)], held - size
+            yield group.head(size)
+            written += size
+            size = next(wanted, 0)
+    if held or written != table.height:
+        raise ValueError(f"the chunks held {written + held} rows, expected {table.height}")
 
 
 def write_text(text: str, path: str | Path) -> None:
@@ -120,8 +259,14 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFrame:
-    """Read a stage's input table, refusing a missing file or one of another shape."""
+def read_parquet(
+    path: str | Path, schema: pl.Schema, made_by: str, where: pl.Expr | None = None
+) -> pl.DataFrame:
+    """Read a stage's input table, refusing a missing file or one of another shape.
+
+    With `where`, only the rows it selects are read (a stage that needs part of a table
+    does not hold all of it).
+    """
     path = Path(path)
     if not path.is_file():
         raise LosonaError(
@@ -129,7 +274,10 @@ def read_parquet(path: str | Path, schema: pl.Schema, made_by: str) -> pl.DataFr
             f"(python stages/{made_by}.py, or dvc repro)"
         )
     try:
-        df = pl.read_parquet(path)
+        if where is None:
+            df = pl.read_parquet(path)
+        else:
+            df = pl.scan_parquet(path).filter(where).collect()
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise LosonaError(f"{path}: cannot be read as Parquet ({exc}); rerun {made_by}") from None
     if df.schema != schema:

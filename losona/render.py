@@ -9,14 +9,16 @@ layout serves the judge's `{prior_transcript}`, so both read the chat identicall
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import polars as pl
 
-from losona.contracts import PROMPT_SCHEMA, Scenario, Turn, scenarios_from_table, table
+from losona.contracts import PROMPT_SCHEMA, Scenario, Turn, row_order, table
 from losona.errors import LosonaError
-from losona.io import sha256_text
+from losona.io import CHUNK, Chunks, sha256_text
 from losona.templates import (
     CAST_LINE,
     CONDITION_PREFIXES,
@@ -99,19 +101,43 @@ def messages_sha256(messages: Sequence[dict[str, str]]) -> str:
 
 def render_prompts(scenarios: pl.DataFrame, conditions: Sequence[str]) -> pl.DataFrame:
     """The prompt table: one row per scenario and condition, sorted."""
+    return render_table(scenarios, conditions).collect()
+
+
+def render_table(scenarios: pl.DataFrame, conditions: Sequence[str]) -> Chunks:
+    """`render_prompts`, for writing: made a chunk of rows at a time, in the table's order, as
+    it is written, so that no list of every prompt is ever held (io.Chunks)."""
     if not conditions:
         raise LosonaError("render: no conditions to render (sweep.conditions is empty)")
-    rows = []
-    for scenario in scenarios_from_table(scenarios):
-        for condition in conditions:
-            messages = subject_messages(scenario, condition)
-            rows.append(
-                {
-                    "scenario_id": scenario.scenario_id,
-                    "condition": condition,
-                    "template_version": SUBJECT_TEMPLATE_VERSION,
-                    "messages": messages,
-                    "prompt_sha256": messages_sha256(messages),
-                }
-            )
-    return table(rows, PROMPT_SCHEMA, sort_by=["scenario_id", "condition"])
+    # Row r is scenario r // len(conditions) under condition r % len(conditions).
+    rows = pl.int_range(scenarios.height * len(conditions), eager=True)
+    order = row_order(
+        pl.DataFrame(
+            {
+                "scenario_id": scenarios["scenario_id"].gather(rows // len(conditions)),
+                "condition": pl.Series(conditions, dtype=pl.String).gather(rows % len(conditions)),
+            }
+        ),
+        ["scenario_id", "condition"],
+    )
+    scenario = functools.lru_cache(maxsize=8)(
+        lambda index: Scenario.from_row(scenarios.row(index, named=True))
+    )
+
+    def prompt(row: int) -> dict[str, Any]:
+        index, condition = divmod(row, len(conditions))
+        messages = subject_messages(scenario(index), conditions[condition])
+        return {
+            "scenario_id": scenarios["scenario_id"][index],
+            "condition": conditions[condition],
+            "template_version": SUBJECT_TEMPLATE_VERSION,
+            "messages": messages,
+            "prompt_sha256": messages_sha256(messages),
+        }
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        for start in range(0, len(order), CHUNK):
+            picked = order[start : start + CHUNK].to_list()
+            yield table([prompt(row) for row in picked], PROMPT_SCHEMA, sort_by=[])
+
+    return Chunks(PROMPT_SCHEMA, len(order), chunks)

@@ -10,14 +10,15 @@ returns the same K samples from the cache without a call. In batch mode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
 from losona.config import SamplingSettings as SamplingSettings
-from losona.contracts import RESPONSE_SCHEMA, table
+from losona.contracts import RESPONSE_SCHEMA, row_order, table
 from losona.errors import LosonaError
+from losona.io import CHUNK, Chunks, OnDemand
 from losona.models import (
     BatchSettings,
     CacheLocation,
@@ -43,13 +44,16 @@ def condition_prompts(prompts: pl.DataFrame, condition: str) -> pl.DataFrame:
     return rows
 
 
-def sample_requests(prompts: pl.DataFrame, trials: int) -> list[Request]:
-    """K requests per prompt, a prompt's trials back to back."""
-    return [
-        Request(messages=tuple(messages), trial=trial)
-        for messages in prompts["messages"].to_list()
-        for trial in range(trials)
-    ]
+def sample_requests(prompts: pl.DataFrame, trials: int) -> Sequence[Request]:
+    """K requests per prompt, a prompt's trials back to back, each built when asked for
+    (from the table's compact column: the model layer never keeps a request)."""
+    messages = prompts["messages"]
+
+    def request(index: int) -> Request:
+        prompt, trial = divmod(index, trials)
+        return Request(messages=tuple(messages.slice(prompt, 1).to_list()[0]), trial=trial)
+
+    return OnDemand(len(messages) * trials, request)
 
 
 def plan_sampling(
@@ -83,10 +87,14 @@ def plan_sweep(
 
 @dataclass(frozen=True)
 class Sampled:
-    """One cell's responses and the calls they were built from (published with the run)."""
+    """One cell's responses and the calls they were built from (published with the run).
 
-    responses: pl.DataFrame  # RESPONSE_SCHEMA
-    calls: pl.DataFrame  # CALL_SCHEMA
+    Each is made a chunk at a time from the call cache as it is written (io.Chunks), so a
+    cell of any size never holds every reply at once; `.collect()` gives a DataFrame.
+    """
+
+    responses: Chunks  # RESPONSE_SCHEMA
+    calls: Chunks  # CALL_SCHEMA
 
 
 def sample_responses(
@@ -97,7 +105,7 @@ def sample_responses(
     options: CallOptions,
 ) -> pl.DataFrame:
     """The response table of one model under one condition: K rows per prompt, sorted."""
-    return sample_cell(prompts, spec, condition, trials, options).responses
+    return sample_cell(prompts, spec, condition, trials, options).responses.collect()
 
 
 def sample_cell(
@@ -111,27 +119,50 @@ def sample_cell(
 ) -> Sampled:
     """One model's K replies to every prompt of one condition, with the calls behind them."""
     rows = condition_prompts(prompts, condition)
-    requests = sample_requests(rows, trials)
-    completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)
-    prompt_rows = [row for row in rows.iter_rows(named=True) for _ in range(trials)]
-    responses = table(
-        [
-            {
-                "scenario_id": row["scenario_id"],
-                "condition": condition,
-                "subject_model": spec.name,
-                "provider_model": spec.model,
-                "trial": request.trial,
-                "prompt_sha256": row["prompt_sha256"],
-                "response": completion.text,
-                "finish_reason": completion.finish_reason,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "cost_usd": completion.cost_usd,
-            }
-            for row, request, completion in zip(prompt_rows, requests, completions, strict=True)
-        ],
-        RESPONSE_SCHEMA,
-        sort_by=["scenario_id", "trial"],
+    completions = complete_all(
+        spec, sample_requests(rows, trials), options, to=f"'{spec.name}'", batch=batch
     )
-    return Sampled(responses, calls_table(spec.model, completions))
+    # Writing needs each prompt's id and hash, not its messages: the tables hold no prompt.
+    prompt_keys = rows.select("scenario_id", "prompt_sha256")
+    calls = len(completions)
+    # Call i is trial i % K of prompt i // K; rows go out sorted as `table` sorts them.
+    call = pl.int_range(calls, eager=True)
+    order = row_order(
+        pl.DataFrame(
+            {
+                "scenario_id": prompt_keys["scenario_id"].gather(call // trials),
+                "trial": call % trials,
+            }
+        ),
+        ["scenario_id", "trial"],
+    )
+
+    def responses() -> Iterator[pl.DataFrame]:
+        for start in range(0, calls, CHUNK):
+            chunk = order[start : start + CHUNK].to_list()
+            prompt = prompt_keys[[i // trials for i in chunk]]
+            yield table(
+                [
+                    {
+                        "scenario_id": scenario_id,
+                        "condition": condition,
+                        "subject_model": spec.name,
+                        "provider_model": spec.model,
+                        "trial": i % trials,
+                        "prompt_sha256": prompt_sha256,
+                        "response": completion.text,
+                        "finish_reason": completion.finish_reason,
+                        "prompt_tokens": completion.prompt_tokens,
+                        "completion_tokens": completion.completion_tokens,
+                        "cost_usd": completion.cost_usd,
+                    }
+                    for i, (scenario_id, prompt_sha256) in zip(
+                        chunk, prompt.iter_rows(), strict=True
+                    )
+                    for completion in (completions[i],)
+                ],
+                RESPONSE_SCHEMA,
+                sort_by=[],
+            )
+
+    return Sampled(Chunks(RESPONSE_SCHEMA, calls, responses), calls_table(spec.model, completions))

@@ -10,6 +10,7 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 from pathlib import Path
 
 import hydra
+import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
@@ -22,7 +23,7 @@ from losona.judges.llm import LLMJudge
 from losona.judges.run import (
     call_sources,
     judge_calls,
-    judge_responses,
+    judge_table,
     make_judge,
     status_counts,
     unscored_notes,
@@ -50,7 +51,7 @@ def main(cfg: DictConfig) -> None:
     responses_path = Path(paths.responses_dir) / model / f"{condition}.parquet"
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-    verdicts = judge_responses(
+    verdicts = judge_table(
         scenarios,
         responses,
         judge,
@@ -60,15 +61,20 @@ def main(cfg: DictConfig) -> None:
         origin=display_path(responses_path),
     )
     out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
+    # The scenarios are not needed to write the tables: let them go first. Each table is
+    # made a chunk at a time as it is written; the account below reads back the columns
+    # it needs.
+    del scenarios, responses
     write_parquet(verdicts, out)
     write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
+    outcomes = pl.read_parquet(out, columns=["complies", "judge_status", "reasoning"])
     print(
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
-        f"verdicts, {status_counts(verdicts)} -> {out}"
+        f"verdicts, {status_counts(outcomes)} -> {out}"
     )
-    for sign in degenerate_signs(verdicts, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):
+    for sign in degenerate_signs(outcomes, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):
         print(f"warning: judge {judge_name}'s verdicts on {model}/{condition} say nothing: {sign}")
-    if (label := uniform_verdict(verdicts)) is not None:
+    if (label := uniform_verdict(outcomes)) is not None:
         print(
             f"note: every scored verdict of judge {judge_name} on {model}/{condition} is "
             f"{'comply' if label else 'breach'}; if its validity controls fail "
@@ -76,7 +82,7 @@ def main(cfg: DictConfig) -> None:
         )
     if (sources := call_sources(judge)) is not None:
         print(f"judge {judge_name}: answers: {sources}")
-    for note in unscored_notes(verdicts):
+    for note in unscored_notes(outcomes):
         print(f"note: {note}")
 
 

@@ -11,7 +11,7 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA
 from losona.io import read_parquet, write_parquet
-from losona.render import render_prompts
+from losona.render import render_table
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -23,8 +23,8 @@ def main(cfg: DictConfig) -> None:
     else:  # a condition must have its config, not only a template
         conditions = [option("condition", name).name for name in cfg.sweep.conditions]
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    prompts = render_prompts(scenarios, conditions)
-    write_parquet(prompts, paths.prompts)
+    prompts = render_table(scenarios, conditions)
+    write_parquet(prompts, paths.prompts)  # made a chunk at a time as it is written
     print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {paths.prompts}")
 
 

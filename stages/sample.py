@@ -10,6 +10,7 @@ python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a 
 from pathlib import Path
 
 import hydra
+import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
@@ -46,7 +47,12 @@ def main(cfg: DictConfig) -> None:
         # Before any work: a missing key fails at once. A run with published calls reruns
         # without one; then only a call that must really be made asks for the key.
         spec.check_credentials()
-    prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
+    # Only this condition's prompts; all of them when it has none, to say which it has.
+    prompts = read_parquet(
+        paths.prompts, PROMPT_SCHEMA, made_by="render", where=pl.col("condition") == condition
+    )
+    if prompts.is_empty():
+        prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
     if settings.dry_run:
         found = plan_sampling(prompts, spec, condition, settings.trials, cache_path=store)
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
@@ -67,12 +73,14 @@ def main(cfg: DictConfig) -> None:
         ),
         batch=settings.batching,
     )
-    responses = sampled.responses
-    write_parquet(responses, out)
+    # The prompts are not needed to write the tables: let them go first. Each table is
+    # made from the call cache a chunk at a time as it is written.
+    del prompts
+    write_parquet(sampled.responses, out)
     write_parquet(sampled.calls, sample_calls(paths, spec.name, condition))
     facts = read_run_log(log)
     print(
-        f"sample: {responses.height} responses ({spec.name}, {condition}, "
+        f"sample: {sampled.responses.height} responses ({spec.name}, {condition}, "
         f"{settings.trials} trials; {answer_sources(facts)}, "
         f"${facts['cost_usd_this_run']:.4f}) -> {out}"
     )

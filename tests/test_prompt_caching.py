@@ -256,7 +256,7 @@ def test_a_sample_run_records_cached_tokens_and_a_bill_below_list(
                 assert cache["cache_read_tokens_this_run"] == sum(server.cached_tokens) > 8 * 1024
                 assert facts["cost_usd_this_run"] < 0.5 * facts["list_cost_usd_this_run"]
                 assert facts["list_cost_usd_this_run"] == pytest.approx(
-                    sampled.responses["cost_usd"].sum()
+                    sampled.responses.collect()["cost_usd"].sum()
                 )
             else:
                 assert facts["prompt_cache"]["rule"] == "off (prompt_caching: false)"

@@ -125,7 +125,7 @@ def render_cell(
                 "dynamic.source=simulated to have a group model write the follow-ups"
             )
         writer: _Writer = _Scripted(followups)
-        calls = calls_table("", [])
+        calls = calls_table("").collect()
     else:
         simulated = _Simulated(group, followups, by_id, trials)
         writer, calls = simulated, simulated.calls
@@ -285,7 +285,7 @@ class _Simulated(_Writer):
             group.options,
             to=f"the group model '{spec.name}'",
         )
-        self.calls = calls_table(spec.model, completions)
+        self.calls = calls_table(spec.model, completions).collect()
         self.read: dict[tuple[str, ...], tuple[tuple[Message, ...], str | None]] = {
             key: read_group_reply(completion.text or "", scenario, kind)
             for (key, scenario, kind, _), completion in zip(asks, completions, strict=True)

@@ -7,6 +7,8 @@ for models that take one), through the call cache, failed calls refused.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from losona.contracts import DYNAMIC_RESPONSE_SCHEMA, table
@@ -20,7 +22,14 @@ from losona.models import (
     calls_table,
     complete_all,
 )
-from losona.sample import Sampled
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One cell's second replies and the calls they were built from (published with the run)."""
+
+    responses: pl.DataFrame  # DYNAMIC_RESPONSE_SCHEMA
+    calls: pl.DataFrame  # CALL_SCHEMA
 
 
 def second_turn_requests(prompts: pl.DataFrame) -> list[Request]:
@@ -72,4 +81,4 @@ def sample_second_turn(
         DYNAMIC_RESPONSE_SCHEMA,
         sort_by=["scenario_id", "trial", "arm"],
     )
-    return Sampled(responses, calls_table(spec.model, completions))
+    return Sampled(responses, calls_table(spec.model, completions).collect())

@@ -181,6 +181,6 @@ class Judge(Protocol):
         """The version of the prompt or rules it used, as written to `judge_version`."""
         ...
 
-    def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
-        """One judgement per case, in the same order."""
+    def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
+        """One judgement per case, in the same order (a long run's may be made on demand)."""
         ...

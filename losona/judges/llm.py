@@ -22,16 +22,20 @@ call cache.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
+
+import polars as pl
 
 from losona.errors import LosonaError
-from losona.io import sha256_text
+from losona.io import CHUNK, OnDemand, sha256_text
 from losona.judges.base import JudgeCase, Judgement, Status
 from losona.models import (
     BatchSettings,
@@ -367,9 +371,9 @@ class LLMJudge:
         # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
         # it (the determinism audit) calls the model directly.
         self.batch = batch if batch is not None and batch.enabled and options.use_cache else None
-        # Every completion the judgements were read from, first round and repairs: the
+        # Every round of calls the judgements were read from, first rounds and repairs: the
         # judge's calls, published with the run (losona.models.calls_table).
-        self.calls: list[Completion] = []
+        self.calls: list[Sequence[Completion]] = []
         # The run logs this judge wrote, one per round of calls it made (first, repairs).
         self.run_logs: list[Path] = []
 
@@ -385,69 +389,126 @@ class LLMJudge:
 
     def _complete(
         self, conversations: Sequence[Messages], options: CallOptions
-    ) -> list[Completion]:
+    ) -> Sequence[Completion]:
         # Identical conversations (e.g. two scenarios sharing a norm's control examples)
         # are sent once.
-        unique = {_key(m): m for m in conversations}
-        requests = [Request(messages=m, trial=0) for m in unique.values()]
+        sent: dict[str, int] = {}  # each distinct conversation's key: its request's number
+        firsts: list[int] = []  # the conversation each request is made of
+        request_of = []  # each conversation's request
+        for number, messages in enumerate(conversations):
+            key = _key(messages)
+            if key not in sent:
+                sent[key] = len(firsts)
+                firsts.append(number)
+            request_of.append(sent[key])
+        requests = OnDemand(
+            len(firsts), lambda n: Request(messages=conversations[firsts[n]], trial=0)
+        )
         results = complete(self.spec, requests, options, batch=self.batch)
-        self.calls.extend(results)
+        self.calls.append(results)
         if options.run_log is not None:
             self.run_logs.append(Path(options.run_log))
-        by_key = dict(zip(unique, results, strict=True))
-        return [by_key[_key(m)] for m in conversations]
+        return OnDemand(len(request_of), lambda n: results[request_of[n]])
 
-    def judge(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
+    def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
         """One judgement per case: parsed, repaired once, or unparseable with the reason kept.
 
+        Every call is made here; the judgements are read from the replies as they are asked
+        for, so judging holds no prompt and no reply of its own (a cell of any size).
         Raises CallsFailed when any call still failed after the model layer's retries.
         """
-        judgements: list[Judgement | None] = [None] * len(cases)
         asked = [i for i, case in enumerate(cases) if case.response is not None]
-        for i, case in enumerate(cases):
-            if case.response is None:
-                judgements[i] = Judgement.unscored("no_response", "no subject message to judge")
-        conversations = {i: judge_messages(cases[i]) for i in asked}
-        first_round = self._complete(list(conversations.values()), self.options) if asked else []
-        first = dict(zip(asked, first_round, strict=True))
+        conversations = OnDemand(len(asked), lambda n: judge_messages(cases[asked[n]]))
+        first = self._complete(conversations, self.options) if asked else []
 
-        to_repair: dict[int, Messages] = {}
-        contexts = {i: ReplyContext.of(cases[i]) for i in asked}
-        for i, completion in first.items():
+        problems: dict[int, str] = {}  # the number (in `asked`) of each reply to repair: why
+        for number, completion in enumerate(first):
             if not completion.ok:
                 continue  # no verdict: counted and raised below, after the repairs
             try:
-                judgements[i] = parse_verdict(completion.text, contexts[i])
+                parse_verdict(completion.text, ReplyContext.of(cases[asked[number]]))
             except UnparseableReply as problem:
-                to_repair[i] = repair_messages(
-                    conversations[i], completion.text or "", str(problem)
-                )
+                problems[number] = str(problem)
+        numbers = list(problems)
+        repairs = OnDemand(
+            len(numbers),
+            lambda n: repair_messages(
+                conversations[numbers[n]], first[numbers[n]].text or "", problems[numbers[n]]
+            ),
+        )
 
         # Repairs are sent even when some first calls failed, so that a rerun finds them in
         # the call cache and sends only what failed.
-        repaired = (
-            self._complete(list(to_repair.values()), self.repair_options) if to_repair else []
-        )
+        repaired = self._complete(repairs, self.repair_options) if problems else []
         try:
             require_every_call(
-                [*first_round, *repaired],
-                to=f"the judge '{self.spec.name}'",
-                run_log=self.options.run_log,
+                first, repaired, to=f"the judge '{self.spec.name}'", run_log=self.options.run_log
             )
         except CallsFailed as failed:
             advice = structured_output_advice(self.structured_output, str(failed))
             if advice is not None:
                 raise CallsFailed(f"{failed}\n{advice}") from None
             raise
-        for i, completion in zip(to_repair, repaired, strict=True):
-            raw_first = first[i].text or ""
+        repair_of = {number: n for n, number in enumerate(numbers)}  # its repair's number
+
+        def judgement(index: int) -> Judgement:
+            """Case `index`'s judgement, from its first reply and its repair's."""
+            number = bisect.bisect_left(asked, index)
+            if number == len(asked) or asked[number] != index:
+                return Judgement.unscored("no_response", "no subject message to judge")
+            context = ReplyContext.of(cases[index])
+            if number not in repair_of:
+                return parse_verdict(first[number].text, context)
+            repair = repaired[repair_of[number]]
             try:
-                judgements[i] = parse_verdict(completion.text, contexts[i])
+                return parse_verdict(repair.text, context)
             except UnparseableReply as problem:
-                judgements[i] = Judgement.unscored(
+                return Judgement.unscored(
                     problem.status,
                     f"judge reply unparseable after one repair: {problem}",
-                    evidence=raw_first + REPAIR_SEPARATOR + (completion.text or ""),
+                    evidence=(first[number].text or "") + REPAIR_SEPARATOR + (repair.text or ""),
                 )
-        assert all(j is not None for j in judgements)
-        return [j for j in judgements if j is not None]
+
+        # Every judgement now, kept as compact columns: the cases, and the scenarios and
+        # prompts behind them, need not be kept for as long as the verdicts are.
+        return _Judgements(map(judgement, range(len(cases))))
+
+
+class _Judgements(Sequence[Judgement]):
+    """Judgements kept as one compact table, a Judgement made of a row when asked for."""
+
+    def __init__(self, judgements: Iterator[Judgement]) -> None:
+        chunks = []
+        while chunk := list(itertools.islice(judgements, CHUNK)):
+            chunks.append(pl.DataFrame([dataclasses.asdict(j) for j in chunk], schema=_SCHEMA))
+        self.table = pl.concat([_SCHEMA.to_frame(), *chunks], rechunk=True)
+
+    def __len__(self) -> int:
+        return self.table.height
+
+    @overload
+    def __getitem__(self, index: int) -> Judgement: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Judgement]: ...
+    def __getitem__(self, index: int | slice) -> Judgement | Sequence[Judgement]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        # range: negative indices, and an IndexError past the end (what ends iteration)
+        return Judgement(**self.table.row(range(len(self))[index], named=True))
+
+    def __iter__(self) -> Iterator[Judgement]:
+        return (Judgement(**row) for row in self.table.iter_rows(named=True))
+
+
+# A Judgement's fields as columns.
+_SCHEMA = pl.Schema(
+    {
+        "complies": pl.Boolean(),
+        "elicitor_uptake": pl.String(),
+        "norm_requirement": pl.String(),
+        "evidence": pl.String(),
+        "reasoning": pl.String(),
+        "status": pl.String(),
+        "non_answer": pl.Boolean(),
+    }
+)

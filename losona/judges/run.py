@@ -8,16 +8,24 @@ validity controls), so a broken judge shows itself before anyone reads its numbe
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
 from losona.config import JudgeConfig
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, scenarios_from_table, table
+from losona.contracts import (
+    CONTROL_SCHEMA,
+    VERDICT_SCHEMA,
+    Scenario,
+    scenarios_from_table,
+    table,
+)
 from losona.errors import LosonaError
 from losona.formatting import percent
+from losona.io import CHUNK, Chunks, OnDemand
 from losona.judges.base import NOT_A_VERDICT, Judge, JudgeCase, Judgement, Status
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
@@ -74,11 +82,11 @@ def structured_output(config: JudgeConfig) -> str:
     return config.structured_output or "none"
 
 
-def judge_calls(judge: Judge) -> pl.DataFrame:
+def judge_calls(judge: Judge) -> Chunks:
     """The calls a judge's verdicts were read from (none for rules), as a calls table."""
     if isinstance(judge, LLMJudge):
-        return calls_table(judge.model, judge.calls)
-    return calls_table("", [])
+        return calls_table(judge.model, *judge.calls)
+    return calls_table("")
 
 
 def call_sources(judge: Judge) -> str | None:
@@ -88,7 +96,9 @@ def call_sources(judge: Judge) -> str | None:
     return answer_sources(*(read_run_log(log) for log in judge.run_logs))
 
 
-def verdict_fields(judge: Judge, name: str, judgements: list[Judgement]) -> list[dict[str, Any]]:
+def verdict_fields(
+    judge: Judge, name: str, judgements: Sequence[Judgement]
+) -> list[dict[str, Any]]:
     """The verdict columns (VERDICT_SCHEMA's judge part) of each judgement, in order."""
     return [
         {
@@ -122,6 +132,24 @@ def judge_responses(
     `origin` names the responses file in error messages; every row must belong to the
     cell (`model`, `condition`) and to a scenario of the scenario table.
     """
+    return judge_table(
+        scenarios, responses, judge, name, model=model, condition=condition, origin=origin
+    ).collect()
+
+
+def judge_table(
+    scenarios: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: Judge,
+    name: str,
+    *,
+    model: str,
+    condition: str,
+    origin: str,
+) -> Chunks:
+    """`judge_responses`, for writing: every judge call is made here, then the table is made
+    a chunk at a time as it is written, each case and verdict built when it is needed, so a
+    cell of any size never holds every prompt, reply or verdict at once."""
     if responses.is_empty():
         raise LosonaError(f"{origin}: holds no responses; rerun sample")
     for column, expected in (("subject_model", model), ("condition", condition)):
@@ -138,31 +166,68 @@ def judge_responses(
             f"{origin}: scenario '{first['scenario_id']}' has trial {first['trial']} more than "
             "once; rerun sample"
         )
-    by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
-    rows = responses.sort("scenario_id", "trial").iter_rows(named=True)
-    cases, keys = [], []
-    for row in rows:
-        scenario = by_id.get(row["scenario_id"])
-        if scenario is None:
-            raise LosonaError(
-                f"{origin}: scenario '{row['scenario_id']}' is not in the scenario table; "
-                "rerun sample after fetch"
-            )
-        cases.append(JudgeCase.for_response(scenario, row["response"]))
-        keys.append(
-            {
-                "scenario_id": scenario.scenario_id,
-                "event_type": scenario.event_type,
-                "norm_id": scenario.norm_id,
-                "condition": condition,
-                "subject_model": model,
-                "trial": row["trial"],
-                "response": row["response"],
-            }
+    rows = responses.sort("scenario_id", "trial")
+    known = _Scenarios(scenarios)
+    ids = rows["scenario_id"].to_list()
+    unknown = next((sid for sid in ids if sid not in known), None)
+    if unknown is not None:
+        raise LosonaError(
+            f"{origin}: scenario '{unknown}' is not in the scenario table; rerun sample after fetch"
         )
-    fields = verdict_fields(judge, name, judge.judge(cases))
-    verdicts = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
-    return table(verdicts, VERDICT_SCHEMA, sort_by=["scenario_id", "trial"])
+    texts = rows["response"]
+    cases = OnDemand(
+        len(ids), lambda i: JudgeCase.for_response(known.get(ids[i]), texts.slice(i, 1).item())
+    )
+    judgements = judge.judge(cases)
+    # Writing needs these columns of each row, not its scenario: the tables hold no prompt.
+    verdict_keys = rows.select("scenario_id", "trial", "response").join(
+        # The last row of an id wins, as in `_Scenarios`.
+        scenarios.select("scenario_id", "event_type", "norm_id").unique(
+            "scenario_id", keep="last", maintain_order=True
+        ),
+        on="scenario_id",
+        how="left",
+        maintain_order="left",
+    )
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        for start in range(0, verdict_keys.height, CHUNK):
+            keys = verdict_keys.slice(start, CHUNK).iter_rows(named=True)
+            numbers = range(start, min(start + CHUNK, verdict_keys.height))
+            fields = verdict_fields(judge, name, [judgements[i] for i in numbers])
+            verdicts = [
+                {
+                    "scenario_id": key["scenario_id"],
+                    "event_type": key["event_type"],
+                    "norm_id": key["norm_id"],
+                    "condition": condition,
+                    "subject_model": model,
+                    "trial": key["trial"],
+                    "response": key["response"],
+                    **field,
+                }
+                for key, field in zip(keys, fields, strict=True)
+            ]
+            yield table(verdicts, VERDICT_SCHEMA, sort_by=[])
+
+    return Chunks(VERDICT_SCHEMA, verdict_keys.height, chunks)
+
+
+class _Scenarios:
+    """A scenario table's scenarios by id, each built when asked for, the last few kept: a
+    cell's cases come a scenario's trials together, so each is built about once."""
+
+    def __init__(self, scenarios: pl.DataFrame) -> None:
+        self.scenarios = scenarios
+        # The last row of an id wins, as in a dict built from the rows.
+        self.row_of = {sid: row for row, sid in enumerate(scenarios["scenario_id"].to_list())}
+        self.get = functools.lru_cache(maxsize=8)(self._build)
+
+    def __contains__(self, scenario_id: object) -> bool:
+        return scenario_id in self.row_of
+
+    def _build(self, scenario_id: str) -> Scenario:
+        return Scenario.from_row(self.scenarios.row(self.row_of[scenario_id], named=True))
 
 
 def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataFrame:

@@ -25,15 +25,20 @@ billing matter only.
 
 from __future__ import annotations
 
+import collections
+import functools
+import hashlib
 import json
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 Messages = Sequence[Mapping[str, Any]]
 # A conversation's prompt as a sequence of tokens (or any units a server counts).
 Encode = Callable[[Messages], Sequence[Hashable]]
+
+T = TypeVar("T")
 
 # How many of the calls just before a call are compared with it (plus the first call with
 # the very same prompt): calls that share a prefix are sent next to each other.
@@ -101,7 +106,7 @@ def cache_rule(provider: str, model: str, *, own_server: bool = False) -> CacheR
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reuse:
     """What one call of a run can take from the provider's cache, and after which call."""
 
@@ -120,14 +125,13 @@ def serialize(messages: Messages) -> str:
 
 
 def token_encoder(encode_text: Callable[[str], Sequence[Hashable]]) -> Encode:
-    """An Encode that tokenizes the serialized conversation, each distinct text once."""
-    memo: dict[str, Sequence[Hashable]] = {}
+    """An Encode that tokenizes the serialized conversation, a text sent again (a prompt's K
+    trials, back to back) once. It remembers only the last few texts: a prompt's tokens take
+    many times its size, and a run can hold any number of prompts."""
+    remembered = functools.lru_cache(maxsize=8)(encode_text)
 
     def encode(messages: Messages) -> Sequence[Hashable]:
-        text = serialize(messages)
-        if text not in memo:
-            memo[text] = encode_text(text)
-        return memo[text]
+        return remembered(serialize(messages))
 
     return encode
 
@@ -159,87 +163,136 @@ def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable], floor: int = 0) 
     return low
 
 
-def _candidates(i: int, first: int | None) -> list[int]:
-    """The earlier calls compared with call i: the first with the same prompt, then the window."""
-    window = list(range(max(0, i - WINDOW), i))
-    return [first, *window] if first is not None and first not in window else window
+def _prompt_id(conversation: Messages) -> bytes:
+    """What tells two prompts apart (their messages as canonical JSON), in 32 bytes."""
+    text = json.dumps(list(map(dict, conversation)), sort_keys=True)
+    return hashlib.sha256(text.encode()).digest()
+
+
+def _candidates(first: int | None, own: T, recent: Sequence[tuple[int, T]]) -> list[tuple[int, T]]:
+    """The earlier calls compared with a call, each with what is compared of it: the first
+    call with the same prompt (whose tokens and messages are the call's own), then the
+    window of the calls just before it."""
+    if first is not None and (not recent or first < recent[0][0]):
+        return [(first, own), *recent]
+    return list(recent)
 
 
 def plan_reuse(
-    conversations: Sequence[Messages], encode: Encode, rule: CacheRule | None
+    conversations: Iterable[Messages], encode: Encode, rule: CacheRule | None
 ) -> list[Reuse]:
     """For each conversation, sent in this order: what it can reuse of an earlier one.
 
     Automatic caching (OpenAI, Gemini): the longest token prefix shared with an earlier
     call, cut to the provider's minimum and steps. Markers (Anthropic): whole messages
     shared with another call, marked, and cached only up to the marker.
+
+    Each conversation is read once, in order, and only the last WINDOW calls' tokens are
+    kept: tokens take many times the size of the text, and a run may have any number of
+    calls (see docs/scale.md).
     """
     if rule is None:
-        return [NO_REUSE] * len(conversations)
-    texts = [json.dumps(list(map(dict, c)), sort_keys=True) for c in conversations]
+        return [NO_REUSE for _ in conversations]
     if rule.markers:
-        return _plan_markers(conversations, texts, encode, rule)
-    first: dict[str, int] = {}
+        return _plan_markers(conversations, encode, rule)
+    first: dict[bytes, int] = {}
+    recent: collections.deque[tuple[int, str]] = collections.deque(maxlen=WINDOW)
+    numbering = _Numbering()
     plans = []
     for i, conversation in enumerate(conversations):
-        tokens = encode(conversation)
+        tokens = _as_text(encode(conversation), numbering)
+        prompt = _prompt_id(conversation)
         parent, shared = None, 0
         # A prompt shorter than the minimum shares nothing cacheable with any other.
-        earlier = _candidates(i, first.get(texts[i])) if len(tokens) >= rule.min_tokens else []
-        for j in earlier:
-            # Only a strictly longer prefix replaces the earliest one found.
-            floor = max(rule.min_tokens, shared + 1)
-            found = common_prefix(tokens, encode(conversations[j]), floor)
-            if found > shared:
-                parent, shared = j, found
-        first.setdefault(texts[i], i)
+        if len(tokens) >= rule.min_tokens:
+            for j, earlier in _candidates(first.get(prompt), tokens, recent):
+                # Only a strictly longer prefix replaces the earliest one found.
+                floor = max(rule.min_tokens, shared + 1)
+                found = common_prefix(tokens, earlier, floor)
+                if found > shared:
+                    parent, shared = j, found
+        first.setdefault(prompt, i)
+        recent.append((i, tokens))
         cached = rule.cached(shared)
         plans.append(Reuse(parent, cached) if cached else NO_REUSE)
     return plans
 
 
+def _as_text(tokens: Sequence[Hashable], numbering: _Numbering) -> str:
+    """Tokens as a character each: prefixes then compare as fast as text does. A tokenizer's
+    token ids are characters already; other tokens (words) are numbered as they come."""
+    if tokens and isinstance(tokens[0], int):
+        return "".join(map(chr, cast(Sequence[int], tokens)))
+    return "".join(map(chr, map(numbering.__getitem__, tokens)))
+
+
+class _Numbering(dict[Hashable, int]):
+    """Numbers for tokens, each distinct token the next number when first seen."""
+
+    def __missing__(self, token: Hashable) -> int:
+        self[token] = number = len(self)
+        return number
+
+
+def _shared_messages(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many whole messages two conversations share from the start."""
+    return next(
+        (n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def _through(encode: Encode, conversation: Messages, last: int, counted: dict[int, int]) -> int:
+    """A conversation's prompt tokens through message `last`, counted once."""
+    if last not in counted:
+        counted[last] = len(encode(conversation[: last + 1]))
+    return counted[last]
+
+
 def _plan_markers(
-    conversations: Sequence[Messages], texts: list[str], encode: Encode, rule: CacheRule
+    conversations: Iterable[Messages], encode: Encode, rule: CacheRule
 ) -> list[Reuse]:
     """Anthropic: mark shared whole messages; a call reads what its parent wrote."""
-    keys = [[json.dumps(dict(m), sort_keys=True) for m in c] for c in conversations]
-
-    def shared_messages(i: int, j: int) -> int:
-        return next(
-            (n for n, (a, b) in enumerate(zip(keys[i], keys[j], strict=False)) if a != b),
-            min(len(keys[i]), len(keys[j])),
-        )
-
-    def tokens_through(i: int, last: int) -> int:
-        return len(encode(conversations[i][: last + 1]))
-
-    first: dict[str, int] = {}
+    first: dict[bytes, int] = {}
+    recent: collections.deque[tuple[int, list[str]]] = collections.deque(maxlen=WINDOW)
     parents: list[tuple[int, int] | None] = []  # (parent, whole messages shared)
-    for i in range(len(conversations)):
+    # Per call, its prompt tokens through message k, for each k a plan below needs.
+    through: list[dict[int, int]] = []
+    for i, conversation in enumerate(conversations):
+        messages = [json.dumps(dict(m), sort_keys=True) for m in conversation]
+        counted: dict[int, int] = {}
         best: tuple[int, int] | None = None
-        long_enough = len(encode(conversations[i])) >= rule.min_tokens
-        for j in _candidates(i, first.get(texts[i])) if long_enough else []:
-            n = shared_messages(i, j)
-            if n and (best is None or n > best[1]) and tokens_through(i, n - 1) >= rule.min_tokens:
+        prompt = _prompt_id(conversation)
+        long_enough = len(encode(conversation)) >= rule.min_tokens
+        for j, other in _candidates(first.get(prompt), messages, recent) if long_enough else []:
+            n = _shared_messages(messages, other)
+            if (
+                n
+                and (best is None or n > best[1])
+                and _through(encode, conversation, n - 1, counted) >= rule.min_tokens
+            ):
                 best = (j, n)
-        first.setdefault(texts[i], i)
+        first.setdefault(prompt, i)
+        recent.append((i, messages))
         parents.append(best)
+        through.append(counted)
     # Each call marks the last message it shares whole with its parent and with each call
     # that reuses it: so the parent wrote exactly the prefix a child reads.
-    marks: list[set[int]] = [set() for _ in conversations]
+    marks: collections.defaultdict[int, set[int]] = collections.defaultdict(set)
     for i, found in enumerate(parents):
         if found is not None:
             parent, n = found
             marks[i].add(n - 1)
             marks[parent].add(n - 1)
+            # Through that message the parent's prompt is the child's, token for token.
+            through[parent].setdefault(n - 1, through[i][n - 1])
     plans = []
     for i, found in enumerate(parents):
-        markers = tuple(sorted(marks[i])[-MAX_MARKERS:])
+        markers = tuple(sorted(marks.get(i, ()))[-MAX_MARKERS:])
         if not markers:
             plans.append(NO_REUSE)
             continue
-        read = tokens_through(i, found[1] - 1) if found is not None else 0
-        deepest = tokens_through(i, markers[-1])
+        read = through[i][found[1] - 1] if found is not None else 0
+        deepest = through[i][markers[-1]]
         plans.append(
             Reuse(
                 parent=found[0] if found is not None else None,

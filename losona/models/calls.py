@@ -44,18 +44,18 @@ import random
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from tqdm import tqdm
 
 from losona.errors import LosonaError
-from losona.io import write_json
+from losona.io import CHUNK, OnDemand, write_json
 from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
@@ -134,10 +134,13 @@ def failure_kind(error: str | None) -> str:
 
 
 def require_every_call(
-    completions: Sequence[Completion], *, to: str, run_log: str | Path | None = None
+    *rounds: Sequence[Completion], to: str, run_log: str | Path | None = None
 ) -> None:
-    """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did."""
-    failed = [c.error for c in completions if not c.ok]
+    """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did.
+
+    Takes one or more rounds of calls (the judge's first calls and its repairs).
+    """
+    failed = [c.error for completions in rounds for c in failures(completions)]
     if not failed:
         return
     kinds = collections.Counter(failure_kind(e) for e in failed)
@@ -146,11 +149,18 @@ def require_every_call(
         f"  {n} x {reason}" for reason, n in collections.Counter(failed).most_common(5)
     )
     raise CallsFailed(
-        f"{len(failed)} of {len(completions)} calls to {to} failed after their "
+        f"{len(failed)} of {sum(map(len, rounds))} calls to {to} failed after their "
         f"retries ({by_kind}); nothing was written. Why:\n{reasons}\nEvery completed call "
         "is in the call cache, so a rerun sends only the failed ones."
         + (f" Details: {run_log}" if run_log else "")
     )
+
+
+def failures(completions: Sequence[Completion]) -> list[Completion]:
+    """The failed ones among these completions (from `complete` without reading a reply back)."""
+    if isinstance(completions, Completions):
+        return completions.failed()
+    return [c for c in completions if not c.ok]
 
 
 def _refused(exc: BaseException) -> bool:
@@ -228,7 +238,7 @@ class _Prepared:
         if self.rule is None:
             return [NO_REUSE] * len(requests)
         encode = token_encoder(self.tokenizer.encode)
-        return plan_reuse([r.messages for r in requests], encode, self.rule)
+        return plan_reuse((r.messages for r in requests), encode, self.rule)
 
 
 @functools.cache
@@ -501,6 +511,11 @@ class _Run:
         self.bar = bar
         self.cached = cached
         self.stats = CallStats()
+        # What this run's calls came to. A completed call's reply is in the cache: only how
+        # it went is kept (`made`), so a run holds no reply. Failed calls, and calls made
+        # with the cache bypassed (returned as they came), are kept whole (`held`).
+        self.made: dict[str, _Receipt] = {}
+        self.held: dict[str, Completion] = {}
         self.stop: str | None = None
         self.failed = 0
         self.answered = 0  # calls of this run that got any answer from the endpoint
@@ -511,14 +526,17 @@ class _Run:
         self.limiter = _Limiter(self.spec.concurrency)
 
     async def run(
-        self, pending: Sequence[tuple[str, Request, dict[str, Any]]]
-    ) -> dict[str, Completion]:
-        """Send every pending request; results by key.
+        self, requests: Sequence[Request], pending: Sequence[int], keys: Sequence[str]
+    ) -> None:
+        """Send the requests at these indices (`keys`: every request's key); what came of
+        each goes to `made` or `held`.
 
         Requests go out in order, except that one that can reuse the prefix of an earlier
-        one (`reuse[i].parent`) waits for that one's answer, then goes first.
+        one (`reuse[i].parent`) waits for that one's answer, then goes first. A request is
+        read from `requests` when it is planned and again when it is sent, never kept: the
+        caller may build each one on demand.
         """
-        reuse = self.prepared.reuse([request for _, request, _ in pending])
+        reuse = self.prepared.reuse(OnDemand(len(pending), lambda i: requests[pending[i]]))
         ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
         held: dict[int, list[int]] = collections.defaultdict(list)
         for i, plan in enumerate(reuse):
@@ -527,7 +545,6 @@ class _Run:
         self.stats.sent_after_parent = len(pending) - len(ready)
         taken = 0  # requests a worker took and has not finished
         finished = asyncio.Condition()
-        results: dict[str, Completion] = {}
         estimates = self.budget.cap is not None and self.prepared.price_source != "unknown"
 
         async def worker() -> None:
@@ -540,7 +557,7 @@ class _Run:
                         await finished.wait()
                     continue
                 i = ready[0]
-                key, request, params = pending[i]
+                request = requests[pending[i]]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
                     # What was spent is said once the calls in flight have settled.
@@ -549,6 +566,8 @@ class _Run:
                     return
                 ready.popleft()
                 taken += 1
+                # The key found when the requests were looked up (the same string: kept once).
+                key, params = keys[pending[i]], self.prepared.key_and_params(request)[1]
                 try:
                     completion = await self.call(request, params, reuse[i])
                 finally:
@@ -561,14 +580,17 @@ class _Run:
                     estimate,
                     completion.cost_usd if completion.billed_usd is None else completion.billed_usd,
                 )
-                if completion.ok:
-                    kept = self.cache.put(key, self.spec.model, completion)
-                    # Reading from the cache, every run must see the answer it keeps; a
-                    # fresh call asked for with the cache bypassed is returned as it came.
-                    completion = kept if self.use_cache else completion
-                else:
+                if not completion.ok:
                     self.failed += 1
-                results[key] = completion
+                    self.held[key] = completion
+                elif self.use_cache:
+                    # Reading from the cache, every run must see the answer it keeps.
+                    kept = self.cache.put(key, self.spec.model, completion)
+                    self.made[key] = _Receipt(kept.attempts, kept.billed_usd, kept.cost_usd)
+                else:
+                    # A fresh call asked for with the cache bypassed is returned as it came.
+                    self.cache.put(key, self.spec.model, completion)
+                    self.held[key] = completion
                 self.bar.set_postfix_str(
                     f"cached {self.cached}, failed {self.failed}, ${self.budget.spent:.4f}",
                     refresh=False,
@@ -577,7 +599,6 @@ class _Run:
 
         workers = min(self.spec.concurrency, len(pending))
         await asyncio.gather(*(worker() for _ in range(workers)))
-        return results
 
     async def call(
         self, request: Request, params: dict[str, Any], reuse: Reuse = NO_REUSE
@@ -728,7 +749,7 @@ def _warn_unpriced(prepared: _Prepared) -> None:
 
 async def acomplete(
     spec: ModelSpec, requests: Sequence[Request], options: CallOptions
-) -> list[Completion]:
+) -> Completions:
     """`complete` for callers already inside an event loop (no batch mode)."""
     prepared = _prepare(spec)
     if options.max_cost_usd is not None and prepared.price_source == "unknown":
@@ -738,20 +759,15 @@ async def acomplete(
         )
     _warn_unpriced(prepared)
     started_at, started = datetime.now(UTC), time.perf_counter()
-    keyed = _keys(prepared, requests)
     with CallCache.open(options.cache_path) as cache:
-        found = cache.get_many([k for k, _ in keyed]) if options.use_cache else {}
-        pending: dict[str, tuple[str, Request, dict[str, Any]]] = {}
-        for request, (key, params) in zip(requests, keyed, strict=True):
-            if key not in found and key not in pending:
-                pending[key] = (key, request, params)
+        found = _look_up(prepared, requests, cache, options.use_cache)
+        pending = found.missing
         if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
-            raise CallNotFound(len(pending), len(set(found) | set(pending)))
+            raise CallNotFound(len(pending), len(set(found.keys)))
         if pending:
             # Only a call that must really be made needs the key: a run whose calls are
             # all cached or published reruns without one.
             spec.check_credentials()
-        cached = sum(1 for key, _ in keyed if key in found)
         # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
         bar = progress_bar(
             options.progress,
@@ -759,30 +775,189 @@ async def acomplete(
             done=len(requests) - len(pending),  # cache hits and repeats of a request
         )
         budget = _Budget(options.max_cost_usd)
-        run = _Run(prepared, cache, budget, bar, cached, options.use_cache)
+        run = _Run(prepared, cache, budget, bar, found.hits, options.use_cache)
         with bar:
-            made = await run.run(list(pending.values()))
+            await run.run(requests, list(pending.values()), found.keys)
         if budget.tripped:  # every worker has returned: the calls in flight are paid for
             run.stop = budget.stopped()
-        results = [_keyed(found.get(key) or made.get(key), key) for key, _ in keyed]
+    tally = found.tally(run.made, run.held)
     if options.run_log is not None:
         wall_s = time.perf_counter() - started
-        write_json(
-            runlog.facts(run, results, cached, len(pending), started_at, wall_s), options.run_log
-        )
+        write_json(runlog.facts(run, tally, len(pending), started_at, wall_s), options.run_log)
     if run.stop is not None:
-        not_sent = sum(1 for r in results if r is None)
         raise CallFailed(
             f"model '{spec.name}': stopped: {run.stop}. Every completed call is in the call "
-            f"cache, so a rerun resumes where this one stopped ({not_sent} of {len(requests)} "
-            "calls were not made)."
+            f"cache, so a rerun resumes where this one stopped ({tally.not_sent} of "
+            f"{len(requests)} calls were not made)."
         )
-    assert all(r is not None for r in results)
-    return [r for r in results if r is not None]
+    return Completions(options.cache_path, found.keys, run.made, run.held)
 
 
-def _keyed(completion: Completion | None, key: str) -> Completion | None:
-    return None if completion is None else dataclasses.replace(completion, key=key)
+@dataclass(frozen=True, slots=True)
+class _Receipt:
+    """How a call made in this run went; its reply is in the call cache."""
+
+    attempts: int
+    billed_usd: float | None
+    cost_usd: float
+
+
+@dataclass
+class _Found:
+    """A run's requests looked up in the call cache: each one's key, and the calls to make."""
+
+    keys: list[str] = dataclasses.field(default_factory=list)  # each request's, in order
+    missing: dict[str, int] = dataclasses.field(default_factory=dict)  # key -> first request
+    hits: int = 0  # requests served from the cache (or the run's published calls)
+    published: int = 0  # of them, the ones the published calls answered
+    hits_usd: float = 0.0  # their list cost
+
+    def tally(self, made: dict[str, _Receipt], held: dict[str, Completion]) -> runlog.Tally:
+        """What became of each request, for the run log."""
+        tally = runlog.Tally(
+            requests=len(self.keys),
+            cache_hits=self.hits,
+            from_published=self.published,
+            cost_usd=self.hits_usd,
+        )
+        for key in self.keys:
+            if key not in self.missing:
+                continue
+            outcome = held.get(key) or made.get(key)
+            if outcome is None:
+                tally.not_sent += 1
+            elif isinstance(outcome, Completion) and not outcome.ok:
+                tally.failed += 1
+            else:
+                tally.completed += 1
+                tally.cost_usd += outcome.cost_usd
+        return tally
+
+
+def _look_up(
+    prepared: _Prepared, requests: Sequence[Request], cache: CallCache, use_cache: bool
+) -> _Found:
+    """Each request's key, and which calls the cache lacks (identical requests: one call).
+
+    A chunk of requests at a time: no reply the cache holds is kept.
+    """
+    found = _Found()
+
+    def look_up(keys: list[str]) -> None:
+        hits = cache.get_many(keys) if use_cache else {}
+        for key in keys:
+            if key in hits:
+                found.hits += 1
+                found.published += hits[key].published
+                found.hits_usd += hits[key].cost_usd
+            else:
+                found.missing.setdefault(key, len(found.keys))
+            found.keys.append(key)
+
+    keys: list[str] = []
+    for request in requests:
+        keys.append(prepared.key_and_params(request)[0])
+        if len(keys) == CHUNK:
+            look_up(keys)
+            keys = []
+    look_up(keys)
+    return found
+
+
+class Completions(Sequence[Completion]):
+    """What `complete` returns: each request's completion, in request order.
+
+    Every completed call is in the call cache the moment it completes, so its reply is not
+    kept here as well, where it would make a run's memory grow with its number of calls: it
+    is read back from the cache, CHUNK requests at a time, when asked for. Failed calls,
+    and calls made with the cache bypassed, are kept here whole. A completion made in this
+    run says so (`cached` false, its attempts and what it was billed), as it came.
+    """
+
+    def __init__(
+        self,
+        location: CacheLocation,
+        keys: list[str],
+        made: dict[str, _Receipt],
+        held: dict[str, Completion],
+    ) -> None:
+        self.location = location  # where the run looked its calls up: read back the same way
+        self.keys = keys  # each request's call-cache key
+        self._made, self._held = made, held
+        self._chunk: tuple[int, list[Completion]] = (-1, [])  # the last chunk read back
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> Completion: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Completion]: ...
+    def __getitem__(self, index: int | slice) -> Completion | list[Completion]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]  # negative indices; IndexError past the end
+        start = index - index % CHUNK
+        if self._chunk[0] != start:
+            self._chunk = (start, self._read(self.keys[start : start + CHUNK]))
+        return self._chunk[1][index - start]
+
+    def __iter__(self) -> Iterator[Completion]:
+        for start in range(0, len(self.keys), CHUNK):
+            yield from self._read(self.keys[start : start + CHUNK])
+
+    def failed(self) -> list[Completion]:
+        """The failed completions, one per request that failed, without reading the cache."""
+        return [
+            _keyed(self._held[key], key)
+            for key in self.keys
+            if key in self._held and not self._held[key].ok
+        ]
+
+    def completed_keys(self) -> set[str]:
+        """The keys of the calls that completed (in the cache, or kept here)."""
+        return {key for key in self.keys if key not in self._held or self._held[key].ok}
+
+    def by_key(self, keys: list[str]) -> list[Completion]:
+        """The completions of these keys (some of `self.keys`), in that order."""
+        return self._read(keys)
+
+    def _read(self, keys: list[str]) -> list[Completion]:
+        """These keys' completions: kept here, or read from the cache (a connection of its
+        own each time, so a table can be built from them on another thread)."""
+        wanted = [key for key in keys if key not in self._held]
+        if wanted:
+            with CallCache.open(self.location) as cache:
+                stored = cache.get_many(wanted)
+        read = []
+        for key in keys:
+            if key in self._held:
+                read.append(_keyed(self._held[key], key))
+                continue
+            if key not in stored:
+                raise LosonaError(
+                    f"{_cache_file(self.location)}: call {key} was completed in this run but "
+                    "is no longer in the call cache; was the file moved or replaced? Rerun "
+                    "the stage."
+                )
+            completion = stored[key]
+            if (receipt := self._made.get(key)) is not None:
+                completion = dataclasses.replace(
+                    completion,
+                    cached=False,
+                    attempts=receipt.attempts,
+                    billed_usd=receipt.billed_usd,
+                )
+            read.append(_keyed(completion, key))
+        return read
+
+
+def _cache_file(location: CacheLocation) -> Path:
+    return Path(location.path if isinstance(location, CallStore) else location)
+
+
+def _keyed(completion: Completion, key: str) -> Completion:
+    return dataclasses.replace(completion, key=key)
 
 
 class _InlineExecutor(ThreadPoolExecutor):
@@ -810,11 +985,14 @@ def complete(
     options: CallOptions,
     *,
     batch: BatchSettings | None = None,
-) -> list[Completion]:
+) -> Completions:
     """Run every request: cache first, then bounded-concurrency calls with retries.
 
     Results come in request order; a call that failed after its retries is a failed
-    Completion. With batch mode enabled the calls the cache lacks are first answered by
+    Completion. Memory follows the concurrency, not the number of requests: `requests` may
+    build each request when asked for (it is read when the calls are planned and when each
+    is sent), and the results are read back from the call cache as they are asked for (see
+    Completions). With batch mode enabled the calls the cache lacks are first answered by
     provider batch jobs (losona/models/batch.py), whose facts join the run log.
     A refused key, an unknown model or the cost cap stops the run with a CallFailed.
     """
@@ -824,7 +1002,7 @@ def complete(
 
         batched = fill_cache_by_batch(spec, requests, options, batch)
 
-    async def run() -> list[Completion]:
+    async def run() -> Completions:
         asyncio.get_running_loop().set_default_executor(_InlineExecutor(max_workers=1))
         return await acomplete(spec, requests, options)
 
@@ -841,7 +1019,7 @@ def complete_all(
     *,
     to: str,
     batch: BatchSettings | None = None,
-) -> list[Completion]:
+) -> Completions:
     """`complete`, refusing with CallsFailed (naming `to`) when any call failed."""
     completions = complete(spec, requests, options, batch=batch)
     require_every_call(completions, to=to, run_log=options.run_log)

@@ -16,37 +16,63 @@ a missing file is an error depends on whether the run recorded one (see Publishe
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from losona.contracts import CALL_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import display_path
+from losona.io import CHUNK, Chunks, display_path
 from losona.models.spec import Completion
 
 
-def calls_table(model: str, completions: Iterable[Completion]) -> pl.DataFrame:
-    """The calls behind these completions (completed ones, each key once), sorted by key."""
-    rows: dict[str, dict[str, object]] = {}
-    for completion in completions:
-        if not completion.ok:
-            continue  # a failed call was never cached: nothing to publish
-        assert completion.key is not None, "completions from `complete` carry their key"
-        rows.setdefault(
-            completion.key,
-            {
-                "key": completion.key,
-                "model": model,
-                "text": completion.text,
-                "finish_reason": completion.finish_reason,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "cost_usd": completion.cost_usd,
-            },
-        )
-    return table(list(rows.values()), CALL_SCHEMA, sort_by=["key"])
+def calls_table(model: str, *rounds: Sequence[Completion]) -> Chunks:
+    """The calls behind these completions (completed ones, each key once), sorted by key.
+
+    Made a chunk at a time, `complete`'s results read back from the call cache as it goes,
+    so a cell of any size never holds every reply at once. Takes one or more rounds of
+    calls (a judge's first calls and its repairs).
+    """
+    from losona.models.calls import Completions  # calls imports this module, through cache
+
+    round_of: dict[str, int] = {}  # each completed call's key: the first round that has it
+    given: dict[str, Completion] = {}  # completions given in a list rather than by `complete`
+    for number, completions in enumerate(rounds):
+        if isinstance(completions, Completions):
+            for key in completions.completed_keys():
+                round_of.setdefault(key, number)
+            continue
+        for completion in completions:
+            if completion.ok:  # a failed call was never cached: nothing to publish
+                assert completion.key is not None, "completions from `complete` carry their key"
+                round_of.setdefault(completion.key, number)
+                given.setdefault(completion.key, completion)
+    keys = sorted(round_of)
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        for start in range(0, len(keys), CHUNK):
+            chunk = keys[start : start + CHUNK]
+            found = {key: given[key] for key in chunk if key in given}
+            for number, completions in enumerate(rounds):
+                wanted = [key for key in chunk if key not in found and round_of[key] == number]
+                if wanted and isinstance(completions, Completions):
+                    found.update(zip(wanted, completions.by_key(wanted), strict=True))
+            yield table([_call_row(model, found[key]) for key in chunk], CALL_SCHEMA, sort_by=[])
+
+    return Chunks(CALL_SCHEMA, len(keys), chunks)
+
+
+def _call_row(model: str, completion: Completion) -> dict[str, object]:
+    return {
+        "key": completion.key,
+        "model": model,
+        "text": completion.text,
+        "finish_reason": completion.finish_reason,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "cost_usd": completion.cost_usd,
+    }
 
 
 def read_calls(path: str | Path, remedy: str) -> pl.DataFrame:
@@ -94,13 +120,13 @@ class PublishedCalls:
         self.path = Path(path)
         self.recorded_md5 = recorded_md5
         self.remedy = remedy
-        self._calls: dict[str, tuple[str, Completion]] | None = None
+        self._calls: pl.DataFrame | None = None
 
-    def _load(self) -> dict[str, tuple[str, Completion]]:
+    def _load(self) -> pl.DataFrame:
         where = display_path(self.path)
         if not self.path.is_file():
             if self.recorded_md5 is None:
-                return {}
+                return pl.DataFrame(schema=CALL_SCHEMA)
             raise LosonaError(
                 f"{where}: the run's calls file is missing, though dvc.lock records it "
                 f"(md5 {self.recorded_md5}); no model is called in its place. {self.remedy}"
@@ -111,7 +137,23 @@ class PublishedCalls:
                 f"{self.recorded_md5}, found {md5_file(self.path)}): it was changed or damaged; "
                 f"no model is called in its place. {self.remedy}"
             )
-        calls = read_calls(self.path, self.remedy)
+        # Kept as the table it is, sorted by key, and looked up by key: a run's calls, all
+        # of them (every cell's), as Python objects would take many times the file's size.
+        return read_calls(self.path, self.remedy).sort("key")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
+        """The published (model, completion) among these keys; the file is read on first use."""
+        if not keys:
+            return {}
+        if self._calls is None:
+            self._calls = self._load()
+        calls = self._calls
+        if calls.is_empty():
+            return {}
+        wanted = pl.Series(list(dict.fromkeys(keys)), dtype=pl.String)
+        # Where each key is or would be in the sorted keys: a key there is published.
+        nearest = calls[calls["key"].search_sorted(wanted).clip(upper_bound=calls.height - 1)]
+        found = nearest.filter(nearest["key"] == wanted)
         return {
             row["key"]: (
                 row["model"],
@@ -126,16 +168,8 @@ class PublishedCalls:
                     published=True,
                 ),
             )
-            for row in calls.iter_rows(named=True)
+            for row in found.iter_rows(named=True)
         }
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
-        """The published (model, completion) among these keys; the file is read on first use."""
-        if not keys:
-            return {}
-        if self._calls is None:
-            self._calls = self._load()
-        return {key: self._calls[key] for key in keys if key in self._calls}
 
     @property
     def expected(self) -> bool:

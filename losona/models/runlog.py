@@ -11,14 +11,13 @@ from __future__ import annotations
 import collections
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from losona.io import write_json
-from losona.models.spec import Completion
 
 if TYPE_CHECKING:  # both import this module
     from losona.models.batch import BatchReport
@@ -42,13 +41,21 @@ class CallStats:
     sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
 
 
+@dataclass
+class Tally:
+    """What became of each request of one run of `complete`."""
+
+    requests: int
+    cache_hits: int
+    from_published: int = 0  # cache hits the run's published calls answered
+    completed: int = 0  # calls made in this run, counted per request that wanted them
+    failed: int = 0
+    not_sent: int = 0  # the run stopped before sending them
+    cost_usd: float = 0.0  # every request's list cost, cache hits included
+
+
 def facts(
-    run: _Run,
-    results: Sequence[Completion | None],
-    cached: int,
-    distinct_sent: int,
-    started_at: datetime,
-    wall_s: float,
+    run: _Run, tally: Tally, distinct_sent: int, started_at: datetime, wall_s: float
 ) -> dict[str, Any]:
     """The run log of one run of `complete`: its requests, calls, faults, spend and latency."""
     spec, stats = run.spec, run.stats
@@ -67,17 +74,17 @@ def facts(
         "endpoints": list(spec.endpoints) or [spec.api_base],
         "started_at": started_at.isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 3),
-        "requests": len(results),
-        "cache_hits": cached,
+        "requests": tally.requests,
+        "cache_hits": tally.cache_hits,
         # Of the cache hits, the ones the run's published calls answered (paths.calls), and
         # the keys the user's call cache holds with another answer: left alone, not used.
-        "from_published_calls": sum(1 for r in results if r is not None and r.published),
+        "from_published_calls": tally.from_published,
         "differing_in_call_cache": len(run.cache.differing),
-        "cache_misses": len(results) - cached,
+        "cache_misses": tally.requests - tally.cache_hits,
         "distinct_calls_needed": distinct_sent,
-        "completed": sum(1 for r in results if r is not None and r.ok and not r.cached),
-        "failed": sum(1 for r in results if r is not None and not r.ok),
-        "not_sent": sum(1 for r in results if r is None),
+        "completed": tally.completed,
+        "failed": tally.failed,
+        "not_sent": tally.not_sent,
         "attempts": stats.attempts,
         "retried_errors": dict(stats.retried),
         "failures": dict(stats.failures),
@@ -93,7 +100,7 @@ def facts(
         # at list price; the response tables' cost_usd is always the list price.
         "cost_usd_this_run": round(run.budget.spent, 6),
         "list_cost_usd_this_run": round(stats.list_usd, 6),
-        "cost_usd_all_requests": round(sum(r.cost_usd for r in results if r is not None), 6),
+        "cost_usd_all_requests": round(tally.cost_usd, 6),
         "price_from": run.prepared.price_source,
         "prompt_cache": {
             "rule": (

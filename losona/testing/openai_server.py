@@ -21,7 +21,8 @@ into the batch's error file, while `batch_fate` can end a whole batch as failed 
         ...  # point a model config's api_base at server.url
         assert server.request_count == ...
 
-Prompt caching as OpenAI bills it: the server keeps every answered prompt and reports
+Prompt caching as OpenAI bills it: the server keeps the answered prompts (the latest
+`remember`, 10,000 by default, as a provider's cache forgets) and reports
 `usage.prompt_tokens_details.cached_tokens`, the longest prefix a prompt shares with an
 earlier answered one, counted in the server's tokens (the words of the messages' text,
 losona.models.caching.content_words) and cut as OpenAI cuts it: nothing below 1,024
@@ -44,9 +45,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
+import collections
 import hashlib
 import json
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -69,6 +72,8 @@ FaultKind = Literal[
     "bad_request",  # 400: the request itself is wrong (not worth retrying)
     "unauthorized",  # 401: the key is refused (every call would fail the same way)
 ]
+# How many answered prompts the server remembers for prompt caching, the latest ones.
+REMEMBERED_PROMPTS = 10_000
 # The transient faults a client must survive by retrying.
 TRANSIENT_FAULTS: tuple[FaultKind, ...] = (
     "rate_limit",
@@ -187,12 +192,15 @@ class OpenAIServer:
         batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
         cache_min_tokens: int = 1024,  # OpenAI's minimum cached prefix
         cache_step: int = 128,  # ... and its steps past that
+        remember: int = REMEMBERED_PROMPTS,  # answered prompts kept for prompt caching
         batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
     ) -> None:
         self.batch_api = batch_api
         self.latency = latency
         self.cache_rule = CacheRule("the test server", False, cache_min_tokens, cache_step)
-        self._prompts: list[tuple[str, ...]] = []  # every answered prompt's words, sorted
+        self.remember = remember
+        self._prompts: list[tuple[str, ...]] = []  # the remembered prompts' words, sorted
+        self._answered_order: collections.deque[tuple[str, ...]] = collections.deque()
         self._marked: set[tuple[str, ...]] = set()  # Anthropic: prefixes written to the cache
         self.cached_tokens: list[int] = []  # reported per chat completion, in answer order
         self.reply = reply
@@ -318,6 +326,7 @@ class OpenAIServer:
     def forget_prompts(self) -> None:
         """Empty the prompt cache, as a provider's does after some minutes."""
         self._prompts.clear()
+        self._answered_order.clear()
         self._marked.clear()
 
     def _cached(self, words: tuple[str, ...]) -> int:
@@ -337,7 +346,15 @@ class OpenAIServer:
     def _remember(self, words: tuple[str, ...]) -> None:
         at = bisect.bisect_left(self._prompts, words)
         if at == len(self._prompts) or self._prompts[at] != words:
+            # Each distinct word once in memory: a long run's prompts share their words.
+            words = tuple(map(sys.intern, words))
             self._prompts.insert(at, words)
+            self._answered_order.append(words)
+        if len(self._prompts) > self.remember:
+            # As a provider's cache forgets after some minutes: the oldest prompt goes. So
+            # a benchmark of a million calls does not keep every prompt it was sent.
+            oldest = self._answered_order.popleft()
+            del self._prompts[bisect.bisect_left(self._prompts, oldest)]
 
     async def _handle_anthropic(self, request: web.Request) -> web.StreamResponse:
         """Anthropic's Messages API, with its prompt caching: only up to cache_control marks."""

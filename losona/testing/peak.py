@@ -1,0 +1,34 @@
+"""A command's own peak memory: `python -m losona.testing.peak OUT -- COMMAND...`.
+
+Linux counts a parent's memory against the child it starts: when the child execs, its peak
+resident memory (ru_maxrss) takes the peak of the address space it leaves, the parent's. So
+a child measured from a large parent (pytest holding a test server's requests, a benchmark
+holding its scenarios) peaks at no less than that parent, whatever it does itself. This
+starts the command from a process of its own, a few MB large, writes the command's peak
+resident memory in KiB to OUT, and exits with the command's status. The scale benchmark and
+tests/test_scale.py measure stages through it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    """Run the command after `--`; write its peak RSS (KiB) to the file before it."""
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: python -m losona.testing.peak OUT -- COMMAND...", file=sys.stderr)
+        return 2
+    out, command = Path(argv[0]), argv[2:]
+    child = subprocess.Popen(command)
+    # wait4: this child's own accounting (RUSAGE_CHILDREN would be the largest of any).
+    _, status, usage = os.wait4(child.pid, 0)
+    out.write_text(f"{usage.ru_maxrss}\n", encoding="utf-8")
+    return os.waitstatus_to_exitcode(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
