@@ -11,7 +11,7 @@ alternate judge, is shown beside the total, not in it).
    subject prompts, and the judge prompts for every response) and priced offline as the
    dry run prices a cell (losona/models/pricing.py): prompt tokens counted with the
    model's offline tokenizer, the prefix each call can reuse of an earlier call of its
-   cell under its provider's caching rules (losona/models/caching.py), litellm's or the
+   cell under its provider's caching rules (losona/models/prompt_caching.py), litellm's or the
    config's prices. Responses do not exist before sampling, so the judge is estimated on
    stand-ins of a chat message's length: each scenario's example compliant reply, its
    example breaching reply, and the two together, for trials 1 to 3. Two completion
@@ -63,9 +63,9 @@ from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_controls, judge_responses
 from losona.models import CallOptions, ModelSpec, Request
 from losona.models.batch import BATCH_PROVIDERS
-from losona.models.caching import content_words, plan_reuse
 from losona.models.calls import prepare, provider_of
 from losona.models.pricing import Estimate, below, estimate
+from losona.models.prompt_caching import content_words, plan_reuse
 from losona.render import render_prompts
 from losona.sample import condition_prompts, sample_cell, sample_requests
 from losona.testing.openai_server import OpenAIServer, default_reply

@@ -96,7 +96,7 @@ from losona.models import (
     call_key,
     read_calls,
 )
-from losona.models.published import md5_file
+from losona.models.published_calls import md5_file
 from losona.panels import combine_verdicts, panel_description
 from losona.provenance import scenarios_sha256, template_hashes
 from losona.publish import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files

@@ -123,7 +123,7 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
     [
         ("dvc.yaml", "plot", "losona/metrics.py", "losona/metrics.py"),
         ("dvc.yaml", "sample", "losona/io.py", "losona/io.py"),
-        ("dvc.yaml", "judge", "losona/models", "losona/models/cache.py"),
+        ("dvc.yaml", "judge", "losona/models", "losona/models/call_cache.py"),
         ("generation/dvc.yaml", "screen", "../losona/metrics.py", "losona/metrics.py"),
         ("generation/dvc.yaml", "curate", "../losona/__init__.py", "losona/__init__.py"),
     ],

@@ -19,7 +19,7 @@ from conftest import CONF_DIR
 
 from losona.errors import LosonaError
 from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Request, complete, plan
-from losona.models.cache import CallCache
+from losona.models.call_cache import CallCache
 from losona.models.calls import _prepare
 from losona.testing.openai_server import (
     TRANSIENT_FAULTS,

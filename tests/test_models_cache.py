@@ -9,7 +9,7 @@ import pytest
 
 from losona.errors import LosonaError
 from losona.models import Completion
-from losona.models.cache import CallCache
+from losona.models.call_cache import CallCache
 
 
 def answer(text: str) -> Completion:

@@ -24,7 +24,7 @@ from losona.models import (
     complete,
     read_calls,
 )
-from losona.models.published import md5_file
+from losona.models.published_calls import md5_file
 from losona.publish import merge_calls, recorded_md5
 from losona.testing.openai_server import OpenAIServer
 

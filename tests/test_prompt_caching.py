@@ -25,7 +25,8 @@ from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_responses
 from losona.models import CallOptions, Completion, ModelSpec, Request, call_key, complete
-from losona.models.caching import (
+from losona.models.pricing import Usage, estimate, rates_for, usage_of
+from losona.models.prompt_caching import (
     NO_REUSE,
     OPENAI,
     OWN_SERVER,
@@ -34,7 +35,6 @@ from losona.models.caching import (
     content_words,
     plan_reuse,
 )
-from losona.models.pricing import Usage, estimate, rates_for, usage_of
 from losona.render import render_prompts
 from losona.sample import sample_cell
 from losona.testing.openai_server import OpenAIServer

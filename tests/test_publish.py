@@ -27,7 +27,7 @@ from conftest import copy_repo, run_dvc
 
 from losona.io import write_parquet
 from losona.models import Completion
-from losona.models.cache import CallCache
+from losona.models.call_cache import CallCache
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

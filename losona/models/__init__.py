@@ -4,10 +4,11 @@
     spec = ModelSpec.from_config(model_node)  # checked in losona/config.py
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
-`spec` holds the plain values (no litellm import), `cache` the on-disk call cache,
-`published` a run's calls as a read-only layer below it, `calls` the async runner built on
-litellm, `runlog` the record of what each run of it did, `batch` the opt-in provider batch
-jobs that fill the cache before `complete`, `smollm2` the embedded default model.
+`values` holds the plain values (no litellm import), `call_cache` the on-disk call cache,
+`published_calls` a run's calls as a read-only layer below it, `prompt_caching` how providers
+cache prompt prefixes, `calls` the async runner built on litellm, `runlog` the record of
+what each run of it did, `batch` the opt-in provider batch jobs that fill the cache before
+`complete`, `smollm2` the embedded default model.
 """
 
 import os
@@ -16,12 +17,12 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from losona.config import BatchSettings
+from losona.config import BatchSettings, ModelSpec, Price
 from losona.models.batch import (
     BatchFailed,
     fill_cache_by_batch,
 )
-from losona.models.cache import CacheLocation, CallNotFound, CallStore
+from losona.models.call_cache import CacheLocation, CallNotFound, CallStore
 from losona.models.calls import (
     CallFailed,
     CallOptions,
@@ -37,9 +38,9 @@ from losona.models.calls import (
     require_every_call,
     unsupported_params,
 )
-from losona.models.published import PublishedCalls, calls_table, read_calls
+from losona.models.published_calls import PublishedCalls, calls_table, read_calls
 from losona.models.runlog import answer_sources, read_run_log, record_in_run_log
-from losona.models.spec import CallPlan, Completion, ModelSpec, Price, Request
+from losona.models.values import CallPlan, Completion, Request
 
 __all__ = [
     "BatchFailed",

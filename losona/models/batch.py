@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from losona.config import BatchSettings
+from losona.config import BatchSettings, ModelSpec
 from losona.errors import LosonaError
 from losona.io import write_json
-from losona.models.cache import CacheLocation, CallCache, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, CallStore
 from losona.models.calls import (
     FATAL_STATUSES,
     NO_KEY,
@@ -55,7 +55,7 @@ from losona.models.calls import (
 )
 from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
-from losona.models.spec import Completion, ModelSpec, Request
+from losona.models.values import Completion, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
 # back in OpenAI's shape. Of litellm's other batch providers (its create_batch), Vertex AI

@@ -5,7 +5,7 @@ the import takes seconds). Every subject and judge call in the project comes thr
 `complete`: one model, many requests, results in request order.
 
 - Cache: a request's key covers the resolved model string and endpoint(s), every
-  parameter sent, the full messages and the trial index (losona/models/cache.py).
+  parameter sent, the full messages and the trial index (losona/models/call_cache.py).
   Identical requests in one batch are sent once.
 - Concurrency: `spec.concurrency` workers take requests in order from one queue, so with
   one worker calls run exactly in request order (the embedded model relies on this). The
@@ -20,7 +20,7 @@ the import takes seconds). Every subject and judge call in the project comes thr
   refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
 - Prompt caching: a call that can reuse a prefix of an earlier call of the run is sent once
   that call is answered, and Anthropic calls carry cache_control markers
-  (losona/models/caching.py). The cache key and what is sent as the prompt do not change.
+  (losona/models/prompt_caching.py). The cache key and what is sent as the prompt do not change.
 - Cost: from the config's `price`, else litellm's price map (losona/models/pricing.py).
   A completion's `cost_usd` is its list price; what it was billed, cache discounts
   included, goes to the run log. `max_cost_usd` stops dispatching before actual spend plus
@@ -54,16 +54,24 @@ from typing import TYPE_CHECKING, Any, overload
 
 from tqdm import tqdm
 
+from losona.config import ModelSpec
 from losona.errors import LosonaError
 from losona.io import CHUNK, OnDemand, write_json
 from losona.models import pricing, runlog
-from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
-from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder
+from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage, usage_of
 from losona.models.progress import progress_bar
+from losona.models.prompt_caching import (
+    NO_REUSE,
+    CacheRule,
+    Reuse,
+    cache_rule,
+    plan_reuse,
+    token_encoder,
+)
 from losona.models.runlog import CallStats
-from losona.models.spec import CallPlan, Completion, ModelSpec, Request
 from losona.models.tokens import Tokenizer, select_tokenizer
+from losona.models.values import CallPlan, Completion, Request
 
 if TYPE_CHECKING:
     from losona.config import BatchSettings

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from losona.models.caching import Reuse
-from losona.models.spec import ModelSpec
+from losona.config import ModelSpec
+from losona.models.prompt_caching import Reuse
 
 # Completion length assumed for estimates when the config sets no max_tokens.
 EXPECTED_COMPLETION_TOKENS = 500

@@ -25,7 +25,7 @@ Prompt caching as OpenAI bills it: the server keeps the answered prompts (the la
 `remember`, 10,000 by default, as a provider's cache forgets) and reports
 `usage.prompt_tokens_details.cached_tokens`, the longest prefix a prompt shares with an
 earlier answered one, counted in the server's tokens (the words of the messages' text,
-losona.models.caching.content_words) and cut as OpenAI cuts it: nothing below 1,024
+losona.models.prompt_caching.content_words) and cut as OpenAI cuts it: nothing below 1,024
 tokens, then 128-token steps (`cache_min_tokens`, `cache_step`). A prompt is cached once
 it has been answered, so prompts sent side by side miss, as they do at OpenAI. It also
 answers Anthropic's `POST /v1/messages`, caching only up to `cache_control` markers and
@@ -59,7 +59,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from losona.models.caching import CacheRule, common_prefix, content_words
+from losona.models.prompt_caching import CacheRule, common_prefix, content_words
 
 FaultKind = Literal[
     "rate_limit",  # 429 with a Retry-After header

@@ -24,7 +24,7 @@ import polars as pl
 from losona.contracts import CALL_SCHEMA, table
 from losona.errors import LosonaError
 from losona.io import CHUNK, Chunks, display_path
-from losona.models.spec import Completion
+from losona.models.values import Completion
 
 
 def calls_table(model: str, *rounds: Sequence[Completion]) -> Chunks:

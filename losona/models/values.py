@@ -1,8 +1,8 @@
-"""What a model is, what is asked of it and what comes back: the model layer's plain values.
+"""What is asked of a model and what comes back: the model layer's plain values.
 
-Nothing here imports litellm (which takes seconds to import), so reading and checking a
-model config, and failing on a missing key, happen at once. A model's config schema,
-`ModelSpec`, is checked with every other config group in losona/config.py.
+A request, its completion, and a run's plan (calls, cache hits, estimated cost). Nothing
+here imports litellm (which takes seconds to import). What a model is, `ModelSpec`, is a
+config schema: it is checked with every other config group in losona/config.py.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from losona.config import ModelSpec, Price
-
-__all__ = ["CallPlan", "Completion", "ModelSpec", "Price", "Request"]
+__all__ = ["CallPlan", "Completion", "Request"]
 
 
 @dataclass(frozen=True)

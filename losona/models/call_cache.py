@@ -29,8 +29,8 @@ from pathlib import Path
 from types import TracebackType
 
 from losona.errors import LosonaError
-from losona.models.published import PublishedCalls
-from losona.models.spec import Completion
+from losona.models.published_calls import PublishedCalls
+from losona.models.values import Completion
 
 SCHEMA_VERSION = 1
 # A second process writing the same cache waits this long for its turn.
