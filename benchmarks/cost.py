@@ -63,7 +63,8 @@ from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_controls, judge_responses
 from losona.models import CallOptions, ModelSpec, Request
 from losona.models.batch import BATCH_PROVIDERS
-from losona.models.calls import prepare, provider_of
+from losona.models.litellm_api import provider_of
+from losona.models.prepare import prepare
 from losona.models.pricing import Estimate, below, estimate
 from losona.models.prompt_caching import content_words, plan_reuse
 from losona.render import render_prompts

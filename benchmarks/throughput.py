@@ -32,8 +32,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from losona.models import CallOptions, ModelSpec, Request, calls, complete
-from losona.models.calls import _litellm
+from losona.models import CallOptions, ModelSpec, Request, complete, litellm_api
 
 LATENCY_S = 0.2
 LEVELS = (8, 32, 128)
@@ -150,7 +149,7 @@ def side_by_side(
 
 def bare_litellm(url: str, provider: str, concurrency: int, count: int) -> float:
     """CPU ms per call of litellm.acompletion alone, at the same concurrency."""
-    litellm = _litellm()
+    litellm = litellm_api.litellm_module()
 
     async def run() -> None:
         gate = asyncio.Semaphore(concurrency)
@@ -183,12 +182,12 @@ def layer_only(url: str, provider: str, count: int, cache: Path) -> float:
         await asyncio.sleep(0)
         return reply
 
-    real = calls._sender
-    calls._sender = lambda spec, litellm: send
+    real = litellm_api.sender
+    litellm_api.sender = lambda spec: send
     try:
         return measure(url, provider, 32, count, cache, "stub")[1]
     finally:
-        calls._sender = real
+        litellm_api.sender = real
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from conftest import CONF_DIR
 from losona.errors import LosonaError
 from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Request, complete, plan
 from losona.models.call_cache import CallCache
-from losona.models.calls import _prepare
+from losona.models.prepare import prepare as _prepare
 from losona.testing.openai_server import (
     TRANSIENT_FAULTS,
     Fault,

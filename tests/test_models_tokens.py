@@ -19,7 +19,7 @@ from conftest import REPO
 
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
-from losona.models.calls import _litellm
+from losona.models.litellm_api import litellm_module as _litellm
 from losona.models.tokens import DEFAULT_ENCODING, select_tokenizer
 from losona.render import render_prompts
 

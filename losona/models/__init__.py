@@ -4,11 +4,16 @@
     spec = ModelSpec.from_config(model_node)  # checked in losona/config.py
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
-`values` holds the plain values (no litellm import), `call_cache` the on-disk call cache,
-`published_calls` a run's calls as a read-only layer below it, `prompt_caching` how providers
-cache prompt prefixes, `calls` the async runner built on litellm, `runlog` the record of
-what each run of it did, `batch` the opt-in provider batch jobs that fill the cache before
-`complete`, `smollm2` the embedded default model.
+The modules, in the order a call meets them: `values` the plain values (no litellm
+import); `options` how a run uses the cache and what it may spend; `prepare` what a config
+sends, its price and each request's cache key; `call_cache` the on-disk call cache, with
+`published_calls` a run's published calls as a read-only layer below it; `complete` the
+run itself (cache first, then batch jobs or sends); `batch` the opt-in provider batch jobs
+that fill the cache; `send` bounded-concurrency sends with retries, the rate-limit limiter
+and the cost cap; `litellm_api` the one module that imports litellm; `completions` what a
+run returns and the checks on it; `runlog` the record of what each run did; `pricing`,
+`prompt_caching` and `tokens` the prices, providers' prompt caching and token counts
+estimates use; `progress` the progress bar; `smollm2` the embedded default model.
 """
 
 import os
@@ -18,27 +23,21 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from losona.config import BatchSettings, ModelSpec, Price
-from losona.models.batch import (
-    BatchFailed,
-    fill_cache_by_batch,
-)
+from losona.models.batch import BatchFailed, fill_cache_by_batch
 from losona.models.call_cache import CacheLocation, CallNotFound, CallStore
-from losona.models.calls import (
+from losona.models.complete import acomplete, complete, complete_all, plan
+from losona.models.completions import (
     CallFailed,
-    CallOptions,
     CallsFailed,
     Completions,
-    acomplete,
-    call_key,
-    complete,
-    complete_all,
+    calls_table,
     failures,
-    plan,
-    provider_of,
     require_every_call,
-    unsupported_params,
 )
-from losona.models.published_calls import PublishedCalls, calls_table, read_calls
+from losona.models.litellm_api import provider_of, unsupported_params
+from losona.models.options import CallOptions
+from losona.models.prepare import call_key
+from losona.models.published_calls import PublishedCalls, read_calls
 from losona.models.runlog import answer_sources, read_run_log, record_in_run_log
 from losona.models.values import CallPlan, Completion, Request
 

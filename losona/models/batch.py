@@ -5,7 +5,7 @@ litellm speaks in OpenAI's format (BATCH_PROVIDERS). A batch only fills the call
 the table is then built by `complete` as usual, from cache hits alone, so it comes out
 byte for byte as a run that made the same calls one by one would write it.
 
-1. The keys are `complete`'s own (calls._Prepared.key_and_params), and only requests the
+1. The keys are `complete`'s own (prepare.Prepared.key_and_params), and only requests the
    cache lacks are sent. Each becomes one line of a JSONL file whose custom_id is its key.
 2. Before anything is uploaded, and again after the upload and after the batch is created,
    the job's state is written to `<call cache>.batches/<job>.json`: the model, the
@@ -22,7 +22,7 @@ byte for byte as a run that made the same calls one by one would write it.
    as failed calls do, with nothing written. A batch that ends failed, expired or
    cancelled stops the stage with that status; what it did answer is kept.
 
-The batch price is recorded in the run log under `batch` (losona/models/pricing.py:
+The batch price is recorded in the run log under `batch` (runlog.BatchReport; pricing.py:
 litellm's `input_cost_per_token_batches` and `output_cost_per_token_batches`, cache hits at
 its batch cache price).
 """
@@ -34,7 +34,7 @@ import dataclasses
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,19 +42,14 @@ from losona.config import BatchSettings, ModelSpec
 from losona.errors import LosonaError
 from losona.io import write_json
 from losona.models.call_cache import CacheLocation, CallCache, CallStore
-from losona.models.calls import (
-    FATAL_STATUSES,
-    NO_KEY,
-    RETRY_STATUSES,
-    CallOptions,
-    _litellm,
-    _prepare,
-    _Prepared,
-    provider_of,
-    require_every_call,
-)
+from losona.models.completions import require_every_call
+from losona.models.litellm_api import api_key, litellm_module, provider_of
+from losona.models.options import CallOptions
+from losona.models.prepare import Prepared, prepare
 from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
+from losona.models.runlog import BatchReport
+from losona.models.send import FATAL_STATUSES, RETRY_STATUSES
 from losona.models.values import Completion, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -81,27 +76,6 @@ T = TypeVar("T")
 
 class BatchFailed(LosonaError):
     """A batch ended failed, expired or cancelled; what it answered is in the cache."""
-
-
-@dataclass
-class BatchReport:
-    """What batch mode did in one run, for the run log (facts that differ between runs)."""
-
-    batch_ids: list[str] = field(default_factory=list)
-    resumed: list[str] = field(default_factory=list)  # batches found waiting from a killed run
-    lines_sent: int = 0  # request lines over every batch, retries included
-    completed: int = 0  # results stored in the call cache
-    retried: int = 0  # lines sent again after a failure
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd_batch_price: float = 0.0
-    cost_usd_list_price: float = 0.0
-    batch_price_from: str = ""
-    state_dir: str = ""
-
-    def as_log(self) -> dict[str, Any]:
-        """The run log's `batch` section."""
-        return {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(self).items()}
 
 
 def state_dir(cache_path: CacheLocation) -> Path:
@@ -189,11 +163,11 @@ class _BatchJob:
         self.spec = spec
         self.settings = settings
         self.provider = batch_provider(spec, settings)
-        self.prepared: _Prepared = _prepare(spec)
+        self.prepared: Prepared = prepare(spec)
         self.cache_path = cache_path
         self.progress = progress
         self.dir = state_dir(cache_path)
-        self.litellm = _litellm()
+        self.litellm = litellm_module()
         self.model_name = self.litellm.get_llm_provider(spec.model)[0]
         self.report = BatchReport(
             batch_price_from=self._batch_price_source(), state_dir=str(self.dir)
@@ -498,9 +472,7 @@ class _BatchJob:
 
     def _connection(self) -> dict[str, Any]:
         """The provider, endpoint and key of every batch call (the key read now, never kept)."""
-        key = self.spec.api_key()
-        if key is None and self.spec.api_base:
-            key = NO_KEY  # as `complete` sends to a server of your own
+        key = api_key(self.spec)  # as `complete` sends it (batch mode forbids endpoints)
         return {
             "custom_llm_provider": self.provider,
             "api_base": self.spec.api_base,

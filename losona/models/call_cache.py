@@ -10,7 +10,7 @@ A key maps to the first completed answer for it; later answers never replace it 
 call made with the cache bypassed is returned but not stored), so every file built from
 the cache can be rebuilt byte for byte. Failed calls are not stored: a rerun retries them.
 
-Beside it may sit a run's published calls (published.py), read only, and they come first:
+Beside it may sit a run's published calls (published_calls.py), read only, and they come first:
 a key they hold is answered from them, whatever the cache holds, so that rerunning a
 published run reproduces that run and not whatever this machine's cache once got for the
 same call (another CPU's sampling, an endpoint that changed). A published answer the cache

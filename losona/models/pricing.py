@@ -14,7 +14,7 @@ price map (the copy installed with litellm, never fetched). Three figures:
   none. Cache hits are assumed to be as with calls sent one by one, which providers only
   promise on a best-effort basis for batch jobs.
 
-Nothing here imports litellm; losona/models/calls.py passes in what it needs.
+Nothing here imports litellm; losona/models/prepare.py passes in what it needs.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ LoSoNA's calls share long prefixes: a prompt's K trials are the same prompt, and
 response to one scenario is judged with the same instructions, norm, examples and
 transcript before the judged message. `plan_reuse` finds, for each call of a run in send
 order, the earlier call whose prefix it can reuse and what the provider would bill as
-cached. The model layer (losona/models/calls.py) uses it for:
+cached. The model layer (losona/models/prepare.py and send.py) uses it for:
 
 - order: a call that can reuse an earlier call's prefix is sent once that call has been
   answered. A provider caches a prefix once it has processed it, so calls sent side by

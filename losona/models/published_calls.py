@@ -1,6 +1,6 @@
 """A run's published calls: a Parquet table of calls that serves as a read-only cache layer.
 
-The call cache (cache.py) is SQLite under the user's home, which no one else can read and
+The call cache (call_cache.py) is SQLite under the user's home, which no one else can read and
 whose bytes are not deterministic. A run's calls therefore also travel as Parquet files
 (contracts.CALL_SCHEMA: key, model string and what the call returned, sorted by key), which
 DVC tracks and pushes with the run. Written with the project's Parquet writer, the same
@@ -16,63 +16,15 @@ a missing file is an error depends on whether the run recorded one (see Publishe
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from losona.contracts import CALL_SCHEMA, table
+from losona.contracts import CALL_SCHEMA
 from losona.errors import LosonaError
-from losona.io import CHUNK, Chunks, display_path
+from losona.io import display_path
 from losona.models.values import Completion
-
-
-def calls_table(model: str, *rounds: Sequence[Completion]) -> Chunks:
-    """The calls behind these completions (completed ones, each key once), sorted by key.
-
-    Made a chunk at a time, `complete`'s results read back from the call cache as it goes,
-    so a cell of any size never holds every reply at once. Takes one or more rounds of
-    calls (a judge's first calls and its repairs).
-    """
-    from losona.models.calls import Completions  # calls imports this module, through cache
-
-    round_of: dict[str, int] = {}  # each completed call's key: the first round that has it
-    given: dict[str, Completion] = {}  # completions given in a list rather than by `complete`
-    for number, completions in enumerate(rounds):
-        if isinstance(completions, Completions):
-            for key in completions.completed_keys():
-                round_of.setdefault(key, number)
-            continue
-        for completion in completions:
-            if completion.ok:  # a failed call was never cached: nothing to publish
-                assert completion.key is not None, "completions from `complete` carry their key"
-                round_of.setdefault(completion.key, number)
-                given.setdefault(completion.key, completion)
-    keys = sorted(round_of)
-
-    def chunks() -> Iterator[pl.DataFrame]:
-        for start in range(0, len(keys), CHUNK):
-            chunk = keys[start : start + CHUNK]
-            found = {key: given[key] for key in chunk if key in given}
-            for number, completions in enumerate(rounds):
-                wanted = [key for key in chunk if key not in found and round_of[key] == number]
-                if wanted and isinstance(completions, Completions):
-                    found.update(zip(wanted, completions.by_key(wanted), strict=True))
-            yield table([_call_row(model, found[key]) for key in chunk], CALL_SCHEMA, sort_by=[])
-
-    return Chunks(CALL_SCHEMA, len(keys), chunks)
-
-
-def _call_row(model: str, completion: Completion) -> dict[str, object]:
-    return {
-        "key": completion.key,
-        "model": model,
-        "text": completion.text,
-        "finish_reason": completion.finish_reason,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "cost_usd": completion.cost_usd,
-    }
 
 
 def read_calls(path: str | Path, remedy: str) -> pl.DataFrame:

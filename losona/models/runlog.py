@@ -15,13 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from losona.io import write_json
-
-if TYPE_CHECKING:  # both import this module
-    from losona.models.batch import BatchReport
-    from losona.models.calls import _Run
+from losona.models.prepare import Prepared
 
 
 @dataclass
@@ -39,6 +36,33 @@ class CallStats:
     calls_with_cache_hits: int = 0
     list_usd: float = 0.0  # the calls made, at list price
     sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
+    # Set when the sends are done: how the sends in flight adapted to rate limits
+    # (losona/models/send.py, Limiter), what the calls were billed, and why the run stopped.
+    concurrency: dict[str, int] = field(default_factory=dict)
+    billed_usd: float = 0.0  # cache discounts included
+    stopped: str | None = None
+    estimated_each_call: bool = False  # only a capped run estimates each call before sending
+
+
+@dataclass
+class BatchReport:
+    """What batch mode did in one run (losona/models/batch.py), for the run log's `batch`."""
+
+    batch_ids: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)  # batches found waiting from a killed run
+    lines_sent: int = 0  # request lines over every batch, retries included
+    completed: int = 0  # results stored in the call cache
+    retried: int = 0  # lines sent again after a failure
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd_batch_price: float = 0.0
+    cost_usd_list_price: float = 0.0
+    batch_price_from: str = ""
+    state_dir: str = ""
+
+    def as_log(self) -> dict[str, Any]:
+        """The run log's `batch` section."""
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(self).items()}
 
 
 @dataclass
@@ -55,10 +79,21 @@ class Tally:
 
 
 def facts(
-    run: _Run, tally: Tally, distinct_sent: int, started_at: datetime, wall_s: float
+    prepared: Prepared,
+    stats: CallStats,
+    tally: Tally,
+    *,
+    differing: int,
+    distinct_sent: int,
+    started_at: datetime,
+    wall_s: float,
 ) -> dict[str, Any]:
-    """The run log of one run of `complete`: its requests, calls, faults, spend and latency."""
-    spec, stats = run.spec, run.stats
+    """The run log of one run of `complete`: its requests, calls, faults, spend and latency.
+
+    `differing`: the keys the user's call cache holds with another answer than the run's
+    published calls (losona/models/call_cache.py).
+    """
+    spec = prepared.spec
     latencies = sorted(stats.latencies)
 
     def quantile(q: float) -> float | None:
@@ -79,7 +114,7 @@ def facts(
         # Of the cache hits, the ones the run's published calls answered (paths.calls), and
         # the keys the user's call cache holds with another answer: left alone, not used.
         "from_published_calls": tally.from_published,
-        "differing_in_call_cache": len(run.cache.differing),
+        "differing_in_call_cache": differing,
         "cache_misses": tally.requests - tally.cache_hits,
         "distinct_calls_needed": distinct_sent,
         "completed": tally.completed,
@@ -88,42 +123,27 @@ def facts(
         "attempts": stats.attempts,
         "retried_errors": dict(stats.retried),
         "failures": dict(stats.failures),
-        # How the sends in flight adapted to rate limits (see _Limiter).
-        "concurrency": {
-            "configured": run.limiter.ceiling,
-            "lowest": run.limiter.lowest,
-            "at_end": int(run.limiter.limit),
-            "cuts_on_429": run.limiter.cuts,
-        },
-        "stopped": run.stop,
+        # How the sends in flight adapted to rate limits (see send.Limiter).
+        "concurrency": stats.concurrency,
+        "stopped": stats.stopped,
         # What this run's calls were billed, cache discounts included, and the same calls
         # at list price; the response tables' cost_usd is always the list price.
-        "cost_usd_this_run": round(run.budget.spent, 6),
+        "cost_usd_this_run": round(stats.billed_usd, 6),
         "list_cost_usd_this_run": round(stats.list_usd, 6),
         "cost_usd_all_requests": round(tally.cost_usd, 6),
-        "price_from": run.prepared.price_source,
+        "price_from": prepared.price_source,
         "prompt_cache": {
-            "rule": (
-                run.prepared.rule.describe()
-                if run.prepared.rule is not None
-                else (
-                    "off (prompt_caching: false)"
-                    if not spec.prompt_caching
-                    else "none known for this provider"
-                )
-            ),
+            "rule": prepared.cache_rule_described(),
             "cache_read_tokens_this_run": stats.cache_read_tokens,
             "cache_write_tokens_this_run": stats.cache_write_tokens,
             "calls_with_cache_hits": stats.calls_with_cache_hits,
             # Held back until the call whose prefix they reuse was answered.
             "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
-            "prices": run.prepared.rates.cache_basis,
+            "prices": prepared.rates.cache_basis,
         },
         # Only a capped run estimates each call before sending it.
         "estimate_tokenizer": (
-            run.prepared.tokenizer.describe()
-            if run.budget.cap is not None and run.prepared.price_source != "unknown"
-            else None
+            prepared.tokenizer.describe() if stats.estimated_each_call else None
         ),
         "prompt_tokens_this_run": stats.prompt_tokens,
         "completion_tokens_this_run": stats.completion_tokens,
@@ -133,8 +153,8 @@ def facts(
             "p95": quantile(0.95),
             "max": round(latencies[-1], 4) if latencies else None,
         },
-        "params_sent": run.prepared.params,
-        "dropped_params": run.prepared.dropped,
+        "params_sent": prepared.params,
+        "dropped_params": prepared.dropped,
     }
 
 

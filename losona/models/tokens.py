@@ -10,8 +10,8 @@ tokenizer is chosen here, from what is on disk, and handed to `token_counter`:
 2. otherwise litellm's default, tiktoken cl100k_base (bundled with litellm), and the
    tokenizer that would have needed the network is named as skipped.
 
-Nothing here opens a connection. litellm is passed in by losona/models/calls.py, the one
-module that imports it.
+Nothing here opens a connection. litellm is passed in from losona/models/litellm_api.py,
+the one module that imports it.
 """
 
 from __future__ import annotations

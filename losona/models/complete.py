@@ -1,0 +1,326 @@
+"""Running calls: the call cache first, then the calls it lacks.
+
+Every subject and judge call in the project comes through `complete`: one model, many
+requests, results in request order.
+
+- Cache: each request's key (losona/models/prepare.py) is looked up in the call cache and
+  the run's published calls (losona/models/call_cache.py); identical requests in one run
+  are sent once. What the cache lacks is sent (losona/models/send.py), and each completed
+  call is stored the moment it completes.
+- Batch mode: with it enabled, provider batch jobs (losona/models/batch.py) first fill the
+  cache with the calls it lacks, at the batch price.
+- Cost: from the config's `price`, else litellm's price map (losona/models/pricing.py).
+  A completion's `cost_usd` is its list price; what it was billed, cache discounts
+  included, goes to the run log.
+- Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log
+  (losona/models/runlog.py), never into a returned value that ends up in a data file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from losona.config import BatchSettings, ModelSpec
+from losona.errors import LosonaError
+from losona.io import CHUNK, write_json
+from losona.models import pricing, runlog
+from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
+from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore
+from losona.models.completions import CallFailed, Completions, Receipt, require_every_call
+from losona.models.litellm_api import provider_of
+from losona.models.options import CallOptions
+from losona.models.prepare import Prepared, prepare
+from losona.models.pricing import EXPECTED_COMPLETION_TOKENS
+from losona.models.progress import progress_bar
+from losona.models.send import Sender
+from losona.models.values import CallPlan, Completion, Request
+
+
+def _warn_unpriced(prepared: Prepared) -> None:
+    if prepared.price_source == "unknown":
+        print(
+            f"warning: litellm has no price for {prepared.spec.model} and the config of "
+            f"'{prepared.spec.name}' sets none: its cost is recorded as $0. Set price: "
+            "{input_usd_per_mtok: ..., output_usd_per_mtok: ...} (0 for your own server).",
+            file=sys.stderr,
+        )
+
+
+async def acomplete(
+    spec: ModelSpec, requests: Sequence[Request], options: CallOptions
+) -> Completions:
+    """`complete` for callers already inside an event loop (no batch mode)."""
+    prepared = prepare(spec)
+    if options.max_cost_usd is not None and prepared.price_source == "unknown":
+        raise LosonaError(
+            f"model '{spec.name}': max_cost_usd is set but nobody knows what "
+            f"{spec.model} costs; set price in its config"
+        )
+    _warn_unpriced(prepared)
+    started_at, started = datetime.now(UTC), time.perf_counter()
+    with CallCache.open(options.cache_path) as cache:
+        found = _look_up(prepared, requests, cache, options.use_cache)
+        pending = found.missing
+        if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
+            raise CallNotFound(len(pending), len(set(found.keys)))
+        if pending:
+            # Only a call that must really be made needs the key: a run whose calls are
+            # all cached or published reruns without one.
+            spec.check_credentials()
+        # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
+        bar = progress_bar(
+            options.progress,
+            total=len(requests),
+            done=len(requests) - len(pending),  # cache hits and repeats of a request
+        )
+        # What this run's calls came to. A completed call's reply is in the cache: only how
+        # it went is kept (`made`), so a run holds no reply. Failed calls, and calls made
+        # with the cache bypassed (returned as they came), are kept whole (`held`).
+        made: dict[str, Receipt] = {}
+        held: dict[str, Completion] = {}
+
+        def keep(key: str, completion: Completion) -> None:
+            if not completion.ok:
+                held[key] = completion
+            elif options.use_cache:
+                # Reading from the cache, every run must see the answer it keeps.
+                kept = cache.put(key, spec.model, completion)
+                made[key] = Receipt(kept.attempts, kept.billed_usd, kept.cost_usd)
+            else:
+                # A fresh call asked for with the cache bypassed is returned as it came.
+                cache.put(key, spec.model, completion)
+                held[key] = completion
+
+        sender = Sender(prepared, options.max_cost_usd, bar, found.hits)
+        with bar:
+            await sender.run(requests, list(pending.values()), found.keys, keep)
+    stats = sender.stats
+    tally = found.tally(made, held)
+    if options.run_log is not None:
+        facts = runlog.facts(
+            prepared,
+            stats,
+            tally,
+            differing=len(cache.differing),
+            distinct_sent=len(pending),
+            started_at=started_at,
+            wall_s=time.perf_counter() - started,
+        )
+        write_json(facts, options.run_log)
+    if stats.stopped is not None:
+        raise CallFailed(
+            f"model '{spec.name}': stopped: {stats.stopped}. Every completed call is in the "
+            f"call cache, so a rerun resumes where this one stopped ({tally.not_sent} of "
+            f"{len(requests)} calls were not made)."
+        )
+    return Completions(options.cache_path, found.keys, made, held)
+
+
+@dataclass
+class _Found:
+    """A run's requests looked up in the call cache: each one's key, and the calls to make."""
+
+    keys: list[str] = dataclasses.field(default_factory=list)  # each request's, in order
+    missing: dict[str, int] = dataclasses.field(default_factory=dict)  # key -> first request
+    hits: int = 0  # requests served from the cache (or the run's published calls)
+    published: int = 0  # of them, the ones the published calls answered
+    hits_usd: float = 0.0  # their list cost
+
+    def tally(self, made: dict[str, Receipt], held: dict[str, Completion]) -> runlog.Tally:
+        """What became of each request, for the run log."""
+        tally = runlog.Tally(
+            requests=len(self.keys),
+            cache_hits=self.hits,
+            from_published=self.published,
+            cost_usd=self.hits_usd,
+        )
+        for key in self.keys:
+            if key not in self.missing:
+                continue
+            outcome = held.get(key) or made.get(key)
+            if outcome is None:
+                tally.not_sent += 1
+            elif isinstance(outcome, Completion) and not outcome.ok:
+                tally.failed += 1
+            else:
+                tally.completed += 1
+                tally.cost_usd += outcome.cost_usd
+        return tally
+
+
+def _look_up(
+    prepared: Prepared, requests: Sequence[Request], cache: CallCache, use_cache: bool
+) -> _Found:
+    """Each request's key, and which calls the cache lacks (identical requests: one call).
+
+    A chunk of requests at a time: no reply the cache holds is kept.
+    """
+    found = _Found()
+
+    def look_up(keys: list[str]) -> None:
+        hits = cache.get_many(keys) if use_cache else {}
+        for key in keys:
+            if key in hits:
+                found.hits += 1
+                found.published += hits[key].published
+                found.hits_usd += hits[key].cost_usd
+            else:
+                found.missing.setdefault(key, len(found.keys))
+            found.keys.append(key)
+
+    keys: list[str] = []
+    for request in requests:
+        keys.append(prepared.key_and_params(request)[0])
+        if len(keys) == CHUNK:
+            look_up(keys)
+            keys = []
+    look_up(keys)
+    return found
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """An event loop's default executor that runs each job at once, on the loop's thread.
+
+    litellm.acompletion hands its synchronous request setup to the loop's default executor.
+    On a worker thread that costs more than the setup itself: the thread and the event loop
+    then take turns on the GIL, and each turn can wait out the interpreter's switch interval
+    (5 ms), delaying every response the loop is handling. The loops `complete` runs serve
+    only model calls, so they run that setup inline.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the awaiting caller, as a thread would
+            future.set_exception(exc)
+        return future
+
+
+def complete(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    options: CallOptions,
+    *,
+    batch: BatchSettings | None = None,
+) -> Completions:
+    """Run every request: cache first, then bounded-concurrency calls with retries.
+
+    Results come in request order; a call that failed after its retries is a failed
+    Completion. Memory follows the concurrency, not the number of requests: `requests` may
+    build each request when asked for (it is read when the calls are planned and when each
+    is sent), and the results are read back from the call cache as they are asked for (see
+    Completions). With batch mode enabled the calls the cache lacks are first answered by
+    provider batch jobs (losona/models/batch.py), whose facts join the run log.
+    A refused key, an unknown model or the cost cap stops the run with a CallFailed.
+    """
+    batched = None
+    if batch is not None and batch.enabled:
+        batched = fill_cache_by_batch(spec, requests, options, batch)
+
+    async def run() -> Completions:
+        asyncio.get_running_loop().set_default_executor(_InlineExecutor(max_workers=1))
+        return await acomplete(spec, requests, options)
+
+    completions = asyncio.run(run())
+    if batched is not None:
+        runlog.record_in_run_log(options.run_log, batched)
+    return completions
+
+
+def complete_all(
+    spec: ModelSpec,
+    requests: Sequence[Request],
+    options: CallOptions,
+    *,
+    to: str,
+    batch: BatchSettings | None = None,
+) -> Completions:
+    """`complete`, refusing with CallsFailed (naming `to`) when any call failed."""
+    completions = complete(spec, requests, options, batch=batch)
+    require_every_call(completions, to=to, run_log=options.run_log)
+    return completions
+
+
+def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocation) -> CallPlan:
+    """For dry runs: how many calls, how many the cache already holds, estimated cost."""
+    prepared = prepare(spec)
+    keyed = [prepared.key_and_params(r) for r in requests]
+    with CallCache.open(cache_path) as cache:
+        found = cache.get_many([k for k, _ in keyed])
+    todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
+    todo = {key: request for key, request in todo.items() if key not in found}
+    tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
+    basis = (
+        f"{tokens} completion tokens per call (max_tokens)"
+        if tokens
+        else (f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call")
+    )
+    counted = CallPlan(
+        model=spec.name,
+        requests=len(requests),
+        cached=sum(1 for key, _ in keyed if key in found),
+        estimated_cost_usd=None,
+        estimate_basis=(
+            f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
+            f"price from {prepared.price_source}"
+        ),
+    )
+    if not prepared.rates.known:
+        return counted
+    three = estimate_prices(prepared, list(todo.values()))
+    return dataclasses.replace(
+        counted,
+        estimated_cost_usd=three.list_usd,
+        with_caching_usd=three.caching_usd,
+        with_batch_usd=three.batch_usd,
+        pricing_basis=describe_estimate(prepared, three),
+    )
+
+
+def estimate_prices(prepared: Prepared, requests: Sequence[Request]) -> pricing.Estimate:
+    """List, caching and batch prices of these requests, sent in this order (offline)."""
+    return pricing.estimate(
+        prepared.rates,
+        [prepared.prompt_tokens(r) for r in requests],
+        prepared.completion_tokens,
+        prepared.reuse(requests),
+    )
+
+
+def describe_estimate(prepared: Prepared, found: pricing.Estimate) -> str:
+    """How the caching and batch prices were estimated, for the reader."""
+    rates, rule = prepared.rates, prepared.rule
+    if rule is None:
+        how = (
+            "prompt caching is off (prompt_caching: false)"
+            if not prepared.spec.prompt_caching
+            else f"no prompt caching known for {provider_of(prepared.spec)}"
+        )
+    else:
+        written = f", {found.written_tokens} written to it" if found.written_tokens else ""
+        how = (
+            f"caching: {found.reusing} of {found.calls} calls reuse a shared prefix, "
+            f"{found.cached_tokens} of {found.prompt_tokens} prompt tokens read from the "
+            f"cache{written} ({rule.describe()}; {rates.cache_basis})"
+        )
+    provider, spec = provider_of(prepared.spec), prepared.spec
+    if provider not in BATCH_PROVIDERS or spec.endpoints:
+        mode = f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}, at one endpoint"
+    elif spec.api_base:
+        # A server of one's own speaks the chat API; few also serve OpenAI's Batch API.
+        mode = (
+            f"batch mode only if {spec.api_base} serves OpenAI's Batch API (/files, "
+            "/batches), which vLLM, llama.cpp and Ollama do not"
+        )
+    else:
+        mode = "batch mode can send it"
+    return f"{how}; batch: {rates.batch_basis}, {mode}"

@@ -1,0 +1,150 @@
+"""Request preparation: what a model config sends, what it costs, and each call's cache key.
+
+`prepare` checks a config against its provider once per run (parameters it accepts, the
+price, how it caches prompts); `Prepared.key_and_params` gives each request its call-cache
+key and the parameters sent with it. The key covers the resolved model string and
+endpoint(s), every parameter sent, the full messages and the trial index
+(losona/models/call_cache.py), and `call_key` computes it without litellm.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from losona.config import ModelSpec
+from losona.errors import LosonaError
+from losona.models import pricing
+from losona.models.litellm_api import litellm_module, model_info, resolve, unsupported_params
+from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage
+from losona.models.prompt_caching import (
+    NO_REUSE,
+    CacheRule,
+    Reuse,
+    cache_rule,
+    plan_reuse,
+    token_encoder,
+)
+from losona.models.tokens import Tokenizer, select_tokenizer
+from losona.models.values import Request
+
+# Bumped when the key's recipe changes, so old entries are never misread.
+KEY_VERSION = 1
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class Prepared:
+    """Everything about a spec that does not change from call to call."""
+
+    spec: ModelSpec
+    params: dict[str, Any]  # what is sent, after drops
+    dropped: list[str]
+    rates: Rates  # its prices: list, cache, batch (losona/models/pricing.py)
+    rule: CacheRule | None  # how its provider caches prompts; None: not at all, or turned off
+    key_prefix: str  # the canonical JSON of what the key covers besides messages and trial
+
+    @property
+    def price_source(self) -> str:
+        """Where the price comes from: "config", "litellm" or "unknown"."""
+        return self.rates.source
+
+    def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
+        """The request's cache key and the parameters to send with it."""
+        return _key_and_params(self.key_prefix, self.params, self.spec.seed_per_trial, request)
+
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """What estimates count prompt tokens with: chosen once, from what is on disk."""
+        return select_tokenizer(litellm_module(), self.spec.model)
+
+    @property
+    def completion_tokens(self) -> int:
+        """The completion length estimates assume: max_tokens, else a guess."""
+        return int(
+            self.params.get("max_tokens")
+            or self.params.get("max_completion_tokens")
+            or EXPECTED_COMPLETION_TOKENS
+        )
+
+    def prompt_tokens(self, request: Request) -> int:
+        """A request's prompt tokens, counted offline."""
+        return self.tokenizer.count(
+            litellm_module(), self.spec.model, [dict(m) for m in request.messages]
+        )
+
+    def estimate(self, request: Request, reuse: Reuse = NO_REUSE) -> float:
+        """A cost estimate for one call that it cannot exceed with max_tokens set (0 when
+        the price is unknown): list price, or with cache_control markers every prompt
+        token written to the cache, should the read it expects miss."""
+        if not self.rates.known:
+            return 0.0
+        prompt = self.prompt_tokens(request)
+        written = prompt if reuse.markers else 0
+        return self.rates.cost(Usage(prompt, self.completion_tokens, cache_write_tokens=written))
+
+    def reuse(self, requests: Sequence[Request]) -> list[Reuse]:
+        """What each request, sent in this order, can reuse of an earlier one's prefix."""
+        if self.rule is None:
+            return [NO_REUSE] * len(requests)
+        encode = token_encoder(self.tokenizer.encode)
+        return plan_reuse((r.messages for r in requests), encode, self.rule)
+
+    def cache_rule_described(self) -> str:
+        """How this model's prompts are cached, for the run log and the reader."""
+        if self.rule is not None:
+            return self.rule.describe()
+        if not self.spec.prompt_caching:
+            return "off (prompt_caching: false)"
+        return "none known for this provider"
+
+
+def prepare(spec: ModelSpec) -> Prepared:
+    """Resolve the provider, check the parameters against it, and find the price."""
+    _, provider = resolve(spec)
+    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
+    dropped = sorted(k for k in spec.params if k in spec.drop_params)
+    rejected = unsupported_params(spec)
+    if rejected:
+        raise LosonaError(
+            f"model '{spec.name}': litellm reports that {provider} does not accept {rejected} "
+            f"for {spec.model}; remove them from params (or seed_per_trial), or list them "
+            f"under drop_params in conf/model/{spec.name}.yaml so the drop is recorded"
+        )
+    # Asked even when the config sets a price, so the answer is in before any Router runs.
+    info = model_info(spec.model)
+    # An OpenAI-compatible server of your own; an address for Anthropic's or Gemini's API
+    # (a proxy, a test double) keeps that provider's caching and prices.
+    own_server = bool(spec.api_base or spec.endpoints) and provider not in ("anthropic", "gemini")
+    rates = pricing.rates_for(spec, provider, own_server, info)
+    rule = cache_rule(provider, spec.model, own_server=own_server) if spec.prompt_caching else None
+    return Prepared(spec, params, dropped, rates, rule, _key_prefix(spec))
+
+
+def _key_prefix(spec: ModelSpec) -> str:
+    endpoints = sorted(spec.endpoints) if spec.endpoints else [spec.api_base]
+    return _canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints})
+
+
+def _key_and_params(
+    prefix: str, params: dict[str, Any], seed_per_trial: bool, request: Request
+) -> tuple[str, dict[str, Any]]:
+    messages = _canonical([dict(m) for m in request.messages])
+    if seed_per_trial:
+        digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
+        params = {**params, "seed": int(digest[:8], 16) % 2**31}
+    material = f"{prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
+    return hashlib.sha256(material.encode()).hexdigest(), params
+
+
+def call_key(spec: ModelSpec, request: Request) -> str:
+    """A request's call-cache key, computed without litellm (for checking a published run)."""
+    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
+    return _key_and_params(_key_prefix(spec), params, spec.seed_per_trial, request)[0]
