@@ -49,7 +49,7 @@ from losona.models.prepare import Prepared, prepare
 from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
 from losona.models.runlog import BatchReport
-from losona.models.send import FATAL_STATUSES, RETRY_STATUSES
+from losona.models.send import FATAL_STATUSES, RETRY_STATUSES, masked, transient
 from losona.models.values import Completion, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -501,11 +501,12 @@ class _BatchJob:
                 return await send()
             except openai.APIError as exc:
                 status = getattr(exc, "status_code", None)
-                transient = isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
-                if status in FATAL_STATUSES or not transient or attempt >= self.spec.max_attempts:
-                    text = " ".join(str(exc).split())[:300]
-                    if self.secret:
-                        text = text.replace(self.secret, "***")
+                if (
+                    status in FATAL_STATUSES
+                    or not transient(exc)
+                    or attempt >= self.spec.max_attempts
+                ):
+                    text = masked(exc, self.secret)
                     raise LosonaError(
                         f"model '{self.spec.name}': could not {what} ({type(exc).__name__}"
                         f"{f' ({status})' if status else ''}, after {attempt} attempts): "

@@ -72,7 +72,7 @@ class CacheRule:
 # OpenAI caches every prompt of 1,024 tokens or more, in 128-token steps, for free.
 OPENAI = CacheRule("OpenAI", markers=False, min_tokens=1024, step=128)
 # A server of your own (api_base or endpoints) is taken to report cached tokens as OpenAI
-# does; the project's test server does (losona/testing/openai_server.py).
+# does; the project's test server does (losona/testing/openai_server/prompt_cache.py).
 OWN_SERVER = CacheRule("your server (taken to cache as OpenAI does)", False, 1024, 128)
 # Minimum cacheable prefixes by model, from the providers' prompt-caching pages (2026);
 # the first pattern that matches the model id wins.

@@ -114,12 +114,23 @@ def fault(exc: BaseException) -> str:
     return f"{type(exc).__name__}{f' ({status})' if status else ''}"
 
 
-def describe(exc: BaseException, secret: str | None) -> str:
-    """What went wrong, in one line of at most 300 characters, the API key masked."""
+def masked(exc: BaseException, secret: str | None) -> str:
+    """An error's message on one line, at most 300 characters, the API key masked."""
     text = " ".join(str(exc).split())[:300]
-    if secret:
-        text = text.replace(secret, "***")
-    return f"{fault(exc)}: {text}"
+    return text.replace(secret, "***") if secret else text
+
+
+def describe(exc: BaseException, secret: str | None) -> str:
+    """What went wrong: the kind of fault, then its message (masked)."""
+    return f"{fault(exc)}: {masked(exc, secret)}"
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a litellm API error is worth another attempt: no connection, a timeout, or a
+    status in RETRY_STATUSES."""
+    openai = litellm_api.litellm_module().exceptions.openai
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
 
 
 class Limiter:
@@ -355,8 +366,7 @@ class Sender:
                 if status in FATAL_STATUSES:
                     self.stop = f"the provider refused the call: {error}"
                     return self._failure(error, attempt)
-                transient = isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
-                if not transient:
+                if not transient(exc):
                     return self._failure(error, attempt)
                 wait = retry_after(exc)
             else:

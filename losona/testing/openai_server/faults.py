@@ -1,0 +1,119 @@
+"""Faults the test server injects instead of answering, on a deterministic schedule.
+
+A fault plan sees each request body and how many times that exact body arrived before,
+so a run's faults do not depend on the order in which concurrent requests arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from aiohttp import web
+
+from losona.testing.openai_server.replies import Body, body_digest
+
+FaultKind = Literal[
+    "rate_limit",  # 429 with a Retry-After header
+    "server_error",  # 500
+    "unavailable",  # 503
+    "drop",  # the connection is closed without an answer
+    "hang",  # no answer until long after any sensible client timeout
+    "malformed",  # 200 with a body that is not JSON
+    "empty",  # 200 with a well-formed completion whose content is empty
+    "bad_request",  # 400: the request itself is wrong (not worth retrying)
+    "unauthorized",  # 401: the key is refused (every call would fail the same way)
+]
+# The transient faults a client must survive by retrying.
+TRANSIENT_FAULTS: tuple[FaultKind, ...] = (
+    "rate_limit",
+    "server_error",
+    "unavailable",
+    "drop",
+    "hang",
+    "malformed",
+    "empty",
+)
+# The HTTP status written into a batch's error file for a line that fails with a fault.
+FAULT_STATUS: dict[str, int] = {
+    "rate_limit": 429,
+    "server_error": 500,
+    "unavailable": 503,
+    "drop": 500,
+    "hang": 504,
+    "malformed": 500,
+    "empty": 500,
+    "bad_request": 400,
+    "unauthorized": 401,
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do instead of answering one request."""
+
+    kind: FaultKind
+    retry_after: float = 1.0  # seconds, sent as Retry-After with a rate_limit
+
+
+FaultPlan = Callable[[Body, int], Fault | None]  # (body, times seen before) -> fault or None
+
+
+def fail_first(
+    times: int, kind: FaultKind, *, every: int = 1, retry_after: float = 1.0
+) -> FaultPlan:
+    """The first `times` attempts of one distinct request in `every` fail with `kind`."""
+
+    def plan(body: Body, seen: int) -> Fault | None:
+        chosen = int(body_digest(body)[:8], 16) % every == 0
+        return Fault(kind, retry_after) if chosen and seen < times else None
+
+    return plan
+
+
+def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
+    """About `share` of all sends, retries included, answered with 429 and Retry-After.
+
+    Each send is drawn independently (from the body and how often it came before), as a
+    quota that is overdrawn all the time would answer: a call can be refused many times.
+    """
+
+    def plan(body: Body, seen: int) -> Fault | None:
+        draw = int(hashlib.sha256(f"{body_digest(body)}:{seen}".encode()).hexdigest()[:8], 16)
+        return Fault("rate_limit", retry_after) if draw < share * 16**8 else None
+
+    return plan
+
+
+async def inject(request: web.Request, fault: Fault, hang_s: float) -> web.StreamResponse | None:
+    """The answer a fault gives instead of a completion; None for "empty" (a completion
+    whose content is empty, which the caller builds)."""
+    if fault.kind == "rate_limit":
+        return error(429, "rate limited", {"Retry-After": f"{fault.retry_after:g}"})
+    if fault.kind == "server_error":
+        return error(500, "internal error")
+    if fault.kind == "unavailable":
+        return error(503, "overloaded")
+    if fault.kind == "drop":
+        assert request.transport is not None
+        request.transport.abort()
+        return web.Response()  # never reaches the client: the connection is gone
+    if fault.kind == "hang":
+        await asyncio.sleep(hang_s)
+        return error(504, "hung")
+    if fault.kind == "bad_request":
+        return error(400, "invalid request")
+    if fault.kind == "unauthorized":
+        return error(401, "invalid api key")
+    if fault.kind == "malformed":
+        return web.Response(text='{"choices": [', content_type="application/json")
+    return None
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    """An error answer in OpenAI's shape."""
+    payload = {"error": {"message": message, "type": "test_fault", "code": status}}
+    return web.json_response(payload, status=status, headers=headers)

@@ -1,0 +1,139 @@
+"""The test server: the endpoints of chat.py, anthropic.py and batches.py on 127.0.0.1.
+
+It listens on an ephemeral port, in a background thread with its own event loop, for as
+long as its `with` block lasts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from losona.models.prompt_caching import CacheRule
+from losona.testing.openai_server.anthropic import AnthropicMessages
+from losona.testing.openai_server.batches import Batch, BatchFate, BatchJobs
+from losona.testing.openai_server.faults import FaultPlan
+from losona.testing.openai_server.prompt_cache import REMEMBERED_PROMPTS, PromptCache
+from losona.testing.openai_server.replies import Reply, default_reply
+
+
+class OpenAIServer(AnthropicMessages, BatchJobs):
+    """An OpenAI-compatible chat server on 127.0.0.1 for the duration of a `with` block."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        reply: Reply = default_reply,
+        faults: FaultPlan | None = None,
+        hang_s: float = 30.0,
+        keep_bodies: bool = True,
+        port: int = 0,  # 0: any free port
+        batch_delay: float = 0.0,  # seconds from a batch's creation to its completion
+        batch_faults: FaultPlan | None = None,  # (line body, times seen before) -> fault
+        batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
+        cache_min_tokens: int = 1024,  # OpenAI's minimum cached prefix
+        cache_step: int = 128,  # ... and its steps past that
+        remember: int = REMEMBERED_PROMPTS,  # answered prompts kept for prompt caching
+        batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
+    ) -> None:
+        self.batch_api = batch_api
+        self.latency = latency
+        self.cache_rule = CacheRule("the test server", False, cache_min_tokens, cache_step)
+        self.prompt_cache = PromptCache(self.cache_rule, remember)
+        self.cached_tokens = []
+        self.reply = reply
+        self.faults = faults
+        self.hang_s = hang_s
+        self.keep_bodies = keep_bodies
+        self.requests = []
+        self.answered = []
+        self.request_count = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.in_flight_at_arrival = []
+        self.faults_injected = Counter()
+        self._seen = Counter()
+        self.batch_delay = batch_delay
+        self.batch_faults = batch_faults
+        self.batch_fate = batch_fate
+        self.files = {}
+        self.batches: dict[str, Batch] = {}
+        self.batches_created = 0
+        self.batch_retrievals = 0
+        self.batch_lines_answered = 0
+        self._batch_seen = Counter()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """The api_base to give a client, e.g. http://127.0.0.1:40123/v1."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def model_config(self, name: str = "local", **settings: Any) -> dict[str, Any]:
+        """A model config node (the shape of conf/model/*.yaml) served by this server.
+
+        Seeded per trial, so the default replies of a prompt's K trials differ; free; with
+        short retry delays and timeouts, so fault tests run in well under a second; and
+        marked a test double (family "test double", `test_double: true`), so that reports
+        say its numbers are no model's.
+        """
+        return {
+            "name": name,
+            "family": "test double",
+            "model": "openai/test-model",
+            "api_base": self.url,
+            "seed_per_trial": True,
+            "concurrency": 4,
+            "timeout_s": 2.0,
+            "backoff_s": 0.01,
+            "price": {"input_usd_per_mtok": 0, "output_usd_per_mtok": 0},
+            "test_double": True,
+        } | settings
+
+    def __enter__(self) -> OpenAIServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle_anthropic)
+        app.router.add_post("/v1/v1/messages", self._handle_anthropic)
+        if self.batch_api:
+            self._add_batch_routes(app)
+        # Hanging handlers are cancelled promptly when the server stops.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+        # Handlers still hanging on closed connections would outlive the loop otherwise.
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def forget_prompts(self) -> None:
+        """Empty the prompt cache, as a provider's does after some minutes."""
+        self.prompt_cache.forget()
