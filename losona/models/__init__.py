@@ -23,9 +23,9 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from losona.config import BatchSettings, ModelSpec, Price
-from losona.models.batch import BatchFailed, fill_cache_by_batch
+from losona.models.batch import BatchFailed
 from losona.models.call_cache import CacheLocation, CallNotFound, CallStore
-from losona.models.complete import acomplete, complete, complete_all, plan
+from losona.models.complete import complete, complete_all, plan
 from losona.models.completions import (
     CallFailed,
     CallsFailed,
@@ -38,7 +38,7 @@ from losona.models.litellm_api import provider_of, unsupported_params
 from losona.models.options import CallOptions
 from losona.models.prepare import call_key
 from losona.models.published_calls import PublishedCalls, read_calls
-from losona.models.runlog import answer_sources, read_run_log, record_in_run_log
+from losona.models.runlog import answer_sources, read_run_log
 from losona.models.values import CallPlan, Completion, Request
 
 __all__ = [
@@ -57,19 +57,16 @@ __all__ = [
     "Price",
     "PublishedCalls",
     "Request",
-    "acomplete",
     "answer_sources",
     "call_key",
     "calls_table",
     "complete",
     "complete_all",
     "failures",
-    "fill_cache_by_batch",
     "plan",
     "provider_of",
     "read_calls",
     "read_run_log",
-    "record_in_run_log",
     "require_every_call",
     "unsupported_params",
 ]

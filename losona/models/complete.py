@@ -57,7 +57,7 @@ def _warn_unpriced(prepared: Prepared) -> None:
 async def acomplete(
     spec: ModelSpec, requests: Sequence[Request], options: CallOptions
 ) -> Completions:
-    """`complete` for callers already inside an event loop (no batch mode)."""
+    """The run inside an event loop: `complete` starts one, after any batch jobs."""
     prepared = prepare(spec)
     if options.max_cost_usd is not None and prepared.price_source == "unknown":
         raise LosonaError(

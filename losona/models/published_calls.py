@@ -51,11 +51,8 @@ def read_calls(path: str | Path, remedy: str) -> pl.DataFrame:
 
 def md5_file(path: str | Path) -> str:
     """Hex MD5 of a file's bytes: the hash DVC records for a file output in dvc.lock."""
-    digest = hashlib.md5(usedforsecurity=False)
     with Path(path).open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(stream, lambda: hashlib.md5(usedforsecurity=False)).hexdigest()
 
 
 class PublishedCalls:

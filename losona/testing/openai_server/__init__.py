@@ -19,9 +19,7 @@ interpreter). With `--judge` it answers judge prompts with plausible scripted ve
 pipeline with an "LLM" judge, offline (__main__.py).
 """
 
-from losona.testing.openai_server.batches import Batch, BatchFate
 from losona.testing.openai_server.faults import (
-    FAULT_STATUS,
     TRANSIENT_FAULTS,
     Fault,
     FaultKind,
@@ -29,16 +27,11 @@ from losona.testing.openai_server.faults import (
     fail_first,
     rate_limited,
 )
-from losona.testing.openai_server.prompt_cache import REMEMBERED_PROMPTS
 from losona.testing.openai_server.replies import Body, Reply, body_digest, default_reply
 from losona.testing.openai_server.server import OpenAIServer
 
 __all__ = [
-    "FAULT_STATUS",
-    "REMEMBERED_PROMPTS",
     "TRANSIENT_FAULTS",
-    "Batch",
-    "BatchFate",
     "Body",
     "Fault",
     "FaultKind",
