@@ -4,16 +4,26 @@
     spec = ModelSpec.from_config(model_node)  # checked in losona/config.py
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
-The modules, in the order a call meets them: `values` the plain values (no litellm
-import); `options` how a run uses the cache and what it may spend; `prepare` what a config
-sends, its price and each request's cache key; `call_cache` the on-disk call cache, with
-`published_calls` a run's published calls as a read-only layer below it; `complete` the
-run itself (cache first, then batch jobs or sends); `batch` the opt-in provider batch jobs
-that fill the cache; `send` bounded-concurrency sends with retries, the rate-limit limiter
-and the cost cap; `litellm_api` the one module that imports litellm; `completions` what a
-run returns and the checks on it; `runlog` the record of what each run did; `pricing`,
-`prompt_caching` and `tokens` the prices, providers' prompt caching and token counts
-estimates use; `progress` the progress bar; `smollm2` the embedded default model.
+The modules, in the order a call meets them: `values` the plain values (no litellm import);
+`options` how a run uses the cache and what it may spend; `prepare` what a config sends, its
+price and each request's cache key; `call_cache` the on-disk call cache, with
+`published_calls` a run's published calls as a read-only layer below it; `complete` the run
+itself (cache first, then batch jobs or sends); `batch` the opt-in provider batch jobs that
+fill the cache; `send` bounded-concurrency sends with retries, the rate-limit limiter and
+the cost cap; `litellm_api` where litellm is imported and asked (only `smollm2`, a litellm
+provider, imports it too); `completions` what a run returns and the checks on it; `runlog`
+the record of what each run did; `pricing`, `prompt_caching` and `tokens` the prices,
+providers' prompt caching and token counts estimates use; `progress` the progress bar;
+`smollm2` the embedded default model.
+
+Why the layer has its own retries, limiter and cache rather than litellm's (whose retries
+are turned off): a retry honours Retry-After within `rate_limit_patience_s`, names what
+really happened (a dropped connection, a malformed body) and is counted in the run log;
+an endpoint that refuses every first connection stops the run at once. The limiter halves
+the sends in flight on a 429 and grows them back, where litellm offers fixed rpm/tpm
+budgets. The cache keys each call by everything sent and its trial, commits each
+completed call the moment it completes (a crash loses no paid call), and answers from a
+run's published calls first, so that tables rebuild byte for byte.
 """
 
 import os
