@@ -66,7 +66,7 @@ from losona.models.batch import BATCH_PROVIDERS
 from losona.models.caching import content_words, plan_reuse
 from losona.models.calls import prepare, provider_of
 from losona.models.pricing import Estimate, below, estimate
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.sample import condition_prompts, sample_cell, sample_requests
 from losona.testing.openai_server import OpenAIServer, default_reply
 from losona.testing.scripted_judge import ScriptedJudge

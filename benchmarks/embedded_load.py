@@ -37,7 +37,7 @@ def worker(scenarios: int, condition: str, trials: int) -> None:
 
     from losona.datasets import fetch_scenarios
     from losona.models import ModelSpec, Request, complete
-    from losona.render import render_prompts
+    from losona.prompts.render import render_prompts
 
     config = yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text())
     spec = ModelSpec.from_config(config)

@@ -519,7 +519,7 @@ class JudgeConfig(_Batched):
 
 
 class ConditionConfig(Schema):
-    """A prompting condition (conf/condition/*.yaml); its text lives in losona/templates.py."""
+    """A prompting condition (conf/condition/*.yaml); its text is in losona/prompts/subject.py."""
 
     KEY: ClassVar[str] = "condition"
 

@@ -35,7 +35,7 @@ from losona.contracts import (
 from losona.errors import LosonaError
 from losona.io import display_path, read_csv, read_parquet, sha256_text, write_text
 from losona.pages import fragment, render_page, section
-from losona.render import format_transcript
+from losona.prompts.render import format_transcript
 
 LABELS = {"true": True, "false": False}
 

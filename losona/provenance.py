@@ -21,16 +21,18 @@ from typing import Any
 
 import polars as pl
 
-from losona import templates
 from losona.aggregate import Bootstrap
 from losona.catalog import CATALOG_PATH
 from losona.config import JudgeConfig, without_password
+from losona.generation import prompt as generator_prompt
 from losona.io import read_yaml, sha256_file, sha256_text
+from losona.judges import prompt as judge_prompt
 from losona.judges.lexicon import RULES_PATH
 from losona.judges.run import structured_output
 from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 from losona.models import ModelSpec
 from losona.panels import PANEL_VERSION
+from losona.prompts import subject as subject_prompt
 
 # The distributions whose versions can change what a run writes (PyPI names).
 PACKAGES = (
@@ -81,28 +83,28 @@ def template_hashes() -> dict[str, dict[str, str]]:
     """Each prompt template's version and the sha256 of every text it is built from."""
     parts: dict[str, tuple[str, dict[str, Any]]] = {
         "subject": (
-            templates.SUBJECT_TEMPLATE_VERSION,
+            subject_prompt.SUBJECT_TEMPLATE_VERSION,
             {
-                "SUBJECT_TEMPLATE": templates.SUBJECT_TEMPLATE,
-                "CAST_LINE": templates.CAST_LINE,
-                "CONDITION_PREFIXES": templates.CONDITION_PREFIXES,
+                "SUBJECT_TEMPLATE": subject_prompt.SUBJECT_TEMPLATE,
+                "CAST_LINE": subject_prompt.CAST_LINE,
+                "CONDITION_PREFIXES": subject_prompt.CONDITION_PREFIXES,
             },
         ),
         "judge": (
-            templates.JUDGE_TEMPLATE_VERSION,
+            judge_prompt.JUDGE_TEMPLATE_VERSION,
             {
-                "JUDGE_JSON_SHAPE": templates.JUDGE_JSON_SHAPE,
-                "JUDGE_TEMPLATE": templates.JUDGE_TEMPLATE,
-                "JUDGED_MESSAGE_FENCE": templates.JUDGED_MESSAGE_FENCE,
-                "JUDGE_INSTRUCTIONS": templates.JUDGE_INSTRUCTIONS,
-                "JUDGE_REPAIR_TEMPLATE": templates.JUDGE_REPAIR_TEMPLATE,
+                "JUDGE_JSON_SHAPE": judge_prompt.JUDGE_JSON_SHAPE,
+                "JUDGE_TEMPLATE": judge_prompt.JUDGE_TEMPLATE,
+                "JUDGED_MESSAGE_FENCE": judge_prompt.JUDGED_MESSAGE_FENCE,
+                "JUDGE_INSTRUCTIONS": judge_prompt.JUDGE_INSTRUCTIONS,
+                "JUDGE_REPAIR_TEMPLATE": judge_prompt.JUDGE_REPAIR_TEMPLATE,
             },
         ),
         "generator": (
-            templates.GENERATOR_TEMPLATE_VERSION,
+            generator_prompt.GENERATOR_TEMPLATE_VERSION,
             {
-                "GENERATOR_TEMPLATE": templates.GENERATOR_TEMPLATE,
-                "GENERATOR_JSON_SCHEMA": templates.GENERATOR_JSON_SCHEMA,
+                "GENERATOR_TEMPLATE": generator_prompt.GENERATOR_TEMPLATE,
+                "GENERATOR_JSON_SCHEMA": generator_prompt.GENERATOR_JSON_SCHEMA,
             },
         ),
     }
@@ -144,7 +146,7 @@ def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
         record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
     else:
         record["model"] = model_record(judge.model)
-        record["template_version"] = templates.JUDGE_TEMPLATE_VERSION
+        record["template_version"] = judge_prompt.JUDGE_TEMPLATE_VERSION
         # Whether the verdict's JSON schema went with each call as response_format.
         record["structured_output"] = structured_output(judge)
     return record

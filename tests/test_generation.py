@@ -50,7 +50,7 @@ from losona.generation.screen import (
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.models import CallOptions, CallsFailed, ModelSpec
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.testing.openai_server import Fault, OpenAIServer
 
 CATALOG = load_catalog()

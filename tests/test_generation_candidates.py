@@ -20,8 +20,8 @@ from losona.generation.candidates import (
     scenario_row,
 )
 from losona.generation.cells import Slot
+from losona.generation.prompt import GENERATOR_TEMPLATE_VERSION
 from losona.io import read_yaml
-from losona.templates import GENERATOR_TEMPLATE_VERSION
 
 CATALOG = load_catalog()
 

@@ -34,7 +34,7 @@ from losona.judges.llm import (
     parse_verdict,
 )
 from losona.models import CallOptions, CallsFailed, ModelSpec
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.sample import sample_responses
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,7 @@ from losona.io import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import BatchFailed, BatchSettings, CallOptions, CallsFailed, ModelSpec
 from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.sample import SamplingSettings, sample_cell, sample_requests
 from losona.testing.openai_server import OpenAIServer, fail_first
 

@@ -21,7 +21,7 @@ from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
 from losona.models.calls import _litellm
 from losona.models.tokens import DEFAULT_ENCODING, select_tokenizer
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 
 MODEL_CONFIGS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))
 MESSAGES = [{"role": "user", "content": "Noor, did the nightly load finish? " * 20}]

@@ -35,7 +35,7 @@ from losona.models.caching import (
     plan_reuse,
 )
 from losona.models.pricing import Usage, estimate, rates_for, usage_of
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.sample import sample_cell
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge

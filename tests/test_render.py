@@ -11,7 +11,7 @@ import pytest
 
 from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA, Scenario
 from losona.datasets import fetch_scenarios
-from losona.render import (
+from losona.prompts.render import (
     LeakError,
     format_transcript,
     messages_sha256,
@@ -19,7 +19,7 @@ from losona.render import (
     subject_messages,
     subject_prompt,
 )
-from losona.templates import CONDITION_PREFIXES, SUBJECT_TEMPLATE_VERSION
+from losona.prompts.subject import CONDITION_PREFIXES, SUBJECT_TEMPLATE_VERSION
 
 Row = Callable[..., dict[str, Any]]
 EXPECTED = Path(__file__).parent / "fixtures" / "prompts"

@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 from test_judge import responses_table
 
-from losona import templates
 from losona.aggregate import Bootstrap, aggregate, presentation_for, write_reports
 from losona.config import load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
 from losona.io import write_json, write_parquet
+from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.provenance import provenance

@@ -29,7 +29,7 @@ from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.io import write_parquet
 from losona.models import CallOptions, CallPlan, ModelSpec
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.sample import SamplingSettings, sample_responses
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 

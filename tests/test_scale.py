@@ -3,13 +3,13 @@
 One sample cell and one judge cell run as `dvc repro` runs them (each stage script in a
 process of its own) against the local test server, at two sizes; each process's peak
 resident memory comes from the kernel's accounting of that child (wait4, through
-losona.testing.peak), as benchmarks/scale.py measures it. A cell must read its input tables and write its output
-tables, and polars decodes and encodes a table whole: a process that does only that, on the
-same files, gives what the tables themselves cost. Beyond them a cell may grow by the few
-small values the model layer keeps per call (its key, how it went): BOUND_KB per extra call,
-looser than the benchmark's 2 KB target (docs/scale.md), as a run this small still warms
-up its allocators. A cell that keeps every prompt or reply, or their tokens, grows by tens
-of KB per call beyond its tables.
+losona.testing.peak), as benchmarks/scale.py measures it. A cell must read its input tables
+and write its output tables, and polars decodes and encodes a table whole: a process that
+does only that, on the same files, gives what the tables themselves cost. Beyond them a cell
+may grow by the few small values the model layer keeps per call (its key, how it went):
+BOUND_KB per extra call, looser than the benchmark's 2 KB target (docs/scale.md), as a run
+this small still warms up its allocators. A cell that keeps every prompt or reply, or their
+tokens, grows by tens of KB per call beyond its tables.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import yaml
 
 from losona.datasets import fetch_scenarios
 from losona.io import write_parquet
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

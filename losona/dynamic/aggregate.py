@@ -54,7 +54,7 @@ from losona.io import (
 )
 from losona.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
 from losona.metrics import scenario_outcomes as majority
-from losona.templates import SUBJECT_TEMPLATE_VERSION
+from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
 # lists the same names), and the figure's stem.

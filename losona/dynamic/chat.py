@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from losona.contracts import Scenario, Turn
 from losona.followups import Message
 from losona.judges.base import NO_EARLIER_MESSAGES, JudgeCase
-from losona.render import format_transcript
+from losona.prompts.render import format_transcript
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 from losona.contracts import Scenario, Turn
 from losona.followups import Message, message_problems
 from losona.io import sha256_text
-from losona.render import format_transcript
+from losona.prompts.render import format_transcript
 from losona.validate import normalize
 
 GROUP_TEMPLATE_VERSION = "group-v1"

@@ -28,7 +28,7 @@ A candidate is kept only if it passes, in order:
      text of a demonstration of 4 words or more (the control drops demonstrations, so
      nothing may quote them);
    - the subject prompt, with and without the demonstrations, renders without leaking
-     anything only the judge may see (losona/render.py's check).
+     anything only the judge may see (losona/prompts/render.py's check).
 
 Each problem is one reason, written like the validator's: `field: expected ..., found ...`.
 """
@@ -46,10 +46,10 @@ from losona.datasets import bundled_row
 from losona.followups import FIELD as FOLLOWUP
 from losona.followups import followup_problems
 from losona.generation.cells import Slot
+from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
 from losona.io import sha256_text
-from losona.render import LeakError, subject_messages
+from losona.prompts.render import LeakError, subject_messages
 from losona.scenarios import without_demonstrations
-from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
 from losona.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
 
 MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)

@@ -3,7 +3,7 @@
 For every valid candidate, the control is `losona.scenarios.without_demonstrations`: the
 same scenario with exactly its `is_demo` turns removed; every other turn keeps its text
 and index, and the elicitor is the same. Each baseline model answers the control K times
-under the naive subject prompt (losona/render.py, exactly as the benchmark renders it),
+under the naive subject prompt (losona/prompts/render.py, exactly as the benchmark renders it),
 and the configured judge scores every answer against the candidate's norm, reading the
 chat the baseline saw (the control's).
 
@@ -41,7 +41,7 @@ from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.metrics import majority_threshold, scenario_outcomes
 from losona.models import CallOptions, ModelSpec, Request, complete_all
-from losona.render import subject_messages
+from losona.prompts.render import subject_messages
 from losona.scenarios import without_demonstrations
 
 # The `condition` of every screening verdict: the naive prompt on the control.

@@ -19,7 +19,7 @@ import polars as pl
 from losona.contracts import PROMPT_SCHEMA, Scenario, Turn, row_order, table
 from losona.errors import LosonaError
 from losona.io import CHUNK, Chunks, sha256_text
-from losona.templates import (
+from losona.prompts.subject import (
     CAST_LINE,
     CONDITION_PREFIXES,
     SUBJECT_TEMPLATE,
