@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.errors import LosonaError
-from losona.io import read_yaml
+from losona.files import read_yaml
 
 CATALOG_PATH = Path(str(resources.files("losona") / "data" / "catalog.yaml"))
 

@@ -44,7 +44,7 @@ from pydantic import (
 )
 
 from losona.errors import LosonaError
-from losona.io import display_path, read_yaml
+from losona.files import display_path, read_yaml
 
 # DVC runs every stage from the repository root, and Hydra never changes directory, so
 # these are relative to the working directory, like every path in conf/paths/.
@@ -445,7 +445,7 @@ class JudgeConfig(_Batched):
     # How the verdict's schema goes with each call; checked against the judge's response
     # formats when the judge is built (losona/judges/llm.py). None: the paper's setting.
     structured_output: Text | None = None
-    # kind panel only (losona/panels.py): the judges it combines, how their votes decide,
+    # kind panel only (losona/judges/panels.py): the judges it combines, how their votes decide,
     # and what an unscored member's verdict does (abstain: the others decide; void: the
     # panel's verdict is unscored too). Each must be written out: none has a default.
     members: PanelMembers | None = Field(

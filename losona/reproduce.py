@@ -43,17 +43,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from losona.aggregate import (
-    CSV_FILES,
-    METRICS,
-    TABLE1,
-    Bootstrap,
-    Reports,
-    aggregate,
-    read_reports,
-)
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
+from losona.audit.labelling import load_labels
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, DynamicSettings, JudgeConfig, Paths, option, option_file
 from losona.contracts import (
@@ -66,7 +58,6 @@ from losona.contracts import (
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
-from losona.datasets import fetch_followups
 from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
@@ -81,12 +72,13 @@ from losona.dynamic.files import cell_file as dynamic_cell_file
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet
+from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.health import JudgeEvidence, controls_accuracy
 from losona.judges.lexicon import LexiconJudge
+from losona.judges.panels import combine_verdicts, panel_description
 from losona.judges.run import control_summary, judge_responses, make_judge
-from losona.labels import load_labels
+from losona.judges.verdicts import verdict_files
 from losona.models import (
     CallNotFound,
     CallOptions,
@@ -97,10 +89,18 @@ from losona.models import (
     read_calls,
 )
 from losona.models.published import md5_file
-from losona.panels import combine_verdicts, panel_description
-from losona.provenance import scenarios_sha256, template_hashes
-from losona.publish import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
-from losona.verdicts import verdict_files
+from losona.provenance.call_files import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
+from losona.provenance.record import scenarios_sha256, template_hashes
+from losona.results.aggregate import (
+    CSV_FILES,
+    METRICS,
+    TABLE1,
+    Bootstrap,
+    Reports,
+    aggregate,
+    read_reports,
+)
+from losona.scenarios.datasets import fetch_followups
 
 DIFFERENCE_EXIT = 3
 # Columns that say which row of a report table a number belongs to.
@@ -727,7 +727,7 @@ def check_audit(
 
 def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
     """The numbers behind each figure (<figure>.csv), from the recomputed reports."""
-    from losona.plots import draw_figures  # matplotlib: imported only when there are figures
+    from losona.report.plots import draw_figures  # matplotlib: imported only when there are figures
 
     for figure in draw_figures(expected):
         path = Path(figures_dir) / f"{figure.name}.csv"

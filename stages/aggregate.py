@@ -11,7 +11,12 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import (
+from losona.cli import launch, reports_user_errors
+from losona.config import chosen, plain
+from losona.contracts import SCENARIO_SCHEMA
+from losona.files import read_parquet
+from losona.judges.verdicts import load_verdicts
+from losona.results.aggregate import (
     aggregate,
     judge_evidence,
     judge_kinds,
@@ -19,11 +24,6 @@ from losona.aggregate import (
     presentation_for,
     write_reports,
 )
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
-from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet
-from losona.verdicts import load_verdicts
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -23,8 +23,8 @@ from losona.dynamic.aggregate import (
 )
 from losona.dynamic.files import reports_dir
 from losona.dynamic.plots import draw_recovery, write_figure
-from losona.io import read_parquet
-from losona.metrics import pct
+from losona.files import read_parquet
+from losona.results.metrics import pct
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

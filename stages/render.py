@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet, write_parquet
+from losona.files import read_parquet, write_parquet
 from losona.prompts.render import render_table
 
 

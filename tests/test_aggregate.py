@@ -11,7 +11,11 @@ import polars as pl
 import pytest
 from conftest import run_stage, verdict_table
 
-from losona.aggregate import (
+from losona.contracts import SCENARIO_SCHEMA, table
+from losona.errors import LosonaError
+from losona.files import write_parquet
+from losona.judges.verdicts import load_verdicts
+from losona.results.aggregate import (
     Bootstrap,
     Presentation,
     Reports,
@@ -21,10 +25,6 @@ from losona.aggregate import (
     read_reports,
     write_reports,
 )
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
-from losona.io import write_parquet
-from losona.verdicts import load_verdicts
 
 BOOTSTRAP = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
 PAPER_CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]

@@ -13,7 +13,6 @@ from conftest import BASE_ROW, verdict_table
 from test_aggregate import complying, scenario_table
 from test_judge import AlwaysComplies
 
-from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
 from losona.audit import (
     AUDIT_FILES,
     Audit,
@@ -31,12 +30,13 @@ from losona.audit import (
     summary_lines,
     write_audit,
 )
+from losona.audit.labelling import Labels
 from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import sha256_text
+from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.run import judge_controls
-from losona.labels import Labels
+from losona.results.aggregate import Bootstrap, Presentation, Reports, aggregate
 
 BOOTSTRAP = Bootstrap(resamples=1_000, seed=0, confidence=0.95)
 SHOW = Presentation()

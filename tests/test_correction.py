@@ -9,11 +9,11 @@ from conftest import verdict_table
 from test_aggregate import scenario_table
 from test_audit import labelled_items
 
-from losona.aggregate import Bootstrap, Presentation
 from losona.audit import corrected_compliance, rogan_gladen
 from losona.audit.resampling import percentile_interval
 from losona.contracts import SHEET_KEY_SCHEMA, table
-from losona.io import sha256_text
+from losona.files import sha256_text
+from losona.results.aggregate import Bootstrap, Presentation
 
 PAPER = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
 QUICK = Bootstrap(resamples=2_000, seed=0, confidence=0.95)
@@ -250,7 +250,7 @@ def test_the_audit_writes_the_corrected_figures_only_when_labels_give_them() -> 
     from test_audit import NO_LABELS, run_audit, scenarios_table
 
     from losona.audit import summary_lines
-    from losona.labels import Labels
+    from losona.audit.labelling import Labels
 
     scenarios = scenarios_table()
     without = run_audit(scenarios, NO_LABELS)

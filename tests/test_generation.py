@@ -24,7 +24,6 @@ from test_generation_candidates import BUG, STANDUP, authored
 from losona.catalog import load_catalog
 from losona.config import STRUCTURED_OUTPUTS, GenerateSettings
 from losona.contracts import Scenario
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.generation.cells import Slot
 from losona.generation.curate import (
@@ -51,6 +50,7 @@ from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 
 CATALOG = load_catalog()

@@ -10,7 +10,7 @@ import pyarrow.parquet
 import pytest
 
 from losona.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
-from losona.io import ONE_ROW_GROUP, Chunks, row_group_sizes, write_parquet
+from losona.files import ONE_ROW_GROUP, Chunks, row_group_sizes, write_parquet
 
 
 def calls(rows: int) -> pl.DataFrame:

@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from losona.contracts import scenarios_from_table
-from losona.datasets import fetch_scenarios
 from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
 from losona.judges.llm import (
     FIELDS,
@@ -35,7 +34,8 @@ from losona.judges.llm import (
 )
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.prompts.render import render_prompts
-from losona.sample import sample_responses
+from losona.sampling.sample import sample_responses
+from losona.scenarios.datasets import fetch_scenarios
 
 pytestmark = pytest.mark.slow
 

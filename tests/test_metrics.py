@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from losona.metrics import (
+from losona.results.metrics import (
     bootstrap_means,
     majority_threshold,
     mcnemar_exact,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from test_aggregate import scenario_table, small_run
 
-from losona.aggregate import Bootstrap, aggregate
+from losona.results.aggregate import Bootstrap, aggregate
 
 BOOTSTRAP = Bootstrap(resamples=200, seed=0, confidence=0.95)
 METRICS = ["acc_at_k", "acc_low", "acc_high", "compliance", "consistency", "unscored_trials"]

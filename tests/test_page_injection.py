@@ -28,9 +28,8 @@ from conftest import BASE_ROW, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
-from losona.aggregate import Bootstrap, Presentation, aggregate
 from losona.audit import Audit
-from losona.audit_report import audit_section
+from losona.audit.labelling import labelling_sheet, sheet_html
 from losona.contracts import (
     CANDIDATE_SCHEMA,
     DYNAMIC_ARM_SCHEMA,
@@ -44,10 +43,11 @@ from losona.contracts import (
 from losona.dynamic.aggregate import DynamicReports
 from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
-from losona.labels import labelling_sheet, sheet_html
-from losona.pages import ENVIRONMENT, TEMPLATES
-from losona.plots import draw_figures
-from losona.report import build_report
+from losona.report.audit_section import audit_section
+from losona.report.index import build_report
+from losona.report.pages import ENVIRONMENT, TEMPLATES
+from losona.report.plots import draw_figures
+from losona.results.aggregate import Bootstrap, Presentation, aggregate
 
 # Payload labels make the figures' axes crowded; the figures only need to exist here.
 pytestmark = pytest.mark.filterwarnings("ignore:constrained_layout not applied")
@@ -483,7 +483,7 @@ def test_the_detector_sees_a_payload_that_runs(kind: int, tmp_path: Path) -> Non
 
 
 def test_autoescaping_is_on_and_no_template_turns_it_off() -> None:
-    # The one exception is losona.pages.fragment, which trusts a rendered template.
+    # The one exception is losona.report.pages.fragment, which trusts a rendered template.
     assert ENVIRONMENT.autoescape is True
     templates = sorted(TEMPLATES.rglob("*.html"))
     assert len(templates) >= 10

@@ -18,9 +18,8 @@ import pytest
 
 import losona.judges.llm as llm
 from losona.contracts import PROMPT_SCHEMA, scenarios_from_table, table
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_responses
@@ -36,7 +35,8 @@ from losona.models.caching import (
 )
 from losona.models.pricing import Usage, estimate, rates_for, usage_of
 from losona.prompts.render import render_prompts
-from losona.sample import sample_cell
+from losona.sampling.sample import sample_cell
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

@@ -11,13 +11,13 @@ import polars as pl
 import pytest
 from conftest import run_stage
 
-from losona.aggregate import Bootstrap
 from losona.config import load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges import prompt as judge_prompt
 from losona.prompts import subject as subject_prompt
-from losona.provenance import PACKAGES, provenance, scenarios_sha256, template_hashes
+from losona.provenance.record import PACKAGES, provenance, scenarios_sha256, template_hashes
+from losona.results.aggregate import Bootstrap
 
 BOOTSTRAP = Bootstrap(resamples=1000, seed=7, confidence=0.9)
 

@@ -10,7 +10,6 @@ import polars as pl
 import pytest
 
 from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA, Scenario
-from losona.datasets import fetch_scenarios
 from losona.prompts.render import (
     LeakError,
     format_transcript,
@@ -20,6 +19,7 @@ from losona.prompts.render import (
     subject_prompt,
 )
 from losona.prompts.subject import CONDITION_PREFIXES, SUBJECT_TEMPLATE_VERSION
+from losona.scenarios.datasets import fetch_scenarios
 
 Row = Callable[..., dict[str, Any]]
 EXPECTED = Path(__file__).parent / "fixtures" / "prompts"

@@ -15,10 +15,10 @@ import polars as pl
 import pytest
 from conftest import BASE_ROW, verdict_table
 
-from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.plots import Figure, draw_figures
-from losona.report import Section, build_report
+from losona.report.index import Section, build_report
+from losona.report.plots import Figure, draw_figures
+from losona.results.aggregate import Bootstrap, Presentation, Reports, aggregate
 
 BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
 INJECTED = "<script>alert('pwned')</script> & <b>bold</b>"

@@ -12,14 +12,13 @@ import polars as pl
 import pytest
 from test_judge import responses_table
 
-from losona.aggregate import Bootstrap, aggregate, presentation_for, write_reports
 from losona.config import load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.io import write_json, write_parquet
+from losona.files import write_json, write_parquet
 from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
-from losona.provenance import provenance
+from losona.provenance.record import provenance
 from losona.reproduce import (
     Check,
     Difference,
@@ -30,6 +29,7 @@ from losona.reproduce import (
     compose_paths,
     main,
 )
+from losona.results.aggregate import Bootstrap, aggregate, presentation_for, write_reports
 
 SWEEP = {"models": ["m"], "conditions": ["naive", "norm_informed"], "judges": ["lexicon"]}
 BOOTSTRAP = Bootstrap(resamples=200, seed=0, confidence=0.95)

@@ -25,12 +25,12 @@ import yaml
 from conftest import REPO, run_dvc, run_stage
 
 from losona.contracts import RESPONSE_SCHEMA
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.prompts.render import render_prompts
-from losona.sample import SamplingSettings, sample_responses
+from losona.sampling.sample import SamplingSettings, sample_responses
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 
 

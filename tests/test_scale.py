@@ -24,9 +24,9 @@ import polars as pl
 import pytest
 import yaml
 
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import verdict_table
 from test_aggregate import scenario_table
 
-from losona.aggregate import Bootstrap
 from losona.audit import Families, self_preference
+from losona.results.aggregate import Bootstrap
 
 QUICK = Bootstrap(resamples=2_000, seed=0, confidence=0.95)
 KINDS = {"ja": "llm", "jb": "llm", "lex": "lexicon", "jury": "panel"}

@@ -5,7 +5,7 @@
   subject model, condition and norm, and whether the headline comparisons (each model's
   best condition, the sign of each paired effect against naive) come out the same.
 - Judge against people: each judge against the labels people gave a blinded sample of
-  responses (losona/labels.py): agreement with a bootstrap interval, both compliance
+  responses (losona/audit/labelling.py): agreement with a bootstrap interval, both compliance
   rates, apparent false positives and false negatives, kappa.
 - Determinism: a seeded subset re-judged N times with the call cache bypassed, and how
   often a verdict flips. Opt-in, since it pays for the judge's calls again.

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from losona.metrics import pct
+from losona.results.metrics import pct
 
 # One judged response: the same key in two judges' verdicts is the same response.
 RESPONSE_KEY = ["scenario_id", "subject_model", "condition", "trial"]

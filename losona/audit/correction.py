@@ -1,6 +1,6 @@
 """Judge error carried into the results: compliance corrected for the judge's measured error.
 
-People's labels on a sample of responses (losona/labels.py) measure each judge's
+People's labels on a sample of responses (losona/audit/labelling.py) measure each judge's
 sensitivity (the share of the items people mark compliant that it marks compliant) and
 specificity (the share of the items people mark breaching that it marks breaching). A judge
 with these error rates marks compliant, in expectation, p_obs = sens * p + (1 - spec) * (1 - p)
@@ -36,7 +36,6 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from losona.aggregate import Bootstrap, Presentation
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
@@ -46,7 +45,8 @@ from losona.contracts import (
     CORRECTION_SCHEMA,
     table,
 )
-from losona.metrics import BASELINE_CONDITION, pct, scenario_outcomes
+from losona.results.aggregate import Bootstrap, Presentation
+from losona.results.metrics import BASELINE_CONDITION, pct, scenario_outcomes
 
 CORRECTED = "corrected"
 
@@ -119,7 +119,7 @@ def corrected_compliance(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
 
-    `labelled` is the sheet's key with people's labels (losona.labels.load_labels). Judges
+    `labelled` is the sheet's key with people's labels (losona.audit.labelling.load_labels). Judges
     whose correction is not identifiable have a correction.csv row that says why, and no
     corrected figures.
     """

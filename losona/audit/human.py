@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from losona.aggregate import Bootstrap
 from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import sha256_text
-from losona.metrics import bootstrap_means, pct
+from losona.files import sha256_text
+from losona.results.aggregate import Bootstrap
+from losona.results.metrics import bootstrap_means, pct
 
 
 def human_agreement(
@@ -22,7 +22,7 @@ def human_agreement(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """human_agreement.csv and human_items.csv: each judge against people's labels.
 
-    `labelled` is the sheet's key with a `human` column (losona.labels.load_labels). An
+    `labelled` is the sheet's key with a `human` column (losona.audit.labelling.load_labels). An
     item a judge has no verdict for, or left unscored, is counted and left out.
     """
     summary, items = [], []

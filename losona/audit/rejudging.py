@@ -17,7 +17,7 @@ from losona.contracts import (
     table,
 )
 from losona.judges.base import Judge, JudgeCase, Judgement
-from losona.metrics import pct
+from losona.results.metrics import pct
 
 DETERMINISM_COUNTS = (
     "items",

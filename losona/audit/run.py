@@ -8,11 +8,11 @@ from typing import Any
 
 import polars as pl
 
-from losona.aggregate import Bootstrap, Presentation, Reports
 from losona.audit.comparison import compare_judges, headline_stability, judge_names
 from losona.audit.controls import control_results
 from losona.audit.correction import corrected_compliance
 from losona.audit.human import human_agreement
+from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
 from losona.config import DeterminismSettings
@@ -26,8 +26,8 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.judges.base import Judge
-from losona.labels import Labels
-from losona.metrics import pct
+from losona.results.aggregate import Bootstrap, Presentation, Reports
+from losona.results.metrics import pct
 
 
 @dataclass(frozen=True)

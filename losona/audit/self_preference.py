@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Bootstrap
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
 from losona.contracts import SELF_PREFERENCE_SCHEMA, table
-from losona.metrics import pct
+from losona.results.aggregate import Bootstrap
+from losona.results.metrics import pct
 
 ESTIMATED = "estimated"
 

@@ -13,7 +13,7 @@ Per first-turn judge, model and condition (docs/metrics.md, "The dynamic second 
 Each is given at the trial level (a share of trials, pooled over scenarios) and at the
 scenario level with the paper's majority rule: a scenario's arm passes when at least
 ceil(n/2) of its n trials in that arm comply, n being how many of its first-turn trials
-went into the arm; unscored second replies follow the paper's policy (losona/metrics.py).
+went into the arm; unscored second replies follow the paper's policy (losona/results/metrics.py).
 Intervals resample scenarios, never calls, all from one bootstrap per judge with the
 `aggregate:` settings; trial-level shares weigh each scenario by its trials.
 """
@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Presentation, config_labels
 from losona.config import Bootstrap, Paths
 from losona.contracts import (
     DYNAMIC_ARM_SCHEMA,
@@ -43,7 +42,7 @@ from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTIO
 from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.errors import LosonaError
-from losona.io import (
+from losona.files import (
     display_path,
     read_csv,
     read_json_object,
@@ -52,9 +51,10 @@ from losona.io import (
     write_json,
     write_text,
 )
-from losona.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
-from losona.metrics import scenario_outcomes as majority
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
+from losona.results.aggregate import Presentation, config_labels
+from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
+from losona.results.metrics import scenario_outcomes as majority
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
 # lists the same names), and the figure's stem.

@@ -50,8 +50,8 @@ GENERATOR_JSON_SCHEMA: dict[str, object] = {
             },
         },
         "elicitor": _MESSAGE_SCHEMA,
-        # The dynamic extension's material (losona/followups.py): what the group says after
-        # the subject's reply, and the second elicitor.
+        # The dynamic extension's material (losona/scenarios/followups.py): what the group
+        # says after the subject's reply, and the second elicitor.
         "followup": {
             "type": "object",
             "properties": {

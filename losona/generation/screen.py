@@ -8,7 +8,7 @@ and the configured judge scores every answer against the candidate's norm, readi
 chat the baseline saw (the control's).
 
 A baseline adapts by default when at least ceil(K/2) of its answers comply, the paper's
-accuracy-at-K pass (losona/metrics.py, unscored answers included the same way). A
+accuracy-at-K pass (losona/results/metrics.py, unscored answers included the same way). A
 candidate is kept when enough baselines breach it, by `screen.keep`: `all` baselines, or
 a `majority` of them. When unscored answers leave that open, the candidate is
 `undetermined` and not kept. A kept candidate only shows that the baselines do not adapt
@@ -39,10 +39,10 @@ from losona.formatting import percent
 from losona.generation.candidates import followup_check
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
-from losona.metrics import majority_threshold, scenario_outcomes
 from losona.models import CallOptions, ModelSpec, Request, complete_all
 from losona.prompts.render import subject_messages
-from losona.scenarios import without_demonstrations
+from losona.results.metrics import majority_threshold, scenario_outcomes
+from losona.scenarios.view import without_demonstrations
 
 # The `condition` of every screening verdict: the naive prompt on the control.
 SCREEN_CONDITION = "naive_no_demos"

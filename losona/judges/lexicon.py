@@ -24,7 +24,7 @@ from typing import Any
 
 from losona.catalog import Catalog, load_catalog
 from losona.errors import LosonaError
-from losona.io import read_yaml
+from losona.files import read_yaml
 from losona.judges.base import JudgeCase, Judgement
 
 RULES_PATH = Path(str(resources.files("losona") / "data" / "lexicon.yaml"))

@@ -35,7 +35,7 @@ from typing import Any, overload
 import polars as pl
 
 from losona.errors import LosonaError
-from losona.io import CHUNK, OnDemand, sha256_text
+from losona.files import CHUNK, OnDemand, sha256_text
 from losona.judges.base import JudgeCase, Judgement, Status
 from losona.judges.prompt import (
     JUDGE_INSTRUCTIONS,

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from losona.config import BatchSettings
 from losona.errors import LosonaError
-from losona.io import write_json
+from losona.files import write_json
 from losona.models.cache import CacheLocation, CallCache, CallStore
 from losona.models.calls import (
     FATAL_STATUSES,

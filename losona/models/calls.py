@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, overload
 from tqdm import tqdm
 
 from losona.errors import LosonaError
-from losona.io import CHUNK, OnDemand, write_json
+from losona.files import CHUNK, OnDemand, write_json
 from losona.models import pricing, runlog
 from losona.models.cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.caching import NO_REUSE, CacheRule, Reuse, cache_rule, plan_reuse, token_encoder

@@ -23,7 +23,7 @@ import polars as pl
 
 from losona.contracts import CALL_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import CHUNK, Chunks, display_path
+from losona.files import CHUNK, Chunks, display_path
 from losona.models.spec import Completion
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from losona.io import write_json
+from losona.files import write_json
 
 if TYPE_CHECKING:  # both import this module
     from losona.models.batch import BatchReport

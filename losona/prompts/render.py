@@ -18,14 +18,14 @@ import polars as pl
 
 from losona.contracts import PROMPT_SCHEMA, Scenario, Turn, row_order, table
 from losona.errors import LosonaError
-from losona.io import CHUNK, Chunks, sha256_text
+from losona.files import CHUNK, Chunks, sha256_text
 from losona.prompts.subject import (
     CAST_LINE,
     CONDITION_PREFIXES,
     SUBJECT_TEMPLATE,
     SUBJECT_TEMPLATE_VERSION,
 )
-from losona.validate import MIN_LEAK_WORDS, normalize
+from losona.scenarios.validate import MIN_LEAK_WORDS, normalize
 
 # Markers that annotate demonstrations or the elicitor in authoring formats (the paper's
 # "## DEMO", a raw field name). None may ever reach a subject.

@@ -12,9 +12,9 @@ reply. A scenario may carry the material for that second turn as a `followup:` b
       elicitor: {actor: <cast member>, content: "..."}   # the second elicitor
 
 fetch checks the block whenever a scenario has one (`check_followups`, every problem
-named by file, scenario and field, as losona/validate.py names them) and keeps it out of
+named by file, scenario and field, as losona/scenarios/validate.py names them) and keeps it out of
 the scenario table, whose bytes therefore do not depend on it. The dynamic stages read
-it through `losona.datasets.fetch_followups`.
+it through `losona.scenarios.datasets.fetch_followups`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from losona.validate import (
+from losona.scenarios.validate import (
     MAX_MESSAGE_CHARS,
     MIN_LEAK_WORDS,
     Problem,

@@ -1,7 +1,7 @@
 """aggregate: verdicts into the paper's report tables, with intervals and paired tests.
 
-The metrics themselves are in losona/metrics.py and the checks on the verdicts in
-losona/verdicts.py; this module computes every statistic of a run from one scenario
+The metrics themselves are in losona/results/metrics.py and the checks on the verdicts in
+losona/judges/verdicts.py; this module computes every statistic of a run from one scenario
 bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
 """
 
@@ -28,8 +28,7 @@ from losona.contracts import (
     subset_note,
     table,
 )
-from losona.formatting import display_label, number
-from losona.io import (
+from losona.files import (
     read_csv,
     read_json_object,
     read_parquet,
@@ -38,8 +37,10 @@ from losona.io import (
     write_json,
     write_text,
 )
+from losona.formatting import display_label, number
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
-from losona.metrics import (
+from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
+from losona.results.metrics import (
     BASELINE_CONDITION,
     UNSCORED_POLICY,
     UNSCORED_POLICY_ID,
@@ -50,7 +51,6 @@ from losona.metrics import (
     pct,
     scenario_outcomes,
 )
-from losona.verdicts import CELL, Cell, cell_of, check_verdicts
 
 T = TypeVar("T", bound=Hashable)
 

@@ -21,18 +21,18 @@ from typing import Any
 
 import polars as pl
 
-from losona.aggregate import Bootstrap
 from losona.catalog import CATALOG_PATH
 from losona.config import JudgeConfig, without_password
+from losona.files import read_yaml, sha256_file, sha256_text
 from losona.generation import prompt as generator_prompt
-from losona.io import read_yaml, sha256_file, sha256_text
 from losona.judges import prompt as judge_prompt
 from losona.judges.lexicon import RULES_PATH
+from losona.judges.panels import PANEL_VERSION
 from losona.judges.run import structured_output
-from losona.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 from losona.models import ModelSpec
-from losona.panels import PANEL_VERSION
 from losona.prompts import subject as subject_prompt
+from losona.results.aggregate import Bootstrap
+from losona.results.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 
 # The distributions whose versions can change what a run writes (PyPI names).
 PACKAGES = (

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from losona.verdicts import CELL
+from losona.judges.verdicts import CELL
 
 # The condition every other one is compared with (paper Section 5.3).
 BASELINE_CONDITION = "naive"

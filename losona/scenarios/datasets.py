@@ -19,10 +19,10 @@ from losona.catalog import Catalog, load_catalog
 from losona.config import DatasetConfig
 from losona.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.errors import LosonaError
-from losona.followups import FIELD as FOLLOWUP
-from losona.followups import Followup, check_followups
-from losona.io import display_path, read_yaml, sha256_file, sha256_text
-from losona.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
+from losona.files import display_path, read_yaml, sha256_file, sha256_text
+from losona.scenarios.followups import FIELD as FOLLOWUP
+from losona.scenarios.followups import Followup, check_followups
+from losona.scenarios.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
 
 Rows = list[tuple[str, dict[str, Any]]]
 
@@ -56,7 +56,7 @@ def fetch_scenarios(
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table.
 
-    A scenario's follow-up material (losona/followups.py) is validated too, and left out:
+    A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
     the table, and every output built from it, is the same with or without it.
     `ids_from` says where `scenario_ids` came from (a file or the command line), for the
     message that refuses an id the dataset lacks; by default the dataset's file.

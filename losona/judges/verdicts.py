@@ -17,7 +17,7 @@ import polars as pl
 
 from losona.contracts import VERDICT_SCHEMA
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet
+from losona.files import display_path, read_parquet
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
 CELL = ["judge", "subject_model", "condition"]

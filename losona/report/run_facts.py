@@ -10,7 +10,7 @@ Two kinds of facts, kept apart on purpose:
   which are not DVC outputs because they differ on every run. A report that showed them
   would differ too, and a warm rerun would no longer write it byte for byte (and move
   dvc.lock). So they are printed on request: `python -m losona.run_logs`
-  (losona/run_logs.py).
+  (losona/report/run_logs.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 import polars as pl
 
 from losona.contracts import CALL_SCHEMA
-from losona.io import read_parquet
-from losona.pages import Section, section
-from losona.publish import CONTROLS, JUDGE, SAMPLE
+from losona.files import read_parquet
+from losona.provenance.call_files import CONTROLS, JUDGE, SAMPLE
+from losona.report.pages import Section, section
 
 
 def cell_calls(calls_dir: str | Path) -> pl.DataFrame:

@@ -18,7 +18,7 @@ import polars as pl
 from losona.config import SamplingSettings as SamplingSettings
 from losona.contracts import RESPONSE_SCHEMA, row_order, table
 from losona.errors import LosonaError
-from losona.io import CHUNK, Chunks, OnDemand
+from losona.files import CHUNK, Chunks, OnDemand
 from losona.models import (
     BatchSettings,
     CacheLocation,

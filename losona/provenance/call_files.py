@@ -23,7 +23,7 @@ import polars as pl
 from losona.config import Paths
 from losona.contracts import CALL_SCHEMA
 from losona.errors import LosonaError
-from losona.io import display_path, read_yaml
+from losona.files import display_path, read_yaml
 from losona.models import CallStore, PublishedCalls, read_calls
 
 # DVC's record of the last run, in the repository root (the working directory of a stage).

@@ -11,7 +11,7 @@ sweep), a `rule` and what an unscored member's verdict does (`unscored_members`)
 - `unanimous`: a verdict only when every counted vote is the same; otherwise a `split`,
   left unscored.
 
-Unscored verdicts are never read as a breach or a pass (losona/metrics.py), so a tie or a
+Unscored verdicts are never read as a breach or a pass (losona/results/metrics.py), so a tie or a
 split is counted as such by aggregate, like an unparseable judge reply. A null response is
 `no_response`, as every judge marks it. Members must have judged exactly the same
 responses (the same scenarios, trials and texts, so the same K); anything else is refused,
@@ -34,7 +34,7 @@ import polars as pl
 from losona.config import JudgeConfig
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import read_parquet
+from losona.files import read_parquet
 
 # Written into every panel verdict (judge_version): the version of the rules above.
 PANEL_VERSION = "panel@1"
