@@ -25,7 +25,8 @@ from losona.judges.panels import (
 )
 from losona.judges.run import judge_controls, judge_responses, make_judge
 from losona.models import CallOptions
-from losona.reproduce import Check, check_judgements
+from losona.reproduce.checks import check_judgements
+from losona.reproduce.compare import Check
 
 
 def panel(rule: str = "majority", unscored: str = "abstain", members: int = 3) -> JudgeConfig:

@@ -19,16 +19,9 @@ from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.provenance.record import provenance
-from losona.reproduce import (
-    Check,
-    Difference,
-    check_judgements,
-    check_run,
-    compare_json,
-    compare_tables,
-    compose_paths,
-    main,
-)
+from losona.reproduce.checks import check_judgements, check_run
+from losona.reproduce.cli import compose_paths, main
+from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
 from losona.results.aggregate import Bootstrap, aggregate, presentation_for, write_reports
 
 SWEEP = {"models": ["m"], "conditions": ["naive", "norm_informed"], "judges": ["lexicon"]}

@@ -89,7 +89,7 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print every cell's run facts from its run log; exit 2 when there is none."""
-    from losona.reproduce import compose_paths  # Hydra's compose, as reproduce reads paths
+    from losona.reproduce.cli import compose_paths  # Hydra's compose, as reproduce reads paths
 
     try:
         paths = compose_paths(sys.argv[1:] if argv is None else argv)

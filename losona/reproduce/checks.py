@@ -1,53 +1,25 @@
-"""Check a run: every reported number recomputed from its verdict files, with no model call.
-
-    python -m losona.reproduce                        # from the repository root
-    python -m losona.reproduce paths.reports_dir=runs/reports   # any config override
-
-It recomputes, with the settings recorded in reports/provenance.json, everything the
-aggregate stage reports (results, means, deltas, flips, breakdowns, outcomes, Table 1,
-metrics.json), each judge's validity-control summary, the judge audit (when the run has
-one) and the numbers behind the figures, and compares them value by value with the files
-on disk. Below the numbers, it checks that every verdict judged the recorded response
-(the lexicon judge's verdicts are judged again from the responses: rules cost nothing; a
-judge panel's are combined again from its members' verdict files),
-that the verdicts name the judge models and versions the provenance records, that
-the scenario table and the templates still have the hashes it records, and that the
-run's published calls (paths.calls) hold every cell's calls file and, for every response,
-the very call that produced it (looked up by the call-cache key of the prompt, trial and
-model config). Last, every output file against the md5 dvc.lock records for it, and
-dvc.lock against the one committed at git HEAD: a table, the calls file and dvc.lock that
-disagree, or a run recomputed and recorded again since it was committed, are named.
-
-Exit status: 0 when everything matches; 3 when anything differs (each difference is
-named: file, line or key, column, expected vs found); 2 when the run cannot be checked
-(a file is missing or unreadable). Audit figures that came from re-judging (the opt-in
-determinism check) need model calls and are reported as not rechecked.
+"""The checks of a run: every reported number recomputed from the verdict files and
+compared with the files on disk, and the run's inputs, calls and dvc.lock against its
+provenance record (the whole list: losona/reproduce/__init__.py).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import yaml
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.audit.labelling import load_labels
-from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, DynamicSettings, JudgeConfig, Paths, option, option_file
+from losona.config import DynamicSettings, JudgeConfig, Paths, option
 from losona.contracts import (
     CONTROL_SCHEMA,
     DYNAMIC_PROMPT_SCHEMA,
@@ -91,6 +63,15 @@ from losona.models import (
 from losona.models.published import md5_file
 from losona.provenance.call_files import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
 from losona.provenance.record import scenarios_sha256, template_hashes
+from losona.reproduce.compare import (
+    Check,
+    Difference,
+    cell_count,
+    compare_json,
+    compare_tables,
+    compare_text,
+    same,
+)
 from losona.results.aggregate import (
     CSV_FILES,
     METRICS,
@@ -102,145 +83,7 @@ from losona.results.aggregate import (
 )
 from losona.scenarios.datasets import fetch_followups
 
-DIFFERENCE_EXIT = 3
-# Columns that say which row of a report table a number belongs to.
-ROW_KEYS = (
-    "judge",
-    "judge_a",
-    "judge_b",
-    "subject_model",
-    "condition",
-    "by",
-    "group",
-    "check",
-    "example",
-    "flip",
-    "level",
-    "metric",
-    "arm",
-    "item_id",
-    "event_type",
-    "norm_id",
-    "scenario_id",
-    "trial",
-)
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
-SHOWN = 40  # differences printed before "... and N more"
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One value that does not match: where it is, which field, what was expected and found."""
-
-    file: str
-    where: str
-    field: str
-    expected: Any
-    found: Any
-
-    def __str__(self) -> str:
-        where = f", {self.where}" if self.where else ""
-        return f"{self.file}{where}, {self.field}: expected {self.expected!r}, found {self.found!r}"
-
-
-@dataclass
-class Check:
-    """The outcome of checking a run: what was compared, what differs, what was not rechecked."""
-
-    files: list[str] = field(default_factory=list)
-    values: int = 0
-    differences: list[Difference] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, file: str | Path, compared: int, differences: Sequence[Difference]) -> None:
-        self.files.append(display_path(file))
-        self.values += compared
-        self.differences.extend(differences)
-
-    @property
-    def ok(self) -> bool:
-        """Whether every value checked matched."""
-        return not self.differences
-
-
-# -- comparing ---------------------------------------------------------------------------------
-
-
-def same(expected: Any, found: Any) -> bool:
-    """Equal, with floats equal to within rounding noise (CSV and JSON round trips)."""
-    if isinstance(expected, float) and isinstance(found, float):
-        if math.isnan(expected) or math.isnan(found):
-            return math.isnan(expected) and math.isnan(found)
-        return math.isclose(expected, found, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(expected, bool) or isinstance(found, bool):
-        return expected is found
-    if isinstance(expected, int | float) and isinstance(found, int | float):
-        return same(float(expected), float(found))
-    return bool(expected == found)
-
-
-def compare_tables(file: str, expected: pl.DataFrame, found: pl.DataFrame) -> list[Difference]:
-    """Every cell of `found` against `expected`, named by CSV line, row keys and column."""
-    if expected.columns != found.columns:
-        return [Difference(file, "", "columns", expected.columns, found.columns)]
-    if expected.height != found.height:
-        return [Difference(file, "", "number of rows", expected.height, found.height)]
-    keys = [c for c in ROW_KEYS if c in expected.columns]
-    # A CSV's rows are named by their line (line 1 is the header), a Parquet's by number.
-    unit, first = ("row", 1) if file.endswith(".parquet") else ("line", 2)
-    differences = []
-    rows = zip(expected.iter_rows(named=True), found.iter_rows(named=True), strict=True)
-    for number, (want, got) in enumerate(rows, start=first):
-        for column in expected.columns:
-            if not same(want[column], got[column]):
-                named = ", ".join(f"{k}={want[k]}" for k in keys)
-                where = f"{unit} {number} ({named})"
-                differences.append(Difference(file, where, column, want[column], got[column]))
-    return differences
-
-
-def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """A JSON value's leaves as (dotted key, value) pairs."""
-    if isinstance(value, Mapping) and value:
-        for key in sorted(value):
-            yield from flatten(value[key], f"{prefix}.{key}" if prefix else str(key))
-    else:
-        yield prefix, value
-
-
-def compare_json(
-    file: str, expected: Any, found: Any, *, skip: Sequence[str] = ()
-) -> tuple[int, list[Difference]]:
-    """Every leaf of `found` against `expected`, named by its dotted key."""
-    want, got = dict(flatten(expected)), dict(flatten(found))
-    missing = "(missing)"
-    differences = [
-        Difference(file, "", key, want.get(key, missing), got.get(key, missing))
-        for key in sorted(want.keys() | got.keys())
-        if not key.startswith(tuple(skip))
-        and (key not in want or key not in got or not same(want[key], got[key]))
-    ]
-    return len(want), differences
-
-
-def compare_text(file: str, expected: str, found: str) -> tuple[int, list[Difference]]:
-    """Line by line, naming each line that differs."""
-    want, got = expected.splitlines(), found.splitlines()
-    differences = [
-        Difference(file, f"line {n}", "text", a, b)
-        for n, (a, b) in enumerate(zip(want, got, strict=False), start=1)
-        if a != b
-    ]
-    if len(want) != len(got):
-        differences.append(Difference(file, "", "number of lines", len(want), len(got)))
-    return len(want), differences
-
-
-def _cells(df: pl.DataFrame) -> int:
-    return df.height * df.width
-
-
-# -- the checks ---------------------------------------------------------------------------------
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:
@@ -378,7 +221,7 @@ def check_judgements(
             )
             expected = expected.select(found.columns)
         file = display_path(path)
-        check.add(file, _cells(expected), compare_tables(file, expected, found))
+        check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
 def rejudge_from_calls(
@@ -588,7 +431,7 @@ def check_call_files(
             for column, value in row.items()
             if not same(value, by_key.get(row["key"], {}).get(column, missing))
         ]
-        check.add(cell_file, _cells(cell), differences)
+        check.add(cell_file, cell_count(cell), differences)
 
 
 def committed_lock() -> str | None:
@@ -661,7 +504,7 @@ def check_reports(check: Check, expected: Reports, reported: Reports, reports_di
     for name in CSV_FILES:
         file = display_path(root / name)
         check.add(
-            file, _cells(expected[name]), compare_tables(file, expected[name], reported[name])
+            file, cell_count(expected[name]), compare_tables(file, expected[name], reported[name])
         )
     check.add(
         root / TABLE1, *compare_text(display_path(root / TABLE1), expected.table1, reported.table1)
@@ -718,7 +561,7 @@ def check_audit(
         if name not in skip:
             file = display_path(root / name)
             check.add(
-                file, _cells(tables[name]), compare_tables(file, tables[name], reported[name])
+                file, cell_count(tables[name]), compare_tables(file, tables[name], reported[name])
             )
     file = display_path(root / AUDIT_METRICS)
     skipped = ("determinism",) if skip else ()
@@ -740,7 +583,7 @@ def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
         except pl.exceptions.PolarsError as exc:
             check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
             continue
-        check.add(file, _cells(figure.data), compare_tables(file, figure.data, found))
+        check.add(file, cell_count(figure.data), compare_tables(file, figure.data, found))
 
 
 # -- the dynamic extension ------------------------------------------------------------------------
@@ -796,7 +639,9 @@ def check_dynamic(
         for name in DYNAMIC_CSV_FILES:
             file = display_path(root / name)
             check.add(
-                file, _cells(expected[name]), compare_tables(file, expected[name], reported[name])
+                file,
+                cell_count(expected[name]),
+                compare_tables(file, expected[name], reported[name]),
             )
         file = display_path(root / DYNAMIC_METRICS)
         check.add(file, *compare_json(file, expected.metrics, reported.metrics))
@@ -811,7 +656,7 @@ def check_dynamic(
                 figure, 1, [Difference(display_path(figure), "", "contents", "readable", str(exc))]
             )
             continue
-        check.add(figure, _cells(data), compare_tables(display_path(figure), data, found))
+        check.add(figure, cell_count(data), compare_tables(display_path(figure), data, found))
 
 
 def _check_dynamic_cell(
@@ -849,7 +694,7 @@ def _check_dynamic_cell(
                 origin=display_path(first),
             )
             file = display_path(prompts_file)
-            check.add(file, _cells(prompts), compare_tables(file, rendered.prompts, prompts))
+            check.add(file, cell_count(prompts), compare_tables(file, rendered.prompts, prompts))
             kind = option("judge", judge).kind
             rejudger: Judge | None = None
             if kind == "lexicon":
@@ -871,7 +716,7 @@ def _check_dynamic_cell(
                     origin=display_path(responses_file),
                 )
                 file = display_path(verdicts_file)
-                check.add(file, _cells(verdicts), compare_tables(file, expected, verdicts))
+                check.add(file, cell_count(verdicts), compare_tables(file, expected, verdicts))
         except CallNotFound as exc:
             where = f"dynamic cell {judge}/{model}/{condition}"
             calls_file = display_path(published.path) if published else "paths.calls"
@@ -917,67 +762,3 @@ def _check_second_replies(
                     Difference(file, where, column, row[response_column], call.get(column, missing))
                 )
     check.add(published.path, compared, differences)
-
-
-# -- the command --------------------------------------------------------------------------------
-
-
-def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
-    """conf/paths as this repository's config gives it, with command-line overrides."""
-    if not CONF_DIR.is_dir():
-        raise LosonaError(
-            f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
-            "repository root of the run to check"
-        )
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise LosonaError(f"bad override: {exc}") from None
-    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
-    chosen_paths = next(
-        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
-    )
-    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-    return checked.model_dump()
-
-
-def report(check: Check, out: Callable[[str], None] = print) -> None:
-    """What was checked, what differs (the first SHOWN), and what was not rechecked."""
-    for note in check.notes:
-        out(f"note: {note}")
-    for difference in check.differences[:SHOWN]:
-        out(f"differs: {difference}")
-    if len(check.differences) > SHOWN:
-        out(f"differs: ... and {len(check.differences) - SHOWN} more")
-    verdict = (
-        "every value matches"
-        if check.ok
-        else f"{len(check.differences)} differ (expected: recomputed; found: on disk)"
-    )
-    out(f"reproduce: {check.values:,} values in {len(check.files)} files checked; {verdict}")
-
-
-def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
-    """The dynamic extension's settings and the dataset node, as this repository's config
-    gives them."""
-    with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    settings = DynamicSettings.from_config(cfg.dynamic)
-    return DynamicRun(settings, OmegaConf.to_container(cfg.dataset, resolve=True))  # type: ignore[arg-type]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Check the run in the working directory; return the exit status."""
-    overrides = sys.argv[1:] if argv is None else argv
-    try:
-        check = check_run(compose_paths(overrides), compose_dynamic(overrides))
-    except LosonaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return USER_ERROR_EXIT
-    report(check)
-    return 0 if check.ok else DIFFERENCE_EXIT
-
-
-if __name__ == "__main__":
-    sys.exit(main())
