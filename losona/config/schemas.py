@@ -1,195 +1,45 @@
-"""Every config group's typed schema, and the one checker that reads config into them.
-
-Stage scripts compose the config with Hydra, then ask this module for the groups they use
-(`chosen(cfg, "sampling")`), or read one option of a group on its own (`option("model",
-"gpt_5_5")`). Either way the node is checked here, once, against a pydantic schema, and
-the library receives a typed, frozen object. A wrong value is refused with one message:
-
-    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
-
-Numbers are never NaN or infinite (a NaN cost cap would compare false and never trip),
-and unknown keys are refused, so a misspelt setting cannot silently do nothing.
-
-The sweep (which models, conditions and judges a run covers) lives in params.yaml,
-because dvc.yaml expands its stage matrices from there. The Hydra config reads it through
-the `dvc_param` resolver registered here, so stage scripts and DVC see the same sweep.
+"""Every config group's typed schema: model, batch mode, sampling, aggregate, audit, judge,
+condition, dataset, paths, the dynamic extension and generation; and what a run records
+of a model or judge config (no password).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit, urlunsplit
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     Strict,
-    StrictBool,
-    StrictInt,
     StrictStr,
     StringConstraints,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from losona.config.checker import Refusal
+from losona.config.loading import ROOT_FILE
+from losona.config.values import (
+    AnyInteger,
+    CostCap,
+    Count,
+    Dollars,
+    Flag,
+    LocalPath,
+    Names,
+    PathText,
+    PositiveNumber,
+    Schema,
+    Text,
+    WholeNumber,
+    no_inf_nan,
+)
 from losona.errors import LosonaError
-from losona.files import display_path, read_yaml
-
-# DVC runs every stage from the repository root, and Hydra never changes directory, so
-# these are relative to the working directory, like every path in conf/paths/.
-PARAMS_FILE = Path("params.yaml")
-CONF_DIR = Path("conf")
-ROOT_FILE = CONF_DIR / "config.yaml"
-# K and the subset: the settings a run changes, kept apart from ROOT_FILE so that
-# `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
-# an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
-RUN_FILE = CONF_DIR / "run.yaml"
-
-
-# -- loading -------------------------------------------------------------------------------
-
-
-def dvc_param(key: str) -> Any:
-    """The value at a dotted key of params.yaml (for the `${dvc_param:...}` resolver)."""
-    value: Any = read_yaml(PARAMS_FILE)
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise LosonaError(f"{PARAMS_FILE}: missing key '{key}'")
-        value = value[part]
-    # Wrapped so that `cfg.sweep.conditions` works like any other config node.
-    return OmegaConf.create(value) if isinstance(value, dict | list) else value
-
-
-if not OmegaConf.has_resolver("dvc_param"):
-    OmegaConf.register_new_resolver("dvc_param", dvc_param)
-
-
-def load_option(group: str, name: str) -> DictConfig:
-    """One option of a config group read on its own, e.g. conf/condition/naive.yaml."""
-    path = option_file(group, name)
-    if not path.is_file():
-        available = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
-        raise LosonaError(
-            f"no config '{group}/{name}' ({path} does not exist); available: {available}"
-        )
-    config = OmegaConf.load(path)
-    assert isinstance(config, DictConfig)
-    return config
-
-
-def option_file(group: str, name: str) -> Path:
-    """Where an option of a group lives, e.g. conf/model/gpt_5_5.yaml."""
-    return CONF_DIR / group / f"{name}.yaml"
-
-
-def plain(config: Any) -> Any:
-    """A config node as plain dicts and lists, every interpolation resolved, nothing missing."""
-    if not OmegaConf.is_config(config):
-        return config
-    try:
-        return OmegaConf.to_container(config, resolve=True, throw_on_missing=True)
-    except MissingMandatoryValue as exc:
-        raise LosonaError(
-            f"missing required setting {exc.full_key}: give it on the command line, "
-            f"e.g. {exc.full_key}=..."
-        ) from None
-
-
-# -- the value types every schema is made of ---------------------------------------------
-# Strict: a config's "3" is text, not a number, and `true` is not 1. Each type carries the
-# words of what it expects, which is what a refusal says.
-
-Text = Annotated[
-    StrictStr,
-    StringConstraints(strip_whitespace=True, min_length=1),
-    Field(description="non-empty text"),
-]
-Flag = Annotated[StrictBool, Field(description="true or false")]
-Count = Annotated[StrictInt, Field(ge=1, description="an integer of at least 1")]
-WholeNumber = Annotated[StrictInt, Field(ge=0, description="an integer of at least 0")]
-AnyInteger = Annotated[StrictInt, Field(description="an integer")]
-PositiveNumber = Annotated[
-    float, Strict(), Field(gt=0, allow_inf_nan=False, description="a finite number above 0")
-]
-Dollars = Annotated[
-    float, Strict(), Field(ge=0, allow_inf_nan=False, description="a finite number of at least 0")
-]
-CostCap = Annotated[
-    Dollars | None, Field(description="null or a finite, non-negative number of dollars")
-]
-Names = Annotated[tuple[Text, ...], Field(description="a list of names")]
-PathText = Annotated[StrictStr, Field(min_length=1, description="a path (non-empty text)")]
-# A path given in code may be a Path; text from a config is one too.
-LocalPath = Annotated[Path, Field(description="a path")]
-
-
-# Validation context of a node read from config (rather than built in code).
-FROM_CONFIG = "config"
-
-
-class Refusal(ValueError):
-    """A schema's own check failed: what was expected and, unless it must stay unseen, found.
-
-    `key` names a setting inside the node being validated when the check is not a field's
-    own (e.g. `api_key` refused by the model node as a whole).
-    """
-
-    def __init__(self, expected: str, found: str | None = None, key: str | None = None) -> None:
-        super().__init__(expected)
-        self.expected, self.found, self.key = expected, found, key
-
-
-def _no_inf_nan(value: Any, where: str = "") -> None:
-    """Refuse NaN and infinity anywhere inside a free-form mapping (e.g. `params`)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise Refusal("a finite number", repr(value), key=where or None)
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            _no_inf_nan(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _no_inf_nan(item, f"{where}[{i}]")
-
-
-class Schema(BaseModel):
-    """A config node: frozen, strict, no unknown keys, no NaN or infinity."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    # The node's dotted place in the composed config (e.g. "sampling"), for messages.
-    KEY: ClassVar[str] = ""
-    # The file a node of this schema is read from when no other is named.
-    FILE: ClassVar[str] = "the config"
-    # Whether a config must write out every setting, defaults being for code only (nodes
-    # that conf/ spells out in full, so that a setting left out is a mistake, not a default).
-    EVERY_KEY: ClassVar[bool] = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _every_key_written(cls, node: Any, info: ValidationInfo) -> Any:
-        if cls.EVERY_KEY and info.context == FROM_CONFIG and isinstance(node, Mapping):
-            for name, field in cls.model_fields.items():
-                key = field.alias or name
-                if key not in node:
-                    raise Refusal(field.description or "a value", "nothing (it is missing)", key)
-        return node
-
-    @classmethod
-    def from_config(cls, node: Any, origin: str | None = None, key: str | None = None) -> Self:
-        """Check a plain config node (see `check`)."""
-        return check(cls, node, origin=origin or cls.FILE, key=cls.KEY if key is None else key)
-
 
 # -- model (conf/model/*.yaml, and a judge's `model:` node) -------------------------------
 
@@ -290,7 +140,7 @@ class ModelSpec(Schema):
         managed = sorted(MANAGED_PARAMS & set(params))
         if managed:
             raise Refusal(f"generation parameters only; the model layer sets {managed} itself")
-        _no_inf_nan(params)
+        no_inf_nan(params)
         return params
 
     @field_validator("endpoints")
@@ -767,7 +617,7 @@ class GenerateSettings(Schema):
     @field_validator("params")
     @classmethod
     def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
-        _no_inf_nan(params)
+        no_inf_nan(params)
         return params
 
 
@@ -825,153 +675,7 @@ class GenerationSettings(Schema):
     curate: CurateSettings
 
 
-# -- the one checker -------------------------------------------------------------------------
-
-S = TypeVar("S", bound=BaseModel)
-Origin = str | Callable[[str], str]
-
-
-def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
-    """`node` as a `schema` object, or one LosonaError naming the file, key, expected, found.
-
-    `key` is the node's dotted place in the composed config ("" at the top); `origin` is
-    the file the node came from, or a function from a dotted key to where its value came
-    from (a file, or the command line).
-    """
-    try:
-        values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-        _no_missing(values, key)
-        return schema.model_validate(values, context=FROM_CONFIG)
-    except _Missing as missing:
-        where = origin(missing.key) if callable(origin) else origin
-        raise LosonaError(
-            f"{where}: '{missing.key}': expected a value (give it on the command line, e.g. "
-            f"{missing.key}=...), found ??? (a required setting left unset)"
-        ) from None
-    except ValidationError as exc:
-        # Every problem pydantic found, one per line, in the one format.
-        lines = list(dict.fromkeys(_refusal(schema, error, origin, key) for error in exc.errors()))
-        raise LosonaError("\n  ".join(lines)) from None
-
-
-class _Missing(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _no_missing(value: Any, key: str) -> None:
-    """Find OmegaConf's mandatory `???` left unset anywhere in a node."""
-    if value == "???":
-        raise _Missing(key)
-    items = (
-        value.items()
-        if isinstance(value, Mapping)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
-    for part, item in items:
-        _no_missing(item, f"{key}.{part}" if key else str(part))
-
-
-def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> str:
-    loc = [str(part) for part in error["loc"]]
-    cause = (error.get("ctx") or {}).get("error")
-    found = _show(error.get("input"))
-    if isinstance(cause, Refusal):
-        expected = cause.expected
-        loc += cause.key.split(".") if cause.key else []
-        found = cause.found if cause.found is not None else found
-    elif error["type"] == "extra_forbidden":
-        expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
-        found = "an unknown setting"
-    elif error["type"] == "missing":
-        expected, found = _described(schema, loc) or "a value", "nothing (it is missing)"
-    else:
-        expected = _described(schema, loc) or error["msg"].removeprefix("Input should be ")
-    dotted = ".".join(part for part in [key, *loc] if part)
-    where = origin(dotted) if callable(origin) else origin
-    return f"{where}: '{dotted}': expected {expected}, found {found}"
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The schema a field holds, directly or as `X | None`."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, str | None]:
-    """The schema holding the last field of `loc`, and that field's description."""
-    model: type[BaseModel] | None = schema
-    description = None
-    for part in loc:
-        if model is None:
-            break  # inside a list or mapping: the enclosing field's words still apply
-        fields = {f.alias or name: f for name, f in model.model_fields.items()}
-        if part not in fields:
-            break
-        description = fields[part].description
-        model = _model_in(fields[part].annotation)
-    return model, description
-
-
-def _described(schema: type[BaseModel], loc: list[str]) -> str | None:
-    return _walk(schema, loc)[1]
-
-
-def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:
-    model = _walk(schema, loc)[0] if loc else schema
-    return [f.alias or name for name, f in (model.model_fields.items() if model else [])]
-
-
-# -- reading the composed config -------------------------------------------------------------
-
-# What each group's schema is, and where its node sits in the composed config: a group
-# whose files are `@package _global_` contributes top-level nodes.
-GROUPS: dict[str, type[Schema]] = {
-    "dataset": DatasetConfig,
-    "model": ModelSpec,
-    "judge": JudgeConfig,
-    "condition": ConditionConfig,
-    "sampling": SamplingSettings,
-    "aggregate": Bootstrap,
-    "audit": AuditSettings,
-    "generation": GenerationSettings,
-    "paths": Paths,
-    "dynamic": DynamicSettings,
-}
-GLOBAL_NODES = {"generation": ("generate", "screen", "curate")}
-# Options whose `name` names their outputs: it must be the file's name.
-NAMED = ("dataset", "model", "judge", "condition")
-
-G = TypeVar("G", bound=Schema)
-
-
-def chosen(cfg: DictConfig, group: str) -> Any:
-    """The composed config's node of `group`, checked; errors name its file or override."""
-    schema = GROUPS[group]
-    if group in GLOBAL_NODES:
-        node: Any = {part: cfg[part] for part in GLOBAL_NODES[group] if part in cfg}
-        key = ""
-    else:
-        if group not in cfg or cfg[group] is None:
-            raise LosonaError(f"no {group} chosen: give one on the command line, e.g. {group}=...")
-        node, key = cfg[group], group
-    sources = _Sources.of_hydra()
-    checked = check(schema, node, origin=sources.where, key=key)
-    if group in NAMED:
-        _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
-    return checked
+# -- what a run records of a model or judge config -------------------------------------
 
 
 def without_password(url: str) -> str:
@@ -997,91 +701,3 @@ def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
             node["api_base"] = without_password(node["api_base"])
         node["endpoints"] = [without_password(e) for e in node["endpoints"]]
     return record
-
-
-def origin_of(dotted: str) -> str:
-    """Where a stage's value at a dotted key came from: a file, or the command line."""
-    return _Sources.of_hydra().where(dotted)
-
-
-def option(group: str, name: str) -> Any:
-    """One option of a named group read on its own (conf/<group>/<name>.yaml), checked."""
-    where = str(option_file(group, name))
-    checked = check(GROUPS[group], load_option(group, name), origin=where, key=group)
-    _named_after_file(checked, group, name, where)
-    return checked
-
-
-def _named_after_file(checked: Any, group: str, option_name: str | None, where: str) -> None:
-    # The name names the option's output files and is how other configs refer to it.
-    if option_name is not None and checked.name != option_name:
-        raise LosonaError(
-            f"{where}: '{group}.name': expected the file's name '{option_name}', "
-            f"found {checked.name!r}"
-        )
-
-
-@dataclass(frozen=True)
-class _Sources:
-    """Where each value of a composed config came from: an option's file or an override."""
-
-    choices: Mapping[str, str | None]
-    overrides: tuple[str, ...]
-    # Config folders added to conf/ with hydra.searchpath, where an option may live instead.
-    searchpath: tuple[Path, ...] = ()
-
-    @classmethod
-    def of_hydra(cls) -> _Sources:
-        from hydra.core.hydra_config import HydraConfig
-
-        if not HydraConfig.initialized():  # composed by a test, not by a stage script
-            return cls({}, ())
-        hydra = HydraConfig.get()
-        added = tuple(
-            Path(source.path)
-            for source in hydra.runtime.config_sources
-            if source.schema == "file" and source.provider != "main"
-        )
-        return cls(dict(hydra.runtime.choices), tuple(hydra.overrides.task), added)
-
-    def file(self, group: str, name: str) -> str:
-        """The file an option was read from: conf/ first, then the added folders."""
-        path = option_file(group, name)
-        found = [p for p in (d / group / f"{name}.yaml" for d in self.searchpath) if p.is_file()]
-        return display_path(found[0]) if found and not path.is_file() else str(path)
-
-    def choice(self, group: str) -> str | None:
-        return self.choices.get(group)
-
-    def where(self, dotted: str) -> str:
-        for override in reversed(self.overrides):
-            target = override.split("=", 1)[0].lstrip("~+")
-            if target in self.choices:
-                continue  # it chooses an option: the value comes from the option's file
-            if dotted == target or dotted.startswith(f"{target}."):
-                # The value is never repeated here: it may be a secret (+model.api_key=...).
-                shown = override.split("=", 1)[0] + ("=..." if "=" in override else "")
-                return f"the command line ({shown})"
-        top = dotted.split(".", 1)[0]
-        group = next((g for g, nodes in GLOBAL_NODES.items() if top in nodes), top)
-        experiment = self.choices.get("experiment")
-        if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
-            return self.file("experiment", experiment)
-        name = self.choices.get(group)
-        # Group options are composed after the run file, so a value an option's file sets
-        # is its own; what it leaves out may come from the run file (K, the subset).
-        if name and _sets(Path(self.file(group, name)), dotted):
-            return self.file(group, name)
-        if _sets(RUN_FILE, dotted):
-            return str(RUN_FILE)
-        return self.file(group, name) if name else str(ROOT_FILE)
-
-
-def _sets(path: Path, dotted: str) -> bool:
-    """Whether a YAML file sets the value at a dotted key (or a node above it)."""
-    value: Any = read_yaml(path) if path.is_file() else None
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return False
-        value = value[part]
-    return True
