@@ -26,8 +26,8 @@ from losona.config import JudgeConfig, without_password
 from losona.files import read_yaml, sha256_file, sha256_text
 from losona.generation import prompt as generator_prompt
 from losona.judges import prompt as judge_prompt
-from losona.judges.lexicon import RULES_PATH
 from losona.judges.panels import PANEL_VERSION
+from losona.judges.rules import RULES_PATH
 from losona.judges.run import structured_output
 from losona.models import ModelSpec
 from losona.prompts import subject as subject_prompt

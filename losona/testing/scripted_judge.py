@@ -25,7 +25,8 @@ from functools import cache
 from typing import Any
 
 from losona.catalog import load_catalog
-from losona.judges.lexicon import judge_text, load_rules
+from losona.judges.lexicon import judge_text
+from losona.judges.rules import load_rules
 from losona.testing.openai_server import default_reply
 
 _JUDGED = re.compile(r"<<<BEGIN JUDGED MESSAGE (\w+)>>>\n(.*)\n<<<END JUDGED MESSAGE \1>>>", re.S)
