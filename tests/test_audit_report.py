@@ -20,7 +20,7 @@ from losona.audit import Audit, audit
 from losona.audit.labelling import Labels
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
-from losona.results.aggregate import Presentation
+from losona.results.presentation import Presentation
 
 SID = "standup__binary_answer_norm__{}"
 

@@ -14,7 +14,7 @@ from losona.config import (
     GROUPS as SCHEMAS,
 )
 from losona.config import (
-    Bootstrap,
+    AggregateSettings,
     DatasetConfig,
     JudgeConfig,
     ModelSpec,
@@ -129,7 +129,7 @@ def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path
 def test_no_number_read_from_config_may_be_nan_or_infinite(value: float, shown: str) -> None:
     nodes: list[tuple[type[Any], dict[str, Any], str]] = [
         (SamplingSettings, {"trials": 3, "dry_run": False, "max_cost_usd": value}, "max_cost_usd"),
-        (Bootstrap, {"resamples": 10, "seed": 0, "confidence": value}, "confidence"),
+        (AggregateSettings, {"resamples": 10, "seed": 0, "confidence": value}, "confidence"),
         (ModelSpec, {"name": "m", "model": "o/m", "backoff_s": value}, "backoff_s"),
         (ModelSpec, {"name": "m", "model": "o/m", "params": {"top_p": value}}, "params.top_p"),
         (JudgeConfig, {"name": "j", "kind": "lexicon", "max_cost_usd": value}, "max_cost_usd"),

@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 from test_judge import responses_table, scenarios_table
 
-from losona.config import Bootstrap
+from losona.config import AggregateSettings
 from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
 from losona.dynamic.judge import judge_second_turn
@@ -249,7 +249,7 @@ def test_each_metric_from_scripted_replies(
         [Cell("m", "naive", prompts, verdicts)],
         scenarios,
         judge="lexicon",
-        bootstrap=Bootstrap(resamples=500, seed=0, confidence=0.95),
+        bootstrap=AggregateSettings(resamples=500, seed=0, confidence=0.95),
         presentation=presentation_of(["m"], ["naive"]),
     )
     results = reports["results.csv"]

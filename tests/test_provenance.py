@@ -11,15 +11,14 @@ import polars as pl
 import pytest
 from conftest import run_stage
 
-from losona.config import load_option, plain
+from losona.config import AggregateSettings, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
 from losona.files import write_parquet
 from losona.judges import prompt as judge_prompt
 from losona.prompts import subject as subject_prompt
 from losona.provenance.record import PACKAGES, provenance, scenarios_sha256, template_hashes
-from losona.results.aggregate import Bootstrap
 
-BOOTSTRAP = Bootstrap(resamples=1000, seed=7, confidence=0.9)
+BOOTSTRAP = AggregateSettings(resamples=1000, seed=7, confidence=0.9)
 
 
 def scenarios(make_row: Callable[..., dict[str, Any]], n: int = 3) -> pl.DataFrame:

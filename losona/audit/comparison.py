@@ -12,7 +12,7 @@ import polars as pl
 from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.contracts import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA, table
 from losona.errors import LosonaError
-from losona.results.aggregate import Presentation
+from losona.results.presentation import Presentation
 
 BREAKDOWNS = ("subject_model", "condition", "norm_id")
 BEST_CONDITION = "best condition"

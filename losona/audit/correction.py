@@ -39,14 +39,15 @@ from scipy import stats
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.config import AggregateSettings
 from losona.contracts import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
     CORRECTION_SCHEMA,
     table,
 )
-from losona.results.aggregate import Bootstrap, Presentation
 from losona.results.metrics import BASELINE_CONDITION, pct, scenario_outcomes
+from losona.results.presentation import Presentation
 
 CORRECTED = "corrected"
 
@@ -115,7 +116,7 @@ def corrected_compliance(
     verdicts: pl.DataFrame,
     judges: Sequence[str],
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
 
@@ -147,7 +148,7 @@ def _basis_row(
     verdicts: pl.DataFrame,
     error: JudgeError,
     reason: str | None,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     c = error.confusion
     people_yes, people_no = c.yes_yes + c.no_yes, c.yes_no + c.no_no
@@ -190,7 +191,7 @@ def _corrected_rows(
     outcomes: pl.DataFrame,
     error: JudgeError,
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One judge's corrected compliance per cell and corrected effects against naive."""
     cells = sorted(

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.config import AggregateSettings
 from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
-from losona.results.aggregate import Bootstrap
 from losona.results.metrics import bootstrap_means, pct
 
 
@@ -18,7 +18,7 @@ def human_agreement(
     labelled: pl.DataFrame,
     verdicts: pl.DataFrame,
     judges: Sequence[str],
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """human_agreement.csv and human_items.csv: each judge against people's labels.
 
@@ -92,7 +92,7 @@ def labelled_verdicts(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str
     return rows
 
 
-def _agreement_interval(agree: pl.Series, bootstrap: Bootstrap) -> tuple[float | None, ...]:
+def _agreement_interval(agree: pl.Series, bootstrap: AggregateSettings) -> tuple[float | None, ...]:
     """A percentile interval on agreement from resampling the labelled items."""
     if agree.len() < 2:
         return None, None

@@ -12,7 +12,7 @@ from losona.audit.comparison import judge_names
 from losona.audit.self_preference import Families
 from losona.config import option, option_file
 from losona.judges.verdicts import load_verdicts
-from losona.results.aggregate import Presentation, presentation_for
+from losona.results.presentation import Presentation, presentation_for
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
-from losona.config import DeterminismSettings
+from losona.config import AggregateSettings, DeterminismSettings
 from losona.contracts import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
@@ -26,8 +26,9 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.judges.base import Judge
-from losona.results.aggregate import Bootstrap, Presentation, Reports
+from losona.results.aggregate import Reports
 from losona.results.metrics import pct
+from losona.results.presentation import Presentation
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def audit(
     labels: Labels,
     *,
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
     determinism_settings: DeterminismSettings,
     kinds: Mapping[str, str],
     rejudge: Callable[[str], Judge],
@@ -107,7 +108,7 @@ def pair_name(a: str, b: str) -> str:
 
 
 def _metrics(
-    tables: Mapping[str, pl.DataFrame], labels: Labels, bootstrap: Bootstrap
+    tables: Mapping[str, pl.DataFrame], labels: Labels, bootstrap: AggregateSettings
 ) -> dict[str, Any]:
     def pick(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
         return {k: row[k] for k in keys if row[k] is not None}

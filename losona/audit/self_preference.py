@@ -32,8 +32,8 @@ import numpy as np
 import polars as pl
 
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.config import AggregateSettings
 from losona.contracts import SELF_PREFERENCE_SCHEMA, table
-from losona.results.aggregate import Bootstrap
 from losona.results.metrics import pct
 
 ESTIMATED = "estimated"
@@ -57,7 +57,7 @@ def self_preference(
     judges: Sequence[str],
     kinds: Mapping[str, str],
     families: Families,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> pl.DataFrame:
     """self_preference.csv: one row per judge (panels aside) when the check applies."""
     rated = [j for j in judges if kinds.get(j) != "panel"]

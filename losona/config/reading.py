@@ -13,8 +13,8 @@ from losona.config.checker import check
 from losona.config.loading import load_option, option_file
 from losona.config.origins import GLOBAL_NODES, Sources
 from losona.config.schemas import (
+    AggregateSettings,
     AuditSettings,
-    Bootstrap,
     ConditionConfig,
     DatasetConfig,
     DynamicSettings,
@@ -35,7 +35,7 @@ GROUPS: dict[str, type[Schema]] = {
     "judge": JudgeConfig,
     "condition": ConditionConfig,
     "sampling": SamplingSettings,
-    "aggregate": Bootstrap,
+    "aggregate": AggregateSettings,
     "audit": AuditSettings,
     "generation": GenerationSettings,
     "paths": Paths,

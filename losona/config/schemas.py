@@ -227,7 +227,7 @@ class SamplingSettings(_Batched):
     max_cost_usd: CostCap
 
 
-class Bootstrap(Schema):
+class AggregateSettings(Schema):
     """The scenario bootstrap's settings (conf/config.yaml, `aggregate:`)."""
 
     KEY: ClassVar[str] = "aggregate"

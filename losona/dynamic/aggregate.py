@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import Bootstrap, Paths
+from losona.config import AggregateSettings, Paths
 from losona.contracts import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
@@ -52,9 +52,9 @@ from losona.files import (
     write_text,
 )
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
-from losona.results.aggregate import Presentation, config_labels
 from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
 from losona.results.metrics import scenario_outcomes as majority
+from losona.results.presentation import Presentation, config_labels
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
 # lists the same names), and the figure's stem.
@@ -310,7 +310,7 @@ def aggregate_dynamic(
     scenarios: pl.DataFrame,
     *,
     judge: str,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
     presentation: Presentation | None = None,
 ) -> DynamicReports:
     """One judge's dynamic tables and metrics from its cells' prompt and verdict tables."""
@@ -371,7 +371,7 @@ def aggregate_dynamic(
 
 
 def _bootstrap(
-    stats: Sequence[_Stat], n_scenarios: int, settings: Bootstrap
+    stats: Sequence[_Stat], n_scenarios: int, settings: AggregateSettings
 ) -> list[tuple[float, float]]:
     """Every statistic's interval from one scenario bootstrap (none with a single scenario)."""
     if not stats or n_scenarios < 2:
@@ -470,7 +470,7 @@ def _metrics(
     cells: Sequence[Cell],
     judge: str,
     judge_model: str,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     """The DVC metrics: the settings the numbers rest on, then every estimate by cell."""
     prompts = pl.concat([cell.prompts for cell in cells])

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import CATALOG_PATH
-from losona.config import JudgeConfig, without_password
+from losona.config import AggregateSettings, JudgeConfig, without_password
 from losona.files import read_yaml, sha256_file, sha256_text
 from losona.generation import prompt as generator_prompt
 from losona.judges import prompt as judge_prompt
@@ -31,7 +31,6 @@ from losona.judges.rules import RULES_PATH
 from losona.judges.run import structured_output
 from losona.models import ModelSpec
 from losona.prompts import subject as subject_prompt
-from losona.results.aggregate import Bootstrap
 from losona.results.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
 
 # The distributions whose versions can change what a run writes (PyPI names).
@@ -171,7 +170,7 @@ def provenance(
     models: Mapping[str, Mapping[str, Any]],
     judges: Mapping[str, Mapping[str, Any]],
     trials: int,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     """The provenance record of a run, from plain config nodes and the scenario table."""
     return {

@@ -25,8 +25,9 @@ from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.report.pages import Section, fragment, render_page, section
 from losona.report.plots import Figure
-from losona.results.aggregate import Reports, judge_heading, subset_warning
+from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION, UNSCORED_POLICY
+from losona.results.table1 import judge_heading, subset_warning
 
 
 def build_report(

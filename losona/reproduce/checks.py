@@ -19,7 +19,7 @@ import yaml
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
 from losona.audit.labelling import load_labels
-from losona.config import DynamicSettings, JudgeConfig, Paths, option
+from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, Paths, option
 from losona.contracts import (
     CONTROL_SCHEMA,
     DYNAMIC_PROMPT_SCHEMA,
@@ -72,15 +72,7 @@ from losona.reproduce.compare import (
     compare_text,
     same,
 )
-from losona.results.aggregate import (
-    CSV_FILES,
-    METRICS,
-    TABLE1,
-    Bootstrap,
-    Reports,
-    aggregate,
-    read_reports,
-)
+from losona.results.aggregate import CSV_FILES, METRICS, TABLE1, Reports, aggregate, read_reports
 from losona.scenarios.datasets import fetch_followups
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
@@ -282,7 +274,7 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
     published = published_calls(paths)
     check_judgements(check, scenarios, inputs.kinds, paths, published)
 
-    bootstrap = Bootstrap.from_config(
+    bootstrap = AggregateSettings.from_config(
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
     controls = check_controls(check, inputs.judges, paths)
@@ -623,7 +615,7 @@ def check_dynamic(
             for condition in settings.conditions:
                 cell = (judge, model, condition)
                 _check_dynamic_cell(check, run, checked, cell, scenarios, published)
-        bootstrap = Bootstrap(
+        bootstrap = AggregateSettings(
             resamples=recorded["bootstrap_resamples"],
             seed=recorded["seed"],
             confidence=recorded["confidence"],

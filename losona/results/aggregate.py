@@ -7,16 +7,15 @@ bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
-from losona.config import Bootstrap as Bootstrap  # the `aggregate:` node's schema
-from losona.config import option, option_file
+from losona.config import AggregateSettings
 from losona.contracts import (
     CONTROL_SCHEMA,
     DELTA_SCHEMA,
@@ -37,20 +36,18 @@ from losona.files import (
     write_json,
     write_text,
 )
-from losona.formatting import display_label, number
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
 from losona.results.metrics import (
     BASELINE_CONDITION,
-    UNSCORED_POLICY,
     UNSCORED_POLICY_ID,
-    VOTE_RULE,
     bootstrap_means,
-    majority_threshold,
     mcnemar_exact,
     pct,
     scenario_outcomes,
 )
+from losona.results.presentation import Presentation
+from losona.results.table1 import table1_markdown
 
 T = TypeVar("T", bound=Hashable)
 
@@ -66,69 +63,6 @@ CSV_FILES: dict[str, pl.Schema] = {
 }
 TABLE1 = "table1.md"
 METRICS = "metrics.json"
-
-
-@dataclass(frozen=True)
-class Presentation:
-    """How reports order and name things: the sweep's order, then display labels."""
-
-    judges: Sequence[str] = ()
-    models: Sequence[str] = ()
-    conditions: Sequence[str] = (BASELINE_CONDITION,)
-    model_labels: Mapping[str, str] = field(default_factory=dict)
-    condition_labels: Mapping[str, str] = field(default_factory=dict)
-    judge_labels: Mapping[str, str] = field(default_factory=dict)
-
-    def cell_key(self, cell: Cell) -> tuple[Any, ...]:
-        """Sort key: the sweep's order first; names it does not list follow alphabetically."""
-        judge, model, condition = cell
-        return (
-            _rank(self.judges, judge),
-            _rank(self.models, model),
-            _rank(self.conditions, condition),
-        )
-
-    def model_label(self, name: str) -> str:
-        """A model's display name, e.g. "Gemini 3.1 Pro"."""
-        return self.model_labels.get(name, name)
-
-    def condition_label(self, name: str) -> str:
-        """A condition's display name, e.g. "Norm-informed"."""
-        return self.condition_labels.get(name, name)
-
-    def judge_label(self, name: str) -> str:
-        """A judge's display name, e.g. "Gemini 3.1 Pro Preview (paper judge)"."""
-        return self.judge_labels.get(name, name)
-
-
-def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> Presentation:
-    """The sweep's order (params.yaml) and the labels of conf/model/, condition/ and judge/."""
-    return Presentation(
-        judges=sweep["judges"],
-        models=sweep["models"],
-        conditions=sweep["conditions"],
-        model_labels=config_labels("model", verdicts["subject_model"].unique().sort()),
-        condition_labels=config_labels("condition", verdicts["condition"].unique().sort()),
-        judge_labels=config_labels("judge", verdicts["judge"].unique().sort()),
-    )
-
-
-def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
-    """Judges, models and conditions in the verdicts that the sweep does not list, by kind.
-
-    The sweep's panels (conf/panels.yaml) are judges it lists.
-    """
-    unlisted = []
-    for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
-        listed = [*sweep[key], *sweep.get("panels", ())] if key == "judges" else sweep[key]
-        names = [n for n in verdicts[column].unique().sort() if n not in listed]
-        if names:
-            unlisted.append(f"{column} {', '.join(names)} (not in sweep.{key})")
-    return unlisted
-
-
-def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
-    return (order.index(name), "") if name in order else (len(order), name)
 
 
 @dataclass(frozen=True)
@@ -164,31 +98,6 @@ def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[s
     return evidence
 
 
-def judge_kinds(names: Iterable[str]) -> dict[str, str]:
-    """Each judge's kind from `conf/judge/<name>.yaml` ("llm" for one without a config)."""
-    return {
-        name: option("judge", name).kind if option_file("judge", name).is_file() else "llm"
-        for name in names
-    }
-
-
-def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
-    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked.
-
-    A name without a config file (verdicts that outlived theirs), or without a label,
-    keeps its name.
-    """
-    labels = {}
-    for name in names:
-        if not option_file(group, name).is_file():
-            labels[name] = name
-            continue
-        checked = option(group, name)
-        label = checked.label or name
-        labels[name] = display_label(label, bool(getattr(checked, "test_double", False)))
-    return labels
-
-
 # -- the numbers ---------------------------------------------------------------------------
 
 
@@ -196,7 +105,7 @@ def aggregate(
     verdicts: pl.DataFrame,
     scenarios: pl.DataFrame,
     *,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
     presentation: Presentation | None = None,
     judges: Mapping[str, JudgeEvidence] | None = None,
 ) -> Reports:
@@ -249,7 +158,9 @@ def aggregate(
     }
     unscored = _unscored_by_status(verdicts)
     metrics = _metrics(results, deltas, means, unscored, bootstrap)
-    table1 = _table1(results, means, unscored, bootstrap, n_scenarios, subset_note(scenarios))
+    table1 = table1_markdown(
+        results, means, unscored, bootstrap, n_scenarios, subset_note(scenarios)
+    )
     return Reports(tables, table1, metrics)
 
 
@@ -257,7 +168,7 @@ def _estimate(
     cells: list[Cell],
     pairs: list[tuple[Cell, Cell]],
     outcome_of: dict[Cell, np.ndarray],
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[tuple[Any, ...], tuple[float, ...]]:
     """Every accuracy, paired effect and mean over models, from one scenario bootstrap."""
     stats = _Statistics()
@@ -290,7 +201,7 @@ class _Statistics:
     def mean(self, key: tuple[Any, ...], members: list[tuple[Any, ...]]) -> None:
         self.combined.append((key, [self.position[m] for m in members]))
 
-    def estimate(self, settings: Bootstrap) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    def estimate(self, settings: AggregateSettings) -> dict[tuple[Any, ...], tuple[float, ...]]:
         n_rows = len(self.rows)
         combine = np.zeros((n_rows + len(self.combined), n_rows))
         combine[:n_rows] = np.eye(n_rows)
@@ -541,7 +452,7 @@ def _metrics(
     deltas: pl.DataFrame,
     means: pl.DataFrame,
     unscored: dict[str, dict[str, int]],
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     headline = ("acc_at_k", "acc_low", "acc_high", "compliance", "consistency")
     paired = ("delta", "delta_low", "delta_high", "recovered", "regressed")
@@ -582,144 +493,6 @@ def _metrics(
             },
         }
     return metrics
-
-
-def _ci(row: Mapping[str, Any]) -> str:
-    interval = (
-        "" if row["acc_low"] is None else f" [{number(row['acc_low'])}, {number(row['acc_high'])}]"
-    )
-    return f"{number(row['acc_at_k'])}{interval}"
-
-
-def _vote_rule(ks: list[int]) -> str:
-    if len(ks) > 1:
-        return f"{VOTE_RULE} (K = {', '.join(map(str, ks))})"
-    return (
-        f"a scenario passes when at least {majority_threshold(ks[0])} of its {ks[0]} trials comply"
-    )
-
-
-def _mean_table(means: pl.DataFrame, k: str, confidence: str) -> list[str]:
-    lines = [
-        "",
-        "Mean over models:",
-        "",
-        f"| Prompt | Models | Acc@{k} ({confidence} CI) "
-        f"| Paired effect vs naive ({confidence} CI) |",
-        "|---|---|---|---|",
-    ]
-    for row in means.iter_rows(named=True):
-        effect = (
-            "(baseline)"
-            if row["delta"] is None
-            else f"{row['delta']:+.1f} [{number(row['delta_low'])}, {number(row['delta_high'])}]"
-        )
-        lines.append(f"| {row['condition_label']} | {row['models']} | {_ci(row)} | {effect} |")
-    return lines
-
-
-def _table1(
-    results: pl.DataFrame,
-    means: pl.DataFrame,
-    unscored: dict[str, dict[str, int]],
-    bootstrap: Bootstrap,
-    n_scenarios: int,
-    subset: str | None,
-) -> str:
-    """Table 1 in the paper's layout, one table per judge, with what it rests on below.
-
-    A run on a subset of the dataset says so under the title, before any figure.
-    """
-    confidence = f"{pct(bootstrap.confidence):g}%"
-    parts = ["# LoSoNA results (the paper's Table 1)\n"]
-    if subset is not None:
-        parts.append(f"> **Subset:** {subset_warning(subset)}\n")
-    for (judge,), rows in results.group_by("judge", maintain_order=True):
-        ks = sorted(set(rows["k"].to_list()))
-        k = str(ks[0]) if len(ks) == 1 else "K"
-        heading = judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0])
-        parts += [
-            f"## Judge: {heading}\n",
-            f"| Model | Prompt | Acc@{k} ({confidence} CI) | Compliance | Consistency |",
-            "|---|---|---|---|---|",
-        ]
-        for row in rows.iter_rows(named=True):
-            parts.append(
-                f"| {row['model_label']} | {row['condition_label']} | {_ci(row)} "
-                f"| {number(row['compliance'])} | {number(row['consistency'])} |"
-            )
-        if rows["subject_model"].n_unique() > 1:  # one model is its own mean
-            parts += _mean_table(means.filter(pl.col("judge") == judge), k, confidence)
-        trials, missing = int(rows["trials"].sum()), int(rows["unscored_trials"].sum())
-        statuses = ", ".join(f"{n} {s}" for s, n in unscored[judge].items()) or "none"
-        undetermined = [
-            f"{r['model_label']} / {r['condition_label']}: {r['undetermined']}"
-            for r in rows.iter_rows(named=True)
-            if r["undetermined"]
-        ]
-        parts += [
-            "",
-            f"Acc@{k}: accuracy-at-K over {n_scenarios} scenarios; {_vote_rule(ks)}. "
-            f"Intervals: {confidence} percentile intervals "
-            f"from {bootstrap.resamples:,} scenario-bootstrap resamples, seed {bootstrap.seed}. "
-            "Compliance: mean of the trial labels. Consistency: share of scenarios whose "
-            "trial labels all agree. All figures in percent.",
-            "",
-            f"Unscored trials: {missing} of {trials} ({statuses}). "
-            f"Undetermined scenarios: {'; '.join(undetermined) or 'none'}. "
-            f"Policy: {UNSCORED_POLICY}.",
-            "",
-            _non_answer_note(rows),
-            "",
-            *_degenerate_note(str(judge), rows),
-        ]
-    return "\n".join(parts)
-
-
-def _degenerate_note(judge: str, rows: pl.DataFrame) -> list[str]:
-    """Table 1's warning, by name, about a judge whose verdicts in some cells say nothing."""
-    flagged = [
-        f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
-        for r in rows.iter_rows(named=True)
-        if r["degenerate"] is not None
-    ]
-    if not flagged:
-        return []
-    return [
-        f"**Degenerate verdicts: judge {judge}.** Its numbers in these cells measure the "
-        f"judge, not the model; check its validity controls before reading them: "
-        + "; ".join(flagged)
-        + ".",
-        "",
-    ]
-
-
-def judge_heading(judge: str, label: str, judge_model: str) -> str:
-    """How a table names its judge: the label, then the config name and model string."""
-    return f"{judge} ({judge_model})" if label == judge else f"{label} ({judge}, {judge_model})"
-
-
-def subset_warning(subset: str) -> str:
-    """What Table 1 and the HTML report say, after "Subset:", of a run on part of its dataset."""
-    return (
-        f"this run covers {subset}, not the whole dataset; its figures are not comparable "
-        "with a full run's."
-    )
-
-
-def _non_answer_note(rows: pl.DataFrame) -> str:
-    """Table 1's note on non-answers: a diagnostic for reading a low score, not a metric."""
-    if rows["non_answers"].null_count() == rows.height:
-        return "Non-answers: this judge does not check uptake, so they are not counted."
-    shares = "; ".join(
-        f"{r['model_label']} / {r['condition_label']}: {number(r['non_answer_share'])}"
-        for r in rows.iter_rows(named=True)
-    )
-    return (
-        "Non-answers (scored trials that take up no elicitor: empty, filler, off-topic, an "
-        "echo, another language, talk to the judge or other members' lines; judged breaches, "
-        "and counted in Compliance as such; a diagnostic, in no metric): " + shares + "."
-    )
 
 
 # -- files -----------------------------------------------------------------------------------
