@@ -46,7 +46,8 @@ from losona.contracts import (
     CORRECTION_SCHEMA,
     table,
 )
-from losona.results.metrics import BASELINE_CONDITION, pct, scenario_outcomes
+from losona.formatting import percent
+from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
 
 CORRECTED = "corrected"
@@ -94,8 +95,8 @@ class JudgeError:
         spec = c.no_no / (c.no_no + c.yes_no)
         if sens + spec - 1 <= 0:
             return (
-                f"not identifiable: sensitivity {pct(sens)}% + specificity {pct(spec)}% - 100 "
-                "is not above 0: the judge's verdicts say nothing about compliance"
+                f"not identifiable: sensitivity {percent(sens)}% + specificity {percent(spec)}% "
+                "- 100 is not above 0: the judge's verdicts say nothing about compliance"
             )
         return None
 
@@ -166,12 +167,12 @@ def _basis_row(
         "false_negatives": c.no_yes,
         "false_positives": c.yes_no,
         "true_negatives": c.no_no,
-        "sensitivity": pct(sens),
-        "sensitivity_low": pct(sens_low),
-        "sensitivity_high": pct(sens_high),
-        "specificity": pct(spec),
-        "specificity_low": pct(spec_low),
-        "specificity_high": pct(spec_high),
+        "sensitivity": percent(sens),
+        "sensitivity_low": percent(sens_low),
+        "sensitivity_high": percent(sens_high),
+        "specificity": percent(spec),
+        "specificity_low": percent(spec_low),
+        "specificity_high": percent(spec_high),
         "youden": youden,
         "identifiable": reason is None,
         "status": reason or CORRECTED,
@@ -249,7 +250,7 @@ def _corrected_rows(
         unidentified = np.isnan(distribution).sum(axis=-1)
 
     def figure(k: int) -> tuple[float | None, float | None, float | None]:
-        return pct(float(point[k])), pct(float(low[k])), pct(float(high[k]))
+        return percent(float(point[k])), percent(float(low[k])), percent(float(high[k]))
 
     rows = []
     for i, (model, condition) in enumerate(cells):

@@ -11,7 +11,8 @@ from losona.config import AggregateSettings
 from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
-from losona.results.metrics import bootstrap_means, pct
+from losona.formatting import percent
+from losona.results.metrics import bootstrap_means
 
 
 def human_agreement(
@@ -43,8 +44,8 @@ def human_agreement(
                 "scored": confusion.n,
                 "agree": figures["agree"],
                 "agreement": figures["agreement"],
-                "agreement_low": pct(low),
-                "agreement_high": pct(high),
+                "agreement_low": percent(low),
+                "agreement_high": percent(high),
                 "kappa": figures["kappa"],
                 "human_compliance": figures["b_compliance"],
                 "judge_compliance": figures["a_compliance"],

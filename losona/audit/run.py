@@ -25,9 +25,9 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.formatting import percent
 from losona.judges.base import Judge
 from losona.results.aggregate import Reports
-from losona.results.metrics import pct
 from losona.results.presentation import Presentation
 
 
@@ -145,7 +145,7 @@ def _metrics(
         "settings": {
             "bootstrap_resamples": bootstrap.resamples,
             "seed": bootstrap.seed,
-            "confidence": pct(bootstrap.confidence),
+            "confidence": percent(bootstrap.confidence),
         },
         "judge_pairs": judge_pairs,
         "labels": {

@@ -34,7 +34,7 @@ import polars as pl
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
 from losona.config import AggregateSettings
 from losona.contracts import SELF_PREFERENCE_SCHEMA, table
-from losona.results.metrics import pct
+from losona.formatting import percent
 
 ESTIMATED = "estimated"
 
@@ -133,11 +133,11 @@ def self_preference(
         }
         if plan["status"] == ESTIMATED:
             row |= {
-                "judge_gap": pct(float(point[3 * k])),
-                "reference_gap": pct(float(point[3 * k + 1])),
-                "self_preference": pct(float(point[3 * k + 2])),
-                "self_preference_low": pct(float(low[3 * k + 2])),
-                "self_preference_high": pct(float(high[3 * k + 2])),
+                "judge_gap": percent(float(point[3 * k])),
+                "reference_gap": percent(float(point[3 * k + 1])),
+                "self_preference": percent(float(point[3 * k + 2])),
+                "self_preference_low": percent(float(low[3 * k + 2])),
+                "self_preference_high": percent(float(high[3 * k + 2])),
             }
             k += 1
         rows.append(row)

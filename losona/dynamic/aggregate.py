@@ -51,8 +51,9 @@ from losona.files import (
     write_json,
     write_text,
 )
+from losona.formatting import percent
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
-from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
+from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact
 from losona.results.metrics import scenario_outcomes as majority
 from losona.results.presentation import Presentation, config_labels
 
@@ -344,9 +345,9 @@ def aggregate_dynamic(
                     "condition_label": show.condition_label(cell.condition),
                     "level": stat.level,
                     "metric": stat.metric,
-                    "estimate": pct(stat.estimate),
-                    "low": pct(low),
-                    "high": pct(high),
+                    "estimate": percent(stat.estimate),
+                    "low": percent(low),
+                    "high": percent(high),
                     "count": stat.count,
                     "out_of": stat.out_of,
                     "helped": stat.helped,

@@ -36,6 +36,7 @@ from losona.files import (
     write_json,
     write_text,
 )
+from losona.formatting import percent
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
 from losona.results.metrics import (
@@ -43,7 +44,6 @@ from losona.results.metrics import (
     UNSCORED_POLICY_ID,
     bootstrap_means,
     mcnemar_exact,
-    pct,
     scenario_outcomes,
 )
 from losona.results.presentation import Presentation
@@ -303,16 +303,18 @@ def _results(
                 "scenarios": c["scenarios"],
                 "undetermined": c["undetermined"],
                 "passed": c["passed"],
-                "acc_at_k": pct(_share(c["passed"], c["scenarios"])),
-                "acc_low": pct(low),
-                "acc_high": pct(high),
-                "compliance": pct(_share(c["complying"], c["scored"])),
-                "consistency": pct(_share(c["consistent"], c["consistency_scenarios"])),
+                "acc_at_k": percent(_share(c["passed"], c["scenarios"])),
+                "acc_low": percent(low),
+                "acc_high": percent(high),
+                "compliance": percent(_share(c["complying"], c["scored"])),
+                "consistency": percent(_share(c["consistent"], c["consistency_scenarios"])),
                 "consistency_scenarios": c["consistency_scenarios"],
                 "trials": c["trials"],
                 "unscored_trials": c["trials"] - c["scored"],
                 "non_answers": missing,
-                "non_answer_share": None if missing is None else pct(_share(missing, c["scored"])),
+                "non_answer_share": None
+                if missing is None
+                else percent(_share(missing, c["scored"])),
                 "degenerate": degenerate.get(cell),
             }
         )
@@ -347,11 +349,11 @@ def _paired(
                 "condition": cell[2],
                 "condition_label": show.condition_label(cell[2]),
                 "scenarios": n_paired,
-                "naive_acc": pct(_share(int(naive[paired].sum()), n_paired)),
-                "condition_acc": pct(_share(int(prompted[paired].sum()), n_paired)),
-                "delta": pct(_share(int(recovered.sum()) - int(regressed.sum()), n_paired)),
-                "delta_low": pct(low),
-                "delta_high": pct(high),
+                "naive_acc": percent(_share(int(naive[paired].sum()), n_paired)),
+                "condition_acc": percent(_share(int(prompted[paired].sum()), n_paired)),
+                "delta": percent(_share(int(recovered.sum()) - int(regressed.sum()), n_paired)),
+                "delta_low": percent(low),
+                "delta_high": percent(high),
                 "mcnemar_p": mcnemar_exact(int(recovered.sum()), int(regressed.sum())),
                 "recovered": int(recovered.sum()),
                 "naive_failures": int((paired & (naive == 0)).sum()),
@@ -396,14 +398,14 @@ def _means(
                 "condition": condition,
                 "condition_label": show.condition_label(condition),
                 "models": len(members),
-                "acc_at_k": pct(acc),
-                "acc_low": pct(acc_low),
-                "acc_high": pct(acc_high),
-                "compliance": pct(_mean_share(members, "complying", "scored")),
-                "consistency": pct(_mean_share(members, "consistent", "consistency_scenarios")),
-                "delta": pct(delta[0]),
-                "delta_low": pct(delta[1]),
-                "delta_high": pct(delta[2]),
+                "acc_at_k": percent(acc),
+                "acc_low": percent(acc_low),
+                "acc_high": percent(acc_high),
+                "compliance": percent(_mean_share(members, "complying", "scored")),
+                "consistency": percent(_mean_share(members, "consistent", "consistency_scenarios")),
+                "delta": percent(delta[0]),
+                "delta_low": percent(delta[1]),
+                "delta_high": percent(delta[2]),
             }
         )
     return table(rows, MEAN_SCHEMA, sort_by=[])
@@ -426,8 +428,8 @@ def _breakdown(outcomes: pl.DataFrame, by: str, show: Presentation) -> pl.DataFr
     rows = [
         {
             **{key: row[key] for key in (*CELL, by, "scenarios", "undetermined", "passed")},
-            "acc_at_k": pct(_share(row["passed"], row["scenarios"])),
-            "compliance": pct(_share(row["complying"], row["scored"])),
+            "acc_at_k": percent(_share(row["passed"], row["scenarios"])),
+            "compliance": percent(_share(row["complying"], row["scored"])),
         }
         for row in summary.iter_rows(named=True)
     ]
@@ -463,7 +465,7 @@ def _metrics(
         "settings": {
             "bootstrap_resamples": bootstrap.resamples,
             "seed": bootstrap.seed,
-            "confidence": pct(bootstrap.confidence),
+            "confidence": percent(bootstrap.confidence),
             "unscored_policy": UNSCORED_POLICY_ID,
         }
     }

@@ -166,10 +166,3 @@ def mcnemar_exact(recovered: int, regressed: int) -> float:
     if discordant == 0:
         return 1.0
     return float(stats.binomtest(recovered, discordant, 0.5).pvalue)
-
-
-def pct(share: float | None) -> float | None:
-    """A share in [0, 1] as a percentage with one decimal, as in the paper's tables."""
-    if share is None or math.isnan(share):
-        return None
-    return round(100 * share, 1)

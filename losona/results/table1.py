@@ -11,13 +11,8 @@ from typing import Any
 import polars as pl
 
 from losona.config import AggregateSettings
-from losona.formatting import number
-from losona.results.metrics import (
-    UNSCORED_POLICY,
-    VOTE_RULE,
-    majority_threshold,
-    pct,
-)
+from losona.formatting import number, percent
+from losona.results.metrics import UNSCORED_POLICY, VOTE_RULE, majority_threshold
 
 
 def _ci(row: Mapping[str, Any]) -> str:
@@ -66,7 +61,7 @@ def table1_markdown(
 
     A run on a subset of the dataset says so under the title, before any figure.
     """
-    confidence = f"{pct(bootstrap.confidence):g}%"
+    confidence = f"{percent(bootstrap.confidence):g}%"
     parts = ["# LoSoNA results (the paper's Table 1)\n"]
     if subset is not None:
         parts.append(f"> **Subset:** {subset_warning(subset)}\n")
