@@ -252,11 +252,8 @@ def sha256_text(text: str) -> str:
 
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
     with Path(path).open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def read_parquet(

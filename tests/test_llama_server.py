@@ -34,7 +34,7 @@ from losona.judges.llm import (
 )
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.prompts.render import render_prompts
-from losona.sampling.sample import sample_responses
+from losona.sampling.sample import sample_cell
 from losona.scenarios.datasets import fetch_scenarios
 
 pytestmark = pytest.mark.slow
@@ -237,9 +237,9 @@ def test_a_subject_samples_through_llama_cpp_as_the_docs_say(
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
     prompts = render_prompts(scenarios, ["naive"])
     log = tmp_path / "sample.log.json"
-    responses = sample_responses(
+    responses = sample_cell(
         prompts, spec, "naive", 2, CallOptions(cache_path=tmp_path / "calls.sqlite", run_log=log)
-    )
+    ).responses.collect()
     assert responses.height == 2
     assert responses["response"].null_count() == 0
     assert all(text.strip() for text in responses["response"].to_list())

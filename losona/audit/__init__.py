@@ -19,11 +19,12 @@
 positives are the responses A marks compliant and B breaching; its apparent false
 negatives the reverse. Unscored verdicts are counted and left out, never read as a label.
 
-One module a job: `settings` (the config node), `inputs` (what it reads of a run),
-`agreement` (two raters on the same items), `comparison` (judge against judge), `human`
-(judge against people), `rejudging` (determinism), `controls`, `run` (the whole audit and its
-metrics), `summary` (the headlines in words), `files` (what it writes and reads back),
-`correction` and `self_preference` (judge error), `resampling` (their bootstraps).
+One module a job: `inputs` (what it reads of a run), `labelling` (the blinded sheet for
+people and the labels they return), `agreement` (two raters on the same items), `comparison`
+(judge against judge), `human` (judge against people), `rejudging` (determinism),
+`controls`, `run` (the whole audit and its metrics), `summary` (the headlines in words),
+`files` (what it writes and reads back), `correction` and `self_preference` (judge error),
+`resampling` (their bootstraps).
 """
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion

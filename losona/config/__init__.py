@@ -39,7 +39,6 @@ from losona.config.origins import Sources, origin_of
 from losona.config.reading import GROUPS, chosen, option
 from losona.config.schemas import (
     KEEP_RULES,
-    STRUCTURED_OUTPUTS,
     AggregateSettings,
     AuditSettings,
     BatchSettings,
@@ -52,6 +51,7 @@ from losona.config.schemas import (
     GenerateSettings,
     GenerationSettings,
     JudgeConfig,
+    KeepRule,
     ModelSpec,
     Paths,
     Price,
@@ -71,7 +71,6 @@ __all__ = [
     "PARAMS_FILE",
     "ROOT_FILE",
     "RUN_FILE",
-    "STRUCTURED_OUTPUTS",
     "AggregateSettings",
     "AuditSettings",
     "BatchSettings",
@@ -84,6 +83,7 @@ __all__ = [
     "GenerateSettings",
     "GenerationSettings",
     "JudgeConfig",
+    "KeepRule",
     "ModelSpec",
     "Paths",
     "Price",

@@ -536,9 +536,8 @@ class DynamicSettings(Schema):
 
 # -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
 
-CELL_MODES = ("all", "per_norm", "list")
-STRUCTURED_OUTPUTS = ("json_schema", "json_object", "none")
 # screen.keep: when the baselines' outcomes keep a candidate.
+KeepRule = Literal["all", "majority"]
 KEEP_RULES = {
     "all": "kept when every baseline breaches it (no baseline adapts by default)",
     "majority": "kept when more than half of the baselines breach it",
@@ -629,7 +628,7 @@ class ScreenSettings(Schema):
     models: DistinctNames
     trials: Count
     judge: Text
-    keep: Literal["all", "majority"]
+    keep: KeepRule
     max_cost_usd: CostCap
 
     @field_validator("models")

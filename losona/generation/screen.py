@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import KEEP_RULES
+from losona.config import KEEP_RULES, KeepRule
 from losona.contracts import (
     CANDIDATE_SCHEMA,
     GENERATION_CELL_SCHEMA,
@@ -34,7 +34,6 @@ from losona.contracts import (
     Scenario,
     table,
 )
-from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.generation.candidates import followup_check
 from losona.judges.base import Judge, JudgeCase
@@ -77,7 +76,7 @@ def _answers(
 
 
 def _decision(
-    outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: str, trials: int
+    outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: KeepRule, trials: int
 ) -> tuple[str, list[str]]:
     """accepted | screened_out | undetermined, and why, from each baseline's outcome."""
     need = len(baselines) if keep == "all" else len(baselines) // 2 + 1
@@ -152,13 +151,11 @@ def screen_candidates(
     judge_name: str,
     *,
     trials: int,
-    keep: str,
+    keep: KeepRule,
     options: CallOptions,
     run_log_dir: Path | None = None,
 ) -> Screening:
     """Screen every valid candidate; invalid ones pass through unchanged."""
-    if keep not in KEEP_RULES:
-        raise LosonaError(f"screen.keep: expected one of {list(KEEP_RULES)}, found {keep!r}")
     candidates = recheck_followups(candidates)
     valid = candidates.filter(pl.col("status") == "valid").sort("candidate_id")
     controls = [without_demonstrations(candidate_scenario(r)) for r in valid.iter_rows(named=True)]
@@ -265,7 +262,7 @@ def screen_summary(
     judge_name: str,
     *,
     trials: int,
-    keep: str,
+    keep: KeepRule,
 ) -> dict[str, Any]:
     """How the screen was run and what it found (reports/generation/screen.json)."""
     return {

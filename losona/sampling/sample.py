@@ -97,17 +97,6 @@ class Sampled:
     calls: Chunks  # CALL_SCHEMA
 
 
-def sample_responses(
-    prompts: pl.DataFrame,
-    spec: ModelSpec,
-    condition: str,
-    trials: int,
-    options: CallOptions,
-) -> pl.DataFrame:
-    """The response table of one model under one condition: K rows per prompt, sorted."""
-    return sample_cell(prompts, spec, condition, trials, options).responses.collect()
-
-
 def sample_cell(
     prompts: pl.DataFrame,
     spec: ModelSpec,
