@@ -10,7 +10,7 @@ expects (every value type carries them, losona/config/values.py), or a schema's 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar, get_args, get_origin
 
 from omegaconf import OmegaConf
 from pydantic import (
@@ -123,14 +123,20 @@ def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | No
     """The schema holding the last field of `loc`, and that field's description."""
     model: type[BaseModel] | None = schema
     description = None
+    keyed = False  # the last field is a mapping or list of schemas: `part` is a key or index
     for part in loc:
+        if keyed:
+            keyed = False
+            continue  # the item's own schema applies to what follows
         if model is None:
             break  # inside a list or mapping: the enclosing field's words still apply
         fields = {f.alias or name: f for name, f in model.model_fields.items()}
         if part not in fields:
             break
+        annotation = fields[part].annotation
         description = fields[part].description
-        model = _model_in(fields[part].annotation)
+        model = _model_in(annotation)
+        keyed = model is not None and get_origin(annotation) in (dict, list, tuple)
     return model, description
 
 
