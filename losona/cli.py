@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from omegaconf.errors import InterpolationResolutionError
 
-from losona.errors import LosonaError
+from losona.errors import LosonaError, causes
 
 T = TypeVar("T")
 
@@ -61,8 +61,5 @@ def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
 
 
 def _losona_error_in_chain(exc: BaseException) -> LosonaError | None:
-    """The LosonaError an exception was raised while handling, if any."""
-    seen: BaseException | None = exc
-    while seen is not None and not isinstance(seen, LosonaError):
-        seen = seen.__cause__ or seen.__context__
-    return seen
+    """The LosonaError an exception was raised from or while handling, if any."""
+    return next((e for e in causes(exc) if isinstance(e, LosonaError)), None)
