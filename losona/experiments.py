@@ -1,8 +1,8 @@
-"""`python -m losona.experiments`, kept at its path: the code is losona.results.experiments."""
+"""`python -m losona.experiments`, kept at its path: the code is losona.report.experiments."""
 
 import sys
 
-from losona.results.experiments import main
+from losona.report.experiments import main
 
 if __name__ == "__main__":
     sys.exit(main())

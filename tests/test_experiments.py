@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from losona.errors import LosonaError
-from losona.results.experiments import (
+from losona.report.experiments import (
     MetricsFiles,
     default_paths,
     from_exp_show,

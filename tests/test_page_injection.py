@@ -44,9 +44,9 @@ from losona.contracts import (
 from losona.dynamic.aggregate import DynamicReports
 from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
+from losona.pages import ENVIRONMENT, TEMPLATES
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
-from losona.report.pages import ENVIRONMENT, TEMPLATES
 from losona.report.plots import draw_figures
 from losona.results.aggregate import aggregate
 from losona.results.presentation import Presentation
@@ -485,7 +485,7 @@ def test_the_detector_sees_a_payload_that_runs(kind: int, tmp_path: Path) -> Non
 
 
 def test_autoescaping_is_on_and_no_template_turns_it_off() -> None:
-    # The one exception is losona.report.pages.fragment, which trusts a rendered template.
+    # The one exception is losona.pages.fragment, which trusts a rendered template.
     assert ENVIRONMENT.autoescape is True
     templates = sorted(TEMPLATES.rglob("*.html"))
     assert len(templates) >= 10

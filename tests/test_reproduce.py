@@ -13,7 +13,7 @@ import pytest
 from test_judge import responses_table
 
 from losona.config import AggregateSettings as Bootstrap
-from losona.config import load_option, plain
+from losona.config import compose_paths, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
 from losona.files import write_json, write_parquet
 from losona.judges import prompt as templates
@@ -21,7 +21,7 @@ from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.provenance.record import provenance
 from losona.reproduce.checks import check_judgements, check_run
-from losona.reproduce.cli import compose_paths, main
+from losona.reproduce.cli import main
 from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
 from losona.results.aggregate import aggregate, write_reports
 from losona.results.presentation import presentation_for

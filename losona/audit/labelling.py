@@ -34,8 +34,8 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.files import display_path, read_csv, read_parquet, sha256_text, write_text
+from losona.pages import fragment, render_page, section
 from losona.prompts.render import format_transcript
-from losona.report.pages import fragment, render_page, section
 
 LABELS = {"true": True, "false": False}
 

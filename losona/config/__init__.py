@@ -36,7 +36,7 @@ from losona.config.loading import (
     plain,
 )
 from losona.config.origins import Sources, origin_of
-from losona.config.reading import GROUPS, chosen, option
+from losona.config.reading import GROUPS, chosen, compose_paths, option
 from losona.config.schemas import (
     KEEP_RULES,
     AggregateSettings,
@@ -95,6 +95,7 @@ __all__ = [
     "Sources",
     "check",
     "chosen",
+    "compose_paths",
     "config_record",
     "dvc_param",
     "load_option",

@@ -1,16 +1,21 @@
 """Reading the composed config: each group's schema, and a group's node checked, naming
 its file or override (`chosen(cfg, "sampling")`), or one option read on its own
-(`option("model", "gpt_5_5")`).
+(`option("model", "gpt_5_5")`); outside a stage, the paths composed with overrides
+(`compose_paths`, for the commands that read a finished run).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from losona.config.checker import check
-from losona.config.loading import load_option, option_file
+from losona.config.loading import CONF_DIR, load_option, option_file
 from losona.config.origins import GLOBAL_NODES, Sources
 from losona.config.schemas import (
     AggregateSettings,
@@ -79,3 +84,23 @@ def _named_after_file(checked: Any, group: str, option_name: str | None, where: 
             f"{where}: '{group}.name': expected the file's name '{option_name}', "
             f"found {checked.name!r}"
         )
+
+
+def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
+    """conf/paths as this repository's config gives it, with command-line overrides."""
+    if not CONF_DIR.is_dir():
+        raise LosonaError(
+            f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
+            "repository root of the run to check"
+        )
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LosonaError(f"bad override: {exc}") from None
+    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
+    chosen_paths = next(
+        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
+    )
+    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
+    return checked.model_dump()

@@ -3,7 +3,7 @@
 plot passes `dynamic_section(...)` to `build_report(..., extra=[...])` when the extension
 is on (conf/dynamic/default.yaml: `dynamic.judges`), and nothing when it is off, so the
 report of a run without it is what it always was. The functions here pick and format the
-values; the template (losona/report/pages/templates/report/dynamic.html) lays them out and
+values; the template (losona/pages/templates/report/dynamic.html) lays them out and
 escapes every one of them, model-written text above all.
 """
 
@@ -19,7 +19,7 @@ from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
 from losona.errors import LosonaError
 from losona.files import display_path
 from losona.formatting import number, signed
-from losona.report.pages import Section, section
+from losona.pages import Section, section
 
 METRIC_LABELS = {
     "recovery_after_sanction": "Recovery after sanction",

@@ -23,7 +23,7 @@ from losona.catalog import Catalog
 from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.generation.screen import candidate_scenario, cell_report, totals
-from losona.report.pages import fragment, render_page, section
+from losona.pages import fragment, render_page, section
 from losona.scenarios.followups import FIELD as FOLLOWUP
 from losona.scenarios.followups import check_followups
 from losona.scenarios.validate import check_scenarios

@@ -4,7 +4,7 @@ It shows the judge-error figures (self-preference, compliance corrected for each
 measured error) apart from the paper's metrics, and only when a run has them.
 
 plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
-pick and format the values to show; the template (losona/report/pages/templates/audit.html) lays
+pick and format the values to show; the template (losona/pages/templates/audit.html) lays
 them out, escaping every value from a file.
 """
 
@@ -18,7 +18,7 @@ import polars as pl
 from losona.audit import Audit
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
-from losona.report.pages import Section, section
+from losona.pages import Section, section
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION
 

@@ -2,10 +2,10 @@
 
 The page is a list of `Section`s (anchor, title, body) with a table of contents, laid out
 by losona/pages. A stage adds its own part by writing a function that returns a Section
-(`losona.report.pages.section`: a template of its own and the data it shows) and passing it to
+(`losona.pages.section`: a template of its own and the data it shows) and passing it to
 `build_report(..., extra=[...])`; extra sections appear after the paired effects, before
 the casebook and the scenario browser. Each function here computes the data of one
-section; its template (losona/report/pages/templates/report/) lays it out. Figures
+section; its template (losona/pages/templates/report/) lays it out. Figures
 are embedded as data URIs and the styles are inline, so the file opens offline and can be
 mailed or archived as it is. No script.
 """
@@ -23,7 +23,7 @@ from losona.contracts import scenarios_from_table, subset_note
 from losona.formatting import is_test_double
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
-from losona.report.pages import Section, fragment, render_page, section
+from losona.pages import Section, fragment, render_page, section
 from losona.report.plots import Figure
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION, UNSCORED_POLICY

@@ -45,7 +45,7 @@ STYLE: dict[Any, Any] = {
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE = ["#999999", "#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00"]
 RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
-SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/report/pages/templates/page.css)
+SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
 DPI = 150
 SEP = " · "
 NO_PAIRS = f"No paired effects: this run lacks the '{BASELINE_CONDITION}' condition or any other."

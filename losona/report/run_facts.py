@@ -23,8 +23,8 @@ import polars as pl
 
 from losona.contracts import CALL_SCHEMA
 from losona.files import read_parquet
+from losona.pages import Section, section
 from losona.provenance.call_files import CONTROLS, JUDGE, SAMPLE
-from losona.report.pages import Section, section
 
 
 def cell_calls(calls_dir: str | Path) -> pl.DataFrame:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.cli import USER_ERROR_EXIT
+from losona.config import compose_paths
 from losona.errors import LosonaError
 from losona.files import display_path
 from losona.formatting import MISSING
@@ -89,8 +90,6 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print every cell's run facts from its run log; exit 2 when there is none."""
-    from losona.reproduce.cli import compose_paths  # Hydra's compose, as reproduce reads paths
-
     try:
         paths = compose_paths(sys.argv[1:] if argv is None else argv)
         logs = run_logs(paths["responses_dir"], paths["judge_logs_dir"])

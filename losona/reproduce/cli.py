@@ -6,41 +6,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, DynamicSettings, Paths, option_file
+from losona.config import CONF_DIR, DynamicSettings, compose_paths
 from losona.errors import LosonaError
 from losona.reproduce.checks import DynamicRun, check_run
 from losona.reproduce.compare import Check
 
 DIFFERENCE_EXIT = 3
 SHOWN = 40  # differences printed before "... and N more"
-
-
-def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
-    """conf/paths as this repository's config gives it, with command-line overrides."""
-    if not CONF_DIR.is_dir():
-        raise LosonaError(
-            f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
-            "repository root of the run to check"
-        )
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise LosonaError(f"bad override: {exc}") from None
-    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
-    chosen_paths = next(
-        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
-    )
-    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-    return checked.model_dump()
 
 
 def report(check: Check, out: Callable[[str], None] = print) -> None:

@@ -2,6 +2,4 @@
 
 - `metrics`: majority vote, accuracy-at-K, intervals and paired tests, as pure functions.
 - `aggregate`: the results, effects and breakdown tables, and Table 1.
-- `experiments`: `python -m losona.experiments`, experiments' settings and headline
-  numbers side by side.
 """
