@@ -2,5 +2,6 @@
 
 - `record`: reports/provenance.json, the record `python -m losona.reproduce` checks.
 - `call_files`: where each stage's calls files go, and the merged calls file.
+- `dvc_json`: asking DVC's command line for a JSON answer (status, experiments).
 - `publishable`: `python -m losona.publishable`, whether `dvc status` is clean.
 """

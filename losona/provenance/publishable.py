@@ -12,7 +12,6 @@ clean, 2 when there is no DVC pipeline here or DVC cannot say.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 from losona.cli import USER_ERROR_EXIT
 from losona.errors import LosonaError
+from losona.provenance.dvc_json import dvc_json
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
 
@@ -29,20 +29,9 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
     """`dvc status --json` of the pipeline in `root`: each stage that is not up to date."""
     if not (root / "dvc.yaml").is_file():
         raise LosonaError(f"no dvc.yaml in {root.resolve()}: run this in the run's repository root")
-    done = subprocess.run(
-        [sys.executable, "-m", "dvc", "status", "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    status: dict[str, list[Any]] = dvc_json(
+        ["status"], root, dict, "dvc status could not say whether the run is up to date"
     )
-    try:
-        status = json.loads(done.stdout) if done.returncode == 0 else None
-    except json.JSONDecodeError:
-        status = None
-    if not isinstance(status, dict):
-        said = " ".join((done.stderr or done.stdout).split())[:400]
-        raise LosonaError(f"dvc status could not say whether the run is up to date: {said}")
     return status
 
 
@@ -113,7 +102,3 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         "sweep does not need: move it out of the folder), then check again."
     )
     return NOT_CLEAN_EXIT
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

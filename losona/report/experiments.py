@@ -13,8 +13,6 @@ agreement of each pair of judges), as rows, with one column per experiment.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from losona.cli import USER_ERROR_EXIT
 from losona.config import PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
+from losona.provenance.dvc_json import dvc_json
 from losona.results import aggregate
 
 
@@ -67,20 +66,7 @@ class Experiment:
 
 def dvc_experiments(root: Path = Path(".")) -> list[Experiment]:
     """Every row of `dvc exp show --json`: the workspace, the baseline, its experiments."""
-    done = subprocess.run(
-        [sys.executable, "-m", "dvc", "exp", "show", "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        shown = json.loads(done.stdout) if done.returncode == 0 else None
-    except json.JSONDecodeError:
-        shown = None
-    if not isinstance(shown, list):
-        said = " ".join((done.stderr or done.stdout).split())[:400]
-        raise LosonaError(f"dvc exp show could not list the experiments: {said}")
+    shown = dvc_json(["exp", "show"], root, list, "dvc exp show could not list the experiments")
     return from_exp_show(shown)
 
 
@@ -282,7 +268,3 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     for line in table_lines(experiments, files):
         out(line)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -112,7 +112,3 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     for line in table_lines(rows):
         out(line)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
