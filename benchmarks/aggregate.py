@@ -22,15 +22,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Bootstrap, aggregate, write_reports
+from losona.config import AggregateSettings
 from losona.contracts import VERDICT_SCHEMA
-from losona.io import write_parquet
-from losona.verdicts import load_verdicts
+from losona.files import write_parquet
+from losona.judges.verdicts import load_verdicts
+from losona.results.aggregate import aggregate, write_reports
 
 MODELS = [f"model_{i}" for i in range(8)]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
 K = 3
-BOOTSTRAP = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
 
 
 def scenario_table(n: int) -> pl.DataFrame:

@@ -57,7 +57,6 @@ from hydra import compose, initialize_config_dir
 import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
 from losona.config import load_option, plain
 from losona.contracts import scenarios_from_table
-from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_controls, judge_responses
@@ -67,8 +66,9 @@ from losona.models.litellm_api import provider_of
 from losona.models.prepare import prepare
 from losona.models.pricing import Estimate, below, estimate
 from losona.models.prompt_caching import content_words, plan_reuse
-from losona.render import render_prompts
-from losona.sample import condition_prompts, sample_cell, sample_requests
+from losona.prompts.render import render_prompts
+from losona.sampling.sample import condition_prompts, sample_cell, sample_requests
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer, default_reply
 from losona.testing.scripted_judge import ScriptedJudge
 

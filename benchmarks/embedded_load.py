@@ -35,9 +35,9 @@ def worker(scenarios: int, condition: str, trials: int) -> None:
     """Sample in this process and print the wall time of the calls as JSON."""
     import yaml
 
-    from losona.datasets import fetch_scenarios
     from losona.models import ModelSpec, Request, complete
-    from losona.render import render_prompts
+    from losona.prompts.render import render_prompts
+    from losona.scenarios.datasets import fetch_scenarios
 
     config = yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text())
     spec = ModelSpec.from_config(config)

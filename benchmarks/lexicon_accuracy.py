@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from losona.catalog import load_catalog
 from losona.contracts import scenarios_from_table
-from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase, demonstration_cases
 from losona.judges.lexicon import LexiconJudge, judge_text
+from losona.scenarios.datasets import fetch_scenarios
 
 KINDS = ("compliant example", "breaching example", "demonstrations")
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from losona.contracts import Scenario, scenarios_from_table
-from losona.datasets import fetch_scenarios
-from losona.io import read_yaml
+from losona.files import read_yaml
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
+from losona.scenarios.datasets import fetch_scenarios
 
 HELDOUT = Path(__file__).with_name("lexicon_heldout.yaml")
 TARGET_ACCURACY = 95.0

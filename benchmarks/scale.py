@@ -48,8 +48,8 @@ import polars as pl
 import yaml
 
 from losona.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
-from losona.datasets import fetch_scenarios
-from losona.io import read_parquet, write_parquet
+from losona.files import read_parquet, write_parquet
+from losona.scenarios.datasets import fetch_scenarios
 
 REPO = Path(__file__).resolve().parents[1]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]

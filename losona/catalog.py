@@ -1,6 +1,7 @@
 """The taxonomy catalog: events, norms, venues and the applicability relation A(n).
 
-The facts live in `losona/data/catalog.yaml`; this module only reads and checks them.
+The facts live in `losona/data/catalog.yaml`; this module only reads them and checks them
+with the config checker (losona/config/), so a broken entry is refused in its words.
 `python -m losona.catalog` prints the number of valid (event, norm) cells and the matrix.
 """
 
@@ -11,20 +12,15 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
 
-from losona.errors import LosonaError
-from losona.io import read_yaml
+from pydantic import Field, StrictStr, model_validator
+
+from losona.config.checker import Refusal, check
+from losona.config.values import Schema, Text
+from losona.files import read_yaml
 
 CATALOG_PATH = Path(str(resources.files("losona") / "data" / "catalog.yaml"))
-
-_NORM_TEXT_FIELDS = (
-    "requirement",
-    "statement",
-    "example_elicitor",
-    "example_compliant_response",
-    "example_breaching_response",
-)
 
 
 @dataclass(frozen=True)
@@ -64,43 +60,60 @@ class Catalog:
         return norm in self.norms and event in self.norms[norm].applicable_events
 
 
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise LosonaError(f"{CATALOG_PATH}: {where}: expected non-empty text, found {value!r}")
-    return value.strip()
+class _NormEntry(Schema):
+    """One norm's entry in the catalog file (its id is the key above it)."""
+
+    requirement: Text
+    statement: Text
+    example_elicitor: Text
+    example_compliant_response: Text
+    example_breaching_response: Text
+    applicable_events: Annotated[
+        tuple[Text, ...], Field(min_length=1, description="a non-empty list of event ids")
+    ]
+
+
+Descriptions = Annotated[
+    dict[StrictStr, Text], Field(description="a mapping of ids to descriptions (text)")
+]
+
+
+class _CatalogFile(Schema):
+    """The catalog file as written: checked by the config checker, like every config."""
+
+    version: Text
+    applicability_method: Text
+    venues: Descriptions
+    events: Descriptions
+    norms: Annotated[
+        dict[StrictStr, _NormEntry], Field(description="a mapping of norm ids to norm entries")
+    ]
+
+    @model_validator(mode="after")
+    def _events_are_known(self) -> Self:
+        for norm_id, norm in self.norms.items():
+            unknown = [e for e in norm.applicable_events if e not in self.events]
+            if unknown:
+                raise Refusal(
+                    "ids of events listed under 'events'",
+                    f"unknown event ids {unknown}",
+                    key=f"norms.{norm_id}.applicable_events",
+                )
+        return self
 
 
 def parse_catalog(raw: Any, origin: Path = CATALOG_PATH) -> Catalog:
     """Build a Catalog from the parsed YAML, refusing anything incomplete or inconsistent."""
-    if not isinstance(raw, dict):
-        raise LosonaError(f"{origin}: expected a mapping at the top level")
-    for key in ("version", "applicability_method", "venues", "events", "norms"):
-        if key not in raw:
-            raise LosonaError(f"{origin}: missing top-level key '{key}'")
-    events = {str(k): _text(v, f"events.{k}") for k, v in raw["events"].items()}
-    venues = {str(k): _text(v, f"venues.{k}") for k, v in raw["venues"].items()}
-    norms: dict[str, Norm] = {}
-    for norm_id, entry in raw["norms"].items():
-        if not isinstance(entry, dict):
-            raise LosonaError(f"{origin}: norms.{norm_id}: expected a mapping")
-        texts = {f: _text(entry.get(f), f"norms.{norm_id}.{f}") for f in _NORM_TEXT_FIELDS}
-        applicable = entry.get("applicable_events")
-        if not isinstance(applicable, list) or not applicable:
-            raise LosonaError(
-                f"{origin}: norms.{norm_id}.applicable_events: expected a non-empty list"
-            )
-        unknown = [e for e in applicable if e not in events]
-        if unknown:
-            raise LosonaError(
-                f"{origin}: norms.{norm_id}.applicable_events: unknown event ids {unknown}"
-            )
-        norms[str(norm_id)] = Norm(id=str(norm_id), applicable_events=tuple(applicable), **texts)
+    checked = check(_CatalogFile, raw, origin=str(origin), key="")
     return Catalog(
-        version=str(raw["version"]),
-        applicability_method=_text(raw["applicability_method"], "applicability_method"),
-        venues=venues,
-        events=events,
-        norms=norms,
+        version=checked.version,
+        applicability_method=checked.applicability_method,
+        venues=dict(checked.venues),
+        events=dict(checked.events),
+        norms={
+            norm_id: Norm(id=norm_id, **entry.model_dump())
+            for norm_id, entry in checked.norms.items()
+        },
     )
 
 

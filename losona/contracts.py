@@ -46,7 +46,7 @@ SCENARIO_SCHEMA = pl.Schema(
 )
 
 # A subset's rows carry this after the dataset's own source in `source`:
-# "<source>; subset of <total>: <how chosen>" (written by losona.datasets.Subset), so that
+# "<source>; subset of <total>: <how chosen>" (written by losona.scenarios.datasets.Subset), so that
 # every table and report downstream can say that a run covers only part of a dataset.
 SUBSET_MARK = "; subset of "
 
@@ -105,7 +105,7 @@ RESPONSE_SCHEMA = pl.Schema(
 # secret or endpoint: only what a call returned and the model string it was asked of.
 CALL_SCHEMA = pl.Schema(
     {
-        "key": pl.String(),  # the call cache's key (losona/models/calls.py, call_key)
+        "key": pl.String(),  # the call cache's key (losona/models/prepare.py, call_key)
         "model": pl.String(),  # the litellm model string
         "text": pl.String(),
         "finish_reason": pl.String(),
@@ -164,7 +164,7 @@ CONTROL_SCHEMA = pl.Schema(
 
 # Report tables: aggregate writes them as CSV under paths.reports_dir, plot reads them.
 # Percentages are 0-100 with one decimal; `scenarios` always counts the scenarios behind a
-# figure, after leaving out the ones unscored trials leave undetermined (losona/metrics.py).
+# figure, after leaving out the ones unscored trials leave undetermined (losona/results/metrics.py).
 OUTCOME_SCHEMA = pl.Schema(  # outcomes.csv: one row per judge x model x condition x scenario
     {
         "judge": pl.String(),
@@ -519,7 +519,7 @@ CONTROL_MISS_SCHEMA = pl.Schema(  # control_misses.csv: every control a judge go
     }
 )
 
-# The audit's labelling workflow (losona/labels.py): the blinded sheet people label, and
+# The audit's labelling workflow (losona/audit/labelling.py): the blinded sheet people label, and
 # the key from its item ids to the responses (never shown to labellers).
 SHEET_SCHEMA = pl.Schema(
     {

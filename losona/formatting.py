@@ -8,6 +8,8 @@ carries TEST_DOUBLE in its display label, so every table and figure that names i
 
 from __future__ import annotations
 
+import math
+
 MISSING = "n/a"
 # Appended to a test double's label: its numbers are the plumbing's, not a model's or judge's.
 TEST_DOUBLE = "[TEST DOUBLE]"
@@ -23,9 +25,12 @@ def signed(value: float | None, digits: int = 1) -> str:
     return MISSING if value is None else f"{value:+.{digits}f}"
 
 
-def percent(part: int, whole: int) -> float | None:
-    """`part` as a percentage of `whole`, rounded to one decimal; None when `whole` is 0."""
-    return round(100 * part / whole, 1) if whole else None
+def percent(part: float | None, whole: float = 1) -> float | None:
+    """`part` as a percentage of `whole` (a share of 1 unless told), with one decimal as in
+    the paper's tables; None when there is no value (None or NaN) or `whole` is 0."""
+    if part is None or math.isnan(part) or not whole:
+        return None
+    return round(100 * part / whole, 1)
 
 
 def display_label(label: str, test_double: bool) -> str:

@@ -11,19 +11,13 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import (
-    aggregate,
-    judge_evidence,
-    judge_kinds,
-    outside_sweep,
-    presentation_for,
-    write_reports,
-)
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet
-from losona.verdicts import load_verdicts
+from losona.files import read_parquet
+from losona.judges.verdicts import load_verdicts
+from losona.results.aggregate import aggregate, judge_evidence, write_reports
+from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -17,16 +17,16 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.aggregate import read_reports
 from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
+from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.cli import launch, reports_user_errors
 from losona.config import Paths, chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
-from losona.io import read_parquet
+from losona.files import read_parquet
 from losona.judges.base import Judge
 from losona.judges.run import make_judge
-from losona.labels import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.models import CallOptions
+from losona.results.aggregate import read_reports
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -15,8 +15,8 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.dynamic.files import dynamic_call_files
-from losona.io import write_parquet
-from losona.publish import merge_calls, sweep_call_files
+from losona.files import write_parquet
+from losona.provenance.call_files import merge_calls, sweep_call_files
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

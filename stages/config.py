@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, config_record
 from losona.errors import LosonaError
-from losona.io import write_json
+from losona.files import write_json
 
 GROUPS = ("model", "judge")
 

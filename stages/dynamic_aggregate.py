@@ -23,8 +23,8 @@ from losona.dynamic.aggregate import (
 )
 from losona.dynamic.files import reports_dir
 from losona.dynamic.plots import draw_recovery, write_figure
-from losona.io import read_parquet
-from losona.metrics import pct
+from losona.files import read_parquet
+from losona.formatting import percent
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -46,7 +46,7 @@ def main(cfg: DictConfig) -> None:
     )
     out = reports_dir(paths, judge)
     write_dynamic_reports(reports, out)
-    level = f"{pct(bootstrap.confidence):g}%"
+    level = f"{percent(bootstrap.confidence):g}%"
     write_figure(draw_recovery(reports["results.csv"], FIGURE, level), out)
     print(
         f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "

@@ -23,7 +23,7 @@ from losona.dynamic.files import (
 )
 from losona.dynamic.judge import judge_second_turn
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet, write_parquet
+from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.run import (
     call_sources,
     judge_calls,
@@ -32,7 +32,7 @@ from losona.judges.run import (
     unscored_notes,
 )
 from losona.models import CallOptions
-from losona.publish import call_store
+from losona.provenance.call_files import call_store
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

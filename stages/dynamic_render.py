@@ -19,13 +19,13 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA, scenarios_from_table
-from losona.datasets import fetch_followups
 from losona.dynamic.files import GROUP_CALLS, PROMPTS, calls_file, cell_file, run_log
 from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cell
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet, write_parquet
+from losona.files import display_path, read_parquet, write_parquet
 from losona.models import CallOptions, plan
-from losona.publish import call_store
+from losona.provenance.call_files import call_store
+from losona.scenarios.datasets import fetch_followups
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -24,9 +24,9 @@ from losona.dynamic.files import (
 )
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet, write_parquet
+from losona.files import display_path, read_parquet, write_parquet
 from losona.models import CallOptions, answer_sources, plan, read_run_log
-from losona.publish import call_store
+from losona.provenance.call_files import call_store
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

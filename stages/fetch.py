@@ -11,8 +11,8 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, origin_of
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.files import write_parquet
+from losona.scenarios.datasets import fetch_scenarios
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -14,10 +14,10 @@ from omegaconf import DictConfig
 from losona.catalog import load_catalog
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
+from losona.files import write_json, write_parquet
 from losona.generation.cells import plan_slots
 from losona.generation.generate import generate_candidates, generation_summary, generator_spec
 from losona.generation.settings import GenerationFiles, load_model
-from losona.io import write_json, write_parquet
 from losona.models import CallOptions
 
 

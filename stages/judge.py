@@ -17,7 +17,7 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
-from losona.io import display_path, read_parquet, write_parquet
+from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.health import JudgeEvidence, degenerate_signs, uniform_verdict
 from losona.judges.llm import LLMJudge
 from losona.judges.run import (
@@ -29,7 +29,7 @@ from losona.judges.run import (
     unscored_notes,
 )
 from losona.models import CallOptions
-from losona.publish import call_store, judge_calls_file
+from losona.provenance.call_files import call_store, judge_calls_file
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet, write_json, write_parquet
+from losona.files import read_parquet, write_json, write_parquet
 from losona.judges.health import TRUSTWORTHY_PERCENT
 from losona.judges.run import (
     call_sources,
@@ -28,7 +28,7 @@ from losona.judges.run import (
     unscored_notes,
 )
 from losona.models import CallOptions
-from losona.publish import call_store, controls_calls
+from losona.provenance.call_files import call_store, controls_calls
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -6,7 +6,7 @@ Reads paths.panel_votes_dir/<panel>/ (each member's verdicts and controls, copie
 panel_votes) and writes, in the verdict contract, data/verdicts/<panel>/<model>/<condition>.parquet
 for every cell of the sweep, data/judge_controls/<panel>.parquet and
 reports/judge_controls/<panel>.json: aggregate, audit and the report take the panel for
-one more judge. How the votes combine: losona/panels.py and docs/judges.md.
+one more judge. How the votes combine: losona/judges/panels.py and docs/judges.md.
 """
 
 import shutil
@@ -19,9 +19,9 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
-from losona.io import read_parquet, write_json, write_parquet
+from losona.files import read_parquet, write_json, write_parquet
+from losona.judges.panels import combine_controls, combine_verdicts, panel_description
 from losona.judges.run import control_summary, status_counts
-from losona.panels import combine_controls, combine_verdicts, panel_description
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -2,7 +2,7 @@
 
 python stages/panel_votes.py judge=offline_panel +member=lexicon
 
-A panel combines judges' verdicts with no model call (losona/panels.py). dvc.yaml cannot
+A panel combines judges' verdicts with no model call (losona/judges/panels.py). dvc.yaml cannot
 list a panel's members as its dependencies (a list read from conf/judge/<panel>.yaml), so
 this stage runs for each panel x judge of the sweep: for a member it copies the judge's
 verdicts on the sweep's cells and its control table to paths.panel_votes_dir/<panel>/, for
@@ -18,8 +18,8 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.contracts import CONTROL_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import read_parquet, write_parquet
-from losona.panels import member_verdicts
+from losona.files import read_parquet, write_parquet
+from losona.judges.panels import member_verdicts
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

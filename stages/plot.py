@@ -9,18 +9,18 @@ python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/repo
 import hydra
 from omegaconf import DictConfig
 
-from losona.aggregate import read_reports
 from losona.audit import read_audit
-from losona.audit_report import audit_section
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA, subset_note
 from losona.dynamic.report import dynamic_section, read_judges
-from losona.io import read_parquet, write_text
-from losona.plots import draw_figures, write_figures
-from losona.report import build_report
-from losona.run_facts import cell_calls, display_names, facts_section
-from losona.verdicts import load_verdicts
+from losona.files import read_parquet, write_text
+from losona.judges.verdicts import load_verdicts
+from losona.report.audit_section import audit_section
+from losona.report.index import build_report
+from losona.report.plots import draw_figures, write_figures
+from losona.report.run_facts import cell_calls, display_names, facts_section
+from losona.results.aggregate import read_reports
 
 REPORT = "index.html"
 
@@ -34,7 +34,7 @@ def main(cfg: DictConfig) -> None:
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     audited = read_audit(paths.audit_dir)
     # The calls each cell's table was built from: facts a rerun does not change, unlike
-    # the run logs' (losona/run_facts.py).
+    # the run logs' (losona/report/run_facts.py).
     facts = facts_section(cell_calls(paths.calls_dir), display_names(reports["results.csv"]))
     extra = [audit_section(audited, reports), facts]
     dynamic = chosen(cfg, "dynamic")

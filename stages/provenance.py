@@ -14,8 +14,8 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet, write_json
-from losona.provenance import provenance
+from losona.files import read_parquet, write_json
+from losona.provenance.record import provenance
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

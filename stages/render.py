@@ -10,8 +10,8 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA
-from losona.io import read_parquet, write_parquet
-from losona.render import render_table
+from losona.files import read_parquet, write_parquet
+from losona.prompts.render import render_table
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

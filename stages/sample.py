@@ -17,11 +17,11 @@ from losona.cli import launch, reports_user_errors
 from losona.config import Paths, SamplingSettings, chosen, option, plain
 from losona.contracts import PROMPT_SCHEMA
 from losona.errors import LosonaError
-from losona.io import read_parquet, write_parquet
+from losona.files import read_parquet, write_parquet
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
-from losona.publish import call_store, sample_calls
-from losona.sample import plan_sampling, plan_sweep, sample_cell
+from losona.provenance.call_files import call_store, sample_calls
+from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

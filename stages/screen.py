@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import CANDIDATE_SCHEMA
+from losona.files import read_parquet, write_json, write_parquet, write_text
 from losona.generation.screen import (
     cell_report,
     format_cell_report,
@@ -22,7 +23,6 @@ from losona.generation.screen import (
     screen_summary,
 )
 from losona.generation.settings import GenerationFiles, load_model
-from losona.io import read_parquet, write_json, write_parquet, write_text
 from losona.judges.run import make_judge
 from losona.models import CallOptions
 

@@ -11,22 +11,15 @@ import polars as pl
 import pytest
 from conftest import run_stage, verdict_table
 
-from losona.aggregate import (
-    Bootstrap,
-    Presentation,
-    Reports,
-    aggregate,
-    config_labels,
-    outside_sweep,
-    read_reports,
-    write_reports,
-)
+from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import write_parquet
-from losona.verdicts import load_verdicts
+from losona.files import write_parquet
+from losona.judges.verdicts import load_verdicts
+from losona.results.aggregate import Reports, aggregate, read_reports, write_reports
+from losona.results.presentation import Presentation, config_labels, outside_sweep
 
-BOOTSTRAP = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
 PAPER_CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
 CONDITION_LABELS = {
     "naive": "Naive",
@@ -499,7 +492,7 @@ def test_verdicts_that_do_not_form_one_run_are_refused(mutate: Mutation, message
 )
 def test_bad_bootstrap_settings_are_refused(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(LosonaError, match=message):
-        Bootstrap.from_config(settings)
+        AggregateSettings.from_config(settings)
 
 
 # -- verdict files ---------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from conftest import BASE_ROW, verdict_table
 from test_aggregate import complying, scenario_table
 from test_judge import AlwaysComplies
 
-from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
 from losona.audit import (
     AUDIT_FILES,
     Audit,
@@ -31,14 +30,17 @@ from losona.audit import (
     summary_lines,
     write_audit,
 )
+from losona.audit.labelling import Labels
+from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import sha256_text
+from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.run import judge_controls
-from losona.labels import Labels
+from losona.results.aggregate import Reports, aggregate
+from losona.results.presentation import Presentation
 
-BOOTSTRAP = Bootstrap(resamples=1_000, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=1_000, seed=0, confidence=0.95)
 SHOW = Presentation()
 
 
@@ -269,7 +271,7 @@ def test_the_papers_human_audit_comes_out_as_the_paper_reports_it() -> None:
         {("gemini_pro", "m", "naive"): [[j] for j, _ in pairs]}, scenario_table(100)
     )
     people = labelled_items({(f"s{i:02d}", "m", 0): h for i, (_, h) in enumerate(pairs)})
-    paper = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
+    paper = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
     row = human_agreement(people, verdicts, ["gemini_pro"], paper)[0].row(0, named=True)
     assert (row["scored"], row["agreement"], row["judge_compliance"]) == (100, 85.0, 29.0)
     assert (row["human_compliance"], row["false_positives"], row["false_negatives"]) == (
@@ -287,7 +289,7 @@ def test_the_agreement_interval_resamples_the_items_with_the_configured_seed() -
     labelled, verdicts = people_and_judge()
     first = human_agreement(labelled, verdicts, ["j"], BOOTSTRAP)[0]
     assert first.equals(human_agreement(labelled, verdicts, ["j"], BOOTSTRAP)[0])
-    wide = Bootstrap(resamples=1_000, seed=0, confidence=0.5)
+    wide = AggregateSettings(resamples=1_000, seed=0, confidence=0.5)
     narrow = human_agreement(labelled, verdicts, ["j"], wide)[0].row(0, named=True)
     assert narrow["agreement_high"] - narrow["agreement_low"] < (
         first["agreement_high"][0] - first["agreement_low"][0]

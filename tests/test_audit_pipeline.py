@@ -27,7 +27,7 @@ from test_judge import responses_table
 
 from losona.catalog import load_catalog
 from losona.contracts import Scenario
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import judge_messages, parse_verdict

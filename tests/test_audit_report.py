@@ -16,11 +16,11 @@ from test_audit import (
     two_judge_run,
 )
 
-from losona.aggregate import Presentation
 from losona.audit import Audit, audit
-from losona.audit_report import audit_section
-from losona.labels import Labels
-from losona.report import build_report
+from losona.audit.labelling import Labels
+from losona.report.audit_section import audit_section
+from losona.report.index import build_report
+from losona.results.presentation import Presentation
 
 SID = "standup__binary_answer_norm__{}"
 

@@ -25,8 +25,8 @@ from conftest import BASE_ROW, CONF_DIR, run_stage
 from test_judge_stage import write_responses
 
 from losona.contracts import CANDIDATE_SCHEMA, VERDICT_SCHEMA
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.files import write_parquet
+from losona.scenarios.datasets import fetch_scenarios
 
 # About a hundred stage runs of a second or two each, on a run built once per module.
 pytestmark = pytest.mark.slow
@@ -967,8 +967,8 @@ def dynamic_cell(run: Path) -> None:
     from losona.contracts import DYNAMIC_RESPONSE_SCHEMA, table
     from losona.dynamic.judge import judge_second_turn
     from losona.dynamic.render import render_cell
-    from losona.followups import Followup
     from losona.judges.lexicon import LexiconJudge
+    from losona.scenarios.followups import Followup
 
     scenarios = pl.read_parquet(run / "data" / "scenarios.parquet")
     stand_ins = {}

@@ -103,7 +103,7 @@ def test_cli_prints_the_cell_count_and_matrix(capsys: pytest.CaptureFixture[str]
             lambda r: r["norms"]["binary_answer_norm"].update(applicable_events=["nope"]),
             "unknown event ids ['nope']",
         ),
-        (lambda r: r.pop("venues"), "missing top-level key 'venues'"),
+        (lambda r: r.pop("venues"), "'venues': expected a mapping of ids to descriptions"),
     ],
 )
 def test_broken_catalog_is_refused(change: Any, message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from losona import cli
-from losona.errors import LosonaError
+from losona.errors import LosonaError, causes
 
 
 @pytest.fixture(autouse=True)
@@ -54,3 +54,23 @@ def test_a_user_error_inside_a_stage_exits_2(capsys: pytest.CaptureFixture[str])
 
     assert exit_code(hydra_main(stage)) == 2
     assert capsys.readouterr().err.startswith("error: data/x.parquet: scenario 's1'")
+
+
+def test_causes_walks_what_an_exception_was_raised_from_or_while_handling_once() -> None:
+    root = LosonaError("broken params.yaml")
+    caught: list[BaseException] = []
+    try:
+        try:
+            raise root
+        except LosonaError:
+            raise KeyError("x") from ValueError("wrapped")  # context: root; cause: ValueError
+    except KeyError as outer:
+        caught.append(outer)
+    found = list(causes(caught[0]))
+    assert found[0] is caught[0]
+    assert [type(e) for e in found[1:]] == [ValueError, LosonaError]
+    assert found[2] is root
+    # A chain that loops back on itself is walked once.
+    a, b = ValueError("a"), ValueError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert list(causes(a)) == [a, b]

@@ -14,12 +14,12 @@ from losona.config import (
     GROUPS as SCHEMAS,
 )
 from losona.config import (
-    Bootstrap,
+    AggregateSettings,
     DatasetConfig,
     JudgeConfig,
     ModelSpec,
     SamplingSettings,
-    _Sources,
+    Sources,
     chosen,
     option,
     plain,
@@ -105,7 +105,7 @@ def test_a_checked_dataset_records_the_settings_it_was_given(
 
 
 def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path) -> None:
-    sources = _Sources(
+    sources = Sources(
         {"model": "gpt_5_5", "experiment": "paper", "paths": "default"},
         ("model=gpt_5_5", "+experiment=paper", "aggregate.seed=-1", "~model.label"),
     )
@@ -117,7 +117,7 @@ def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path
     assert sources.where("sampling.dry_run") == "conf/config.yaml"
     assert sources.where("paths.reports_dir") == "conf/paths/default.yaml"
     # K and the subset come from the run file, unless the overlay or an option sets them.
-    plain_run = _Sources({"dataset": "bundled", "paths": "default"}, ())
+    plain_run = Sources({"dataset": "bundled", "paths": "default"}, ())
     assert plain_run.where("sampling.trials") == "conf/run.yaml"
     assert plain_run.where("dataset.scenario_ids") == "conf/run.yaml"
     assert plain_run.where("dataset.kind") == "conf/dataset/bundled.yaml"
@@ -129,7 +129,7 @@ def test_a_value_is_traced_to_the_override_the_overlay_or_the_file(workdir: Path
 def test_no_number_read_from_config_may_be_nan_or_infinite(value: float, shown: str) -> None:
     nodes: list[tuple[type[Any], dict[str, Any], str]] = [
         (SamplingSettings, {"trials": 3, "dry_run": False, "max_cost_usd": value}, "max_cost_usd"),
-        (Bootstrap, {"resamples": 10, "seed": 0, "confidence": value}, "confidence"),
+        (AggregateSettings, {"resamples": 10, "seed": 0, "confidence": value}, "confidence"),
         (ModelSpec, {"name": "m", "model": "o/m", "backoff_s": value}, "backoff_s"),
         (ModelSpec, {"name": "m", "model": "o/m", "params": {"top_p": value}}, "params.top_p"),
         (JudgeConfig, {"name": "j", "kind": "lexicon", "max_cost_usd": value}, "max_cost_usd"),

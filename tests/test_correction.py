@@ -9,14 +9,15 @@ from conftest import verdict_table
 from test_aggregate import scenario_table
 from test_audit import labelled_items
 
-from losona.aggregate import Bootstrap, Presentation
 from losona.audit import corrected_compliance, rogan_gladen
 from losona.audit.resampling import percentile_interval
+from losona.config import AggregateSettings
 from losona.contracts import SHEET_KEY_SCHEMA, table
-from losona.io import sha256_text
+from losona.files import sha256_text
+from losona.results.presentation import Presentation
 
-PAPER = Bootstrap(resamples=10_000, seed=0, confidence=0.95)
-QUICK = Bootstrap(resamples=2_000, seed=0, confidence=0.95)
+PAPER = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
+QUICK = AggregateSettings(resamples=2_000, seed=0, confidence=0.95)
 SHOW = Presentation(judges=["j"], models=["m"], conditions=["naive", "norm_informed"])
 
 
@@ -239,7 +240,7 @@ def test_the_intervals_follow_the_seed() -> None:
     people, verdicts = paper_sample()
     first = corrected_compliance(people, verdicts, ["j"], SHOW, QUICK)[1]
     assert first.equals(corrected_compliance(people, verdicts, ["j"], SHOW, QUICK)[1])
-    other = Bootstrap(resamples=QUICK.resamples, seed=1, confidence=0.95)
+    other = AggregateSettings(resamples=QUICK.resamples, seed=1, confidence=0.95)
     assert not first.equals(corrected_compliance(people, verdicts, ["j"], SHOW, other)[1])
 
 
@@ -250,7 +251,7 @@ def test_the_audit_writes_the_corrected_figures_only_when_labels_give_them() -> 
     from test_audit import NO_LABELS, run_audit, scenarios_table
 
     from losona.audit import summary_lines
-    from losona.labels import Labels
+    from losona.audit.labelling import Labels
 
     scenarios = scenarios_table()
     without = run_audit(scenarios, NO_LABELS)

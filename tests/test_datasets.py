@@ -12,12 +12,12 @@ import pytest
 from conftest import CONF_DIR
 from omegaconf import OmegaConf
 
-from losona import datasets
 from losona.catalog import load_catalog
 from losona.contracts import SCENARIO_SCHEMA
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.validate import ScenarioError
+from losona.scenarios import datasets
+from losona.scenarios.datasets import fetch_scenarios
+from losona.scenarios.validate import ScenarioError
 
 Row = Callable[..., dict[str, Any]]
 

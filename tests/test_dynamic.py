@@ -25,17 +25,17 @@ import polars as pl
 import pytest
 from test_judge import responses_table, scenarios_table
 
-from losona.config import Bootstrap
+from losona.config import AggregateSettings
 from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
 from losona.dynamic.sample import sample_second_turn
 from losona.errors import LosonaError
-from losona.followups import Followup, Message
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.models import CallOptions, ModelSpec
+from losona.scenarios.followups import Followup, Message
 from losona.testing.openai_server import OpenAIServer, default_reply
 
 SID = "standup__binary_answer_norm__{}"
@@ -249,7 +249,7 @@ def test_each_metric_from_scripted_replies(
         [Cell("m", "naive", prompts, verdicts)],
         scenarios,
         judge="lexicon",
-        bootstrap=Bootstrap(resamples=500, seed=0, confidence=0.95),
+        bootstrap=AggregateSettings(resamples=500, seed=0, confidence=0.95),
         presentation=presentation_of(["m"], ["naive"]),
     )
     results = reports["results.csv"]
@@ -366,7 +366,7 @@ def test_a_dry_run_prices_the_calls_and_writes_nothing(
 ) -> None:
     from conftest import run_stage
 
-    from losona.io import write_parquet
+    from losona.files import write_parquet
 
     items = [(SID.format(x), trial, reply) for (x, trial), reply in FIRST.items()]
     responses = responses_table(items, model="smollm2", condition="naive")

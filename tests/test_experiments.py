@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from losona.errors import LosonaError
-from losona.experiments import MetricsFiles, default_paths, from_exp_show, select, table_lines
+from losona.report.experiments import (
+    MetricsFiles,
+    default_paths,
+    from_exp_show,
+    select,
+    table_lines,
+)
 
 SHOWN = json.loads((Path(__file__).parent / "fixtures" / "exp_show.json").read_text())
 

@@ -13,13 +13,13 @@ import pytest
 import yaml
 from conftest import FOLLOWUP_FIXTURES
 
-import losona.datasets
+import losona.scenarios.datasets
 from losona.catalog import load_catalog
-from losona.datasets import BUNDLED_DIR, fetch_followups, fetch_scenarios, load_bundled
 from losona.errors import LosonaError
-from losona.followups import Followup, Message, followup_problems
-from losona.io import write_parquet
-from losona.validate import ScenarioError
+from losona.files import write_parquet
+from losona.scenarios.datasets import BUNDLED_DIR, fetch_followups, fetch_scenarios, load_bundled
+from losona.scenarios.followups import Followup, Message, followup_problems
+from losona.scenarios.validate import ScenarioError
 
 STANDUP = "standup__binary_answer_norm"
 BUNDLED = {"name": "bundled", "kind": "bundled"}
@@ -35,7 +35,7 @@ def bundled_with_fixtures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
         raw = yaml.safe_load(target.read_text(encoding="utf-8"))
         raw["followup"] = yaml.safe_load(fixture.read_text(encoding="utf-8"))["followup"]
         target.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
-    monkeypatch.setattr(losona.datasets, "BUNDLED_DIR", folder)
+    monkeypatch.setattr(losona.scenarios.datasets, "BUNDLED_DIR", folder)
     return folder
 
 

@@ -15,16 +15,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import polars as pl
 import pytest
 from test_generation_candidates import BUG, STANDUP, authored
 
 from losona.catalog import load_catalog
-from losona.config import STRUCTURED_OUTPUTS, GenerateSettings
+from losona.config import GenerateSettings
 from losona.contracts import Scenario
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.generation.cells import Slot
 from losona.generation.curate import (
@@ -50,7 +49,8 @@ from losona.generation.screen import (
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.models import CallOptions, CallsFailed, ModelSpec
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 
 CATALOG = load_catalog()
@@ -231,7 +231,9 @@ def test_structured_output_is_asked_for_when_configured(
     schema = body["response_format"]["json_schema"]["schema"]
     assert list(schema["properties"]) == list(authored(BUG)) and schema["required"]
     assert generator_spec(spec(server, "generator"), "none").params == {}
-    assert set(RESPONSE_FORMATS) == set(STRUCTURED_OUTPUTS)
+    # Every structured_output the schema allows has its response_format, and no other.
+    allowed = get_args(GenerateSettings.model_fields["structured_output"].annotation)
+    assert set(RESPONSE_FORMATS) == set(allowed)
 
 
 def test_screening_asks_the_control_and_keeps_what_the_baseline_breaches(

@@ -10,7 +10,7 @@ import pytest
 from conftest import stand_in_followup
 
 from losona.catalog import load_catalog
-from losona.datasets import BUNDLED_DIR, load_bundled
+from losona.files import read_yaml
 from losona.generation.candidates import (
     AUTHORED_KEYS,
     candidate_id,
@@ -20,8 +20,8 @@ from losona.generation.candidates import (
     scenario_row,
 )
 from losona.generation.cells import Slot
-from losona.io import read_yaml
-from losona.templates import GENERATOR_TEMPLATE_VERSION
+from losona.generation.prompt import GENERATOR_TEMPLATE_VERSION
+from losona.scenarios.datasets import BUNDLED_DIR, load_bundled
 
 CATALOG = load_catalog()
 

@@ -20,7 +20,6 @@ from losona.contracts import (
     Scenario,
     table,
 )
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
 from losona.judges.base import JudgeCase, Judgement, demonstration_cases
 from losona.judges.lexicon import LexiconJudge
@@ -33,6 +32,7 @@ from losona.judges.run import (
     status_counts,
 )
 from losona.models import CallOptions
+from losona.scenarios.datasets import fetch_scenarios
 
 Row = Callable[..., dict[str, Any]]
 

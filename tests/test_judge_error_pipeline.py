@@ -25,9 +25,9 @@ from conftest import run_dvc
 from test_judge import responses_table
 
 from losona.audit import rogan_gladen
-from losona.io import write_parquet
+from losona.files import write_parquet
+from losona.judges.panels import panel_vote
 from losona.models import calls_table
-from losona.panels import panel_vote
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

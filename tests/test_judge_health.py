@@ -7,7 +7,6 @@ import pytest
 from conftest import verdict_table
 from test_aggregate import BOOTSTRAP, scenario_table
 
-from losona.aggregate import aggregate
 from losona.judges.health import (
     MIN_SCORED,
     TRUSTWORTHY_PERCENT,
@@ -16,6 +15,7 @@ from losona.judges.health import (
     degenerate_signs,
     uniform_verdict,
 )
+from losona.results.aggregate import aggregate
 
 CELL = ("j", "m", "naive")
 

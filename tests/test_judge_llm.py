@@ -23,8 +23,8 @@ from losona.judges.llm import (
     parse_verdict,
     structured_output_advice,
 )
+from losona.judges.prompt import JUDGE_INSTRUCTIONS, JUDGE_TEMPLATE_VERSION
 from losona.models import CallOptions, CallsFailed, Completion, ModelSpec
-from losona.templates import JUDGE_INSTRUCTIONS, JUDGE_TEMPLATE_VERSION
 from losona.testing.openai_server import OpenAIServer
 
 CASE = JudgeCase(

@@ -16,9 +16,9 @@ from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
-from losona.judges.lexicon import load_rules
+from losona.files import write_parquet
+from losona.judges.rules import load_rules
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 
 

@@ -11,10 +11,7 @@ import pytest
 from conftest import BASE_ROW
 from test_judge import responses_table
 
-from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, SHEET_SCHEMA, table
-from losona.errors import LosonaError
-from losona.io import sha256_text
-from losona.labels import (
+from losona.audit.labelling import (
     Sheet,
     item_id,
     labelling_sheet,
@@ -24,6 +21,9 @@ from losona.labels import (
     sheet_html,
     write_sheet,
 )
+from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, SHEET_SCHEMA, table
+from losona.errors import LosonaError
+from losona.files import sha256_text
 
 NORMS = [f"norm_{i}" for i in range(5)]
 CONDITIONS = ["naive", "norm_informed", "oracle"]
@@ -159,7 +159,7 @@ def test_impossible_sheet_sizes_are_refused(
 
 
 def test_responses_come_from_the_sweeps_files(tmp_path: Path, responses: pl.DataFrame) -> None:
-    from losona.io import write_parquet
+    from losona.files import write_parquet
 
     for (model, condition), part in responses.group_by("subject_model", "condition"):
         write_parquet(part, tmp_path / str(model) / f"{condition}.parquet")

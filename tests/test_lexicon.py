@@ -14,7 +14,8 @@ import yaml
 from losona.catalog import load_catalog
 from losona.errors import LosonaError
 from losona.judges.base import JudgeCase
-from losona.judges.lexicon import RULES_PATH, LexiconJudge, Text, load_rules, parse_rules
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.rules import RULES_PATH, Text, load_rules, parse_rules
 
 
 def raw_rules() -> dict[str, Any]:

@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from losona.contracts import scenarios_from_table
-from losona.datasets import fetch_scenarios
 from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
 from losona.judges.llm import (
     FIELDS,
@@ -34,8 +33,9 @@ from losona.judges.llm import (
     parse_verdict,
 )
 from losona.models import CallOptions, CallsFailed, ModelSpec
-from losona.render import render_prompts
-from losona.sample import sample_responses
+from losona.prompts.render import render_prompts
+from losona.sampling.sample import sample_cell
+from losona.scenarios.datasets import fetch_scenarios
 
 pytestmark = pytest.mark.slow
 
@@ -237,9 +237,9 @@ def test_a_subject_samples_through_llama_cpp_as_the_docs_say(
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(1)
     prompts = render_prompts(scenarios, ["naive"])
     log = tmp_path / "sample.log.json"
-    responses = sample_responses(
+    responses = sample_cell(
         prompts, spec, "naive", 2, CallOptions(cache_path=tmp_path / "calls.sqlite", run_log=log)
-    )
+    ).responses.collect()
     assert responses.height == 2
     assert responses["response"].null_count() == 0
     assert all(text.strip() for text in responses["response"].to_list())

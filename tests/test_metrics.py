@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from losona.metrics import (
+from losona.formatting import percent
+from losona.results.metrics import (
     bootstrap_means,
     majority_threshold,
     mcnemar_exact,
-    pct,
     scenario_outcomes,
 )
 
@@ -130,7 +130,7 @@ def test_mcnemar_is_the_exact_binomial_test_on_discordant_pairs() -> None:
 
 
 def test_pct_rounds_to_one_decimal_and_keeps_missing_values_missing() -> None:
-    assert pct(14 / 38) == 36.8
-    assert pct(32 / 38) == 84.2
-    assert pct(None) is None
-    assert pct(float("nan")) is None
+    assert percent(14 / 38) == 36.8
+    assert percent(32 / 38) == 84.2
+    assert percent(None) is None
+    assert percent(float("nan")) is None

@@ -25,14 +25,14 @@ from conftest import REPO, run_stage
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import BatchFailed, BatchSettings, CallOptions, CallsFailed, ModelSpec
 from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir
-from losona.render import render_prompts
-from losona.sample import SamplingSettings, sample_cell, sample_requests
+from losona.prompts.render import render_prompts
+from losona.sampling.sample import SamplingSettings, sample_cell, sample_requests
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer, fail_first
 
 FAST = BatchSettings(enabled=True, poll_interval_s=0.02, rounds=3)

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models import (
     CallOptions,
     CallStore,
@@ -25,7 +25,7 @@ from losona.models import (
     read_calls,
 )
 from losona.models.published_calls import md5_file
-from losona.publish import merge_calls, recorded_md5
+from losona.provenance.call_files import merge_calls, recorded_md5
 from losona.testing.openai_server import OpenAIServer
 
 REMEDY = "get the run's own"

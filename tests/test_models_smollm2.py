@@ -14,10 +14,10 @@ import pytest
 import yaml
 from conftest import CONF_DIR
 
-from losona.datasets import fetch_scenarios
 from losona.models import CallOptions, ModelSpec, Request, complete
 from losona.models.smollm2 import MODEL_NAME, FreeCores, SmolLM2
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 
 # Tests that load the model and read ~750-token prompts on the CPU.
 slow = pytest.mark.slow

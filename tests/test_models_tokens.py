@@ -17,11 +17,11 @@ import polars as pl
 import pytest
 from conftest import REPO
 
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models.litellm_api import litellm_module as _litellm
 from losona.models.tokens import DEFAULT_ENCODING, select_tokenizer
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 
 MODEL_CONFIGS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))
 MESSAGES = [{"role": "user", "content": "Noor, did the nightly load finish? " * 20}]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import polars as pl
 from test_aggregate import scenario_table, small_run
 
-from losona.aggregate import Bootstrap, aggregate
+from losona.config import AggregateSettings
+from losona.results.aggregate import aggregate
 
-BOOTSTRAP = Bootstrap(resamples=200, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=200, seed=0, confidence=0.95)
 METRICS = ["acc_at_k", "acc_low", "acc_high", "compliance", "consistency", "unscored_trials"]
 
 

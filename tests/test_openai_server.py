@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from losona.contracts import scenarios_from_table
-from losona.datasets import fetch_scenarios
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import judge_messages
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import (
     Fault,
     OpenAIServer,

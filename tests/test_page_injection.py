@@ -28,9 +28,9 @@ from conftest import BASE_ROW, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
-from losona.aggregate import Bootstrap, Presentation, aggregate
 from losona.audit import Audit
-from losona.audit_report import audit_section
+from losona.audit.labelling import labelling_sheet, sheet_html
+from losona.config import AggregateSettings
 from losona.contracts import (
     CANDIDATE_SCHEMA,
     DYNAMIC_ARM_SCHEMA,
@@ -44,10 +44,12 @@ from losona.contracts import (
 from losona.dynamic.aggregate import DynamicReports
 from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
-from losona.labels import labelling_sheet, sheet_html
 from losona.pages import ENVIRONMENT, TEMPLATES
-from losona.plots import draw_figures
-from losona.report import build_report
+from losona.report.audit_section import audit_section
+from losona.report.index import build_report
+from losona.report.plots import draw_figures
+from losona.results.aggregate import aggregate
+from losona.results.presentation import Presentation
 
 # Payload labels make the figures' axes crowded; the figures only need to exist here.
 pytestmark = pytest.mark.filterwarnings("ignore:constrained_layout not applied")
@@ -183,7 +185,7 @@ def hostile_report(p: Payloads) -> str:
     reports = aggregate(
         verdicts,
         scenarios,
-        bootstrap=Bootstrap(resamples=200, seed=0, confidence=0.95),
+        bootstrap=AggregateSettings(resamples=200, seed=0, confidence=0.95),
         presentation=Presentation(
             model_labels={model: p("model label")},
             condition_labels={"naive": p("naive label"), "norm_informed": p("condition label")},

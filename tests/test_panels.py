@@ -14,18 +14,19 @@ from test_judge import AlwaysComplies, responses_table
 from losona.config import JudgeConfig, option
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.run import judge_controls, judge_responses, make_judge
-from losona.models import CallOptions
-from losona.panels import (
+from losona.judges.panels import (
     PANEL_VERSION,
     combine_controls,
     combine_verdicts,
     panel_description,
     panel_vote,
 )
-from losona.reproduce import Check, check_judgements
+from losona.judges.run import judge_controls, judge_responses, make_judge
+from losona.models import CallOptions
+from losona.reproduce.checks import check_judgements
+from losona.reproduce.compare import Check
 
 
 def panel(rule: str = "majority", unscored: str = "abstain", members: int = 3) -> JudgeConfig:

@@ -18,12 +18,14 @@ import pytest
 from conftest import run_dvc, run_stage, verdict_table
 from matplotlib.figure import Figure as MplFigure
 
-from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
+from losona.config import AggregateSettings
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
-from losona.io import write_parquet
-from losona.plots import STYLE, Figure, _accuracy, _judges, draw_figures, write_figures
+from losona.files import write_parquet
+from losona.report.plots import STYLE, Figure, _accuracy, _judges, draw_figures, write_figures
+from losona.results.aggregate import Reports, aggregate
+from losona.results.presentation import Presentation
 
-BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=500, seed=0, confidence=0.95)
 IDS = [f"event_{i % 2}__norm_{i % 3}" for i in range(6)]
 COUNTS = {
     "naive": [0, 1, 2, 3, 0, 3],

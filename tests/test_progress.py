@@ -16,10 +16,10 @@ import polars as pl
 import yaml
 from conftest import run_stage
 
-from losona.datasets import fetch_scenarios
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models.progress import LineProgress, duration, progress_bar
-from losona.render import render_prompts
+from losona.prompts.render import render_prompts
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer
 
 

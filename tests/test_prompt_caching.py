@@ -18,9 +18,8 @@ import pytest
 
 import losona.judges.llm as llm
 from losona.contracts import PROMPT_SCHEMA, scenarios_from_table, table
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge, judge_messages
 from losona.judges.run import judge_responses
@@ -35,8 +34,9 @@ from losona.models.prompt_caching import (
     content_words,
     plan_reuse,
 )
-from losona.render import render_prompts
-from losona.sample import sample_cell
+from losona.prompts.render import render_prompts
+from losona.sampling.sample import sample_cell
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 

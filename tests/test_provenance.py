@@ -11,14 +11,14 @@ import polars as pl
 import pytest
 from conftest import run_stage
 
-from losona import templates
-from losona.aggregate import Bootstrap
-from losona.config import load_option, plain
+from losona.config import AggregateSettings, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.io import write_parquet
-from losona.provenance import PACKAGES, provenance, scenarios_sha256, template_hashes
+from losona.files import write_parquet
+from losona.judges import prompt as judge_prompt
+from losona.prompts import subject as subject_prompt
+from losona.provenance.record import PACKAGES, provenance, scenarios_sha256, template_hashes
 
-BOOTSTRAP = Bootstrap(resamples=1000, seed=7, confidence=0.9)
+BOOTSTRAP = AggregateSettings(resamples=1000, seed=7, confidence=0.9)
 
 
 def scenarios(make_row: Callable[..., dict[str, Any]], n: int = 3) -> pl.DataFrame:
@@ -54,11 +54,11 @@ def test_the_record_names_configs_templates_and_policies(
     judge = made["judges"]["gemini_pro"]
     assert judge["model"]["model"] == "gemini/gemini-3.1-pro-preview"
     assert judge["model"]["params"] == {"temperature": 0}
-    assert judge["template_version"] == templates.JUDGE_TEMPLATE_VERSION
+    assert judge["template_version"] == judge_prompt.JUDGE_TEMPLATE_VERSION
     assert (
         made["judges"]["lexicon"]["rules_version"] == made["templates"]["lexicon_rules"]["version"]
     )
-    assert made["templates"]["subject"]["version"] == templates.SUBJECT_TEMPLATE_VERSION
+    assert made["templates"]["subject"]["version"] == subject_prompt.SUBJECT_TEMPLATE_VERSION
     assert made["sampling"] == {"trials": 3}
     assert made["aggregate"]["bootstrap"] == {"resamples": 1000, "seed": 7, "confidence": 0.9}
     assert made["aggregate"]["unscored_policy"] == "settled-by-scored-trials"
@@ -100,8 +100,8 @@ def test_the_dataset_hash_follows_content_not_bytes_or_order(
 
 def test_a_template_hash_moves_with_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
     before = template_hashes()
-    prefixes = templates.CONDITION_PREFIXES | {"naive": "Be yourself."}
-    monkeypatch.setattr(templates, "CONDITION_PREFIXES", prefixes)
+    prefixes = subject_prompt.CONDITION_PREFIXES | {"naive": "Be yourself."}
+    monkeypatch.setattr(subject_prompt, "CONDITION_PREFIXES", prefixes)
     after = template_hashes()
     assert after["subject"]["sha256"] != before["subject"]["sha256"]
     assert {k: v for k, v in after.items() if k != "subject"} == {

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import copy_repo, run_dvc
 
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models import Completion
 from losona.models.call_cache import CallCache
 from losona.testing.openai_server import OpenAIServer

@@ -10,8 +10,7 @@ import polars as pl
 import pytest
 
 from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA, Scenario
-from losona.datasets import fetch_scenarios
-from losona.render import (
+from losona.prompts.render import (
     LeakError,
     format_transcript,
     messages_sha256,
@@ -19,7 +18,8 @@ from losona.render import (
     subject_messages,
     subject_prompt,
 )
-from losona.templates import CONDITION_PREFIXES, SUBJECT_TEMPLATE_VERSION
+from losona.prompts.subject import CONDITION_PREFIXES, SUBJECT_TEMPLATE_VERSION
+from losona.scenarios.datasets import fetch_scenarios
 
 Row = Callable[..., dict[str, Any]]
 EXPECTED = Path(__file__).parent / "fixtures" / "prompts"

@@ -15,12 +15,14 @@ import polars as pl
 import pytest
 from conftest import BASE_ROW, verdict_table
 
-from losona.aggregate import Bootstrap, Presentation, Reports, aggregate
+from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.plots import Figure, draw_figures
-from losona.report import Section, build_report
+from losona.report.index import Section, build_report
+from losona.report.plots import Figure, draw_figures
+from losona.results.aggregate import Reports, aggregate
+from losona.results.presentation import Presentation
 
-BOOTSTRAP = Bootstrap(resamples=500, seed=0, confidence=0.95)
+BOOTSTRAP = AggregateSettings(resamples=500, seed=0, confidence=0.95)
 INJECTED = "<script>alert('pwned')</script> & <b>bold</b>"
 COUNTS = {"naive": [3, 0, 2, 0], "norm_informed": [0, 3, 3, 1]}  # s00 regresses, s01 recovers
 

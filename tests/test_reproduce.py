@@ -12,24 +12,19 @@ import polars as pl
 import pytest
 from test_judge import responses_table
 
-from losona import templates
-from losona.aggregate import Bootstrap, aggregate, presentation_for, write_reports
-from losona.config import load_option, plain
+from losona.config import AggregateSettings as Bootstrap
+from losona.config import compose_paths, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.io import write_json, write_parquet
+from losona.files import write_json, write_parquet
+from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
-from losona.provenance import provenance
-from losona.reproduce import (
-    Check,
-    Difference,
-    check_judgements,
-    check_run,
-    compare_json,
-    compare_tables,
-    compose_paths,
-    main,
-)
+from losona.provenance.record import provenance
+from losona.reproduce.checks import check_judgements, check_run
+from losona.reproduce.cli import main
+from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
+from losona.results.aggregate import aggregate, write_reports
+from losona.results.presentation import presentation_for
 
 SWEEP = {"models": ["m"], "conditions": ["naive", "norm_informed"], "judges": ["lexicon"]}
 BOOTSTRAP = Bootstrap(resamples=200, seed=0, confidence=0.95)

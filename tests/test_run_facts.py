@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 
 from losona.contracts import CALL_SCHEMA, table
-from losona.io import write_json, write_parquet
-from losona.run_facts import cell_calls, facts_section
-from losona.run_logs import main as run_logs
+from losona.files import write_json, write_parquet
+from losona.report.run_facts import cell_calls, facts_section
+from losona.report.run_logs import main as run_logs
 
 
 def calls(n: int, tokens: tuple[int, int], cost: float) -> pl.DataFrame:

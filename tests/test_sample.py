@@ -25,12 +25,12 @@ import yaml
 from conftest import REPO, run_dvc, run_stage
 
 from losona.contracts import RESPONSE_SCHEMA
-from losona.datasets import fetch_scenarios
 from losona.errors import LosonaError
-from losona.io import write_parquet
+from losona.files import write_parquet
 from losona.models import CallOptions, CallPlan, ModelSpec
-from losona.render import render_prompts
-from losona.sample import SamplingSettings, sample_responses
+from losona.prompts.render import render_prompts
+from losona.sampling.sample import SamplingSettings, sample_cell
+from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 
 
@@ -110,9 +110,9 @@ def test_k_responses_per_prompt_in_the_response_contract(
     prompts: pl.DataFrame, server: OpenAIServer, tmp_path: Path
 ) -> None:
     spec = ModelSpec.from_config(server.model_config("local"))
-    table = sample_responses(
+    table = sample_cell(
         prompts, spec, "naive", 3, CallOptions(cache_path=tmp_path / "c.sqlite")
-    )
+    ).responses.collect()
     assert table.schema == RESPONSE_SCHEMA and table.height == 6 * 3
     assert table.equals(table.sort("scenario_id", "trial"))
     naive = prompts.filter(pl.col("condition") == "naive")
@@ -133,7 +133,7 @@ def test_a_condition_that_was_not_rendered_is_refused(
 ) -> None:
     spec = ModelSpec.from_config(server.model_config())
     with pytest.raises(LosonaError, match="no prompts for condition 'oracle'"):
-        sample_responses(prompts, spec, "oracle", 3, CallOptions(cache_path=tmp_path / "c.sqlite"))
+        sample_cell(prompts, spec, "oracle", 3, CallOptions(cache_path=tmp_path / "c.sqlite"))
     assert server.request_count == 0
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from losona.catalog import load_catalog
 from losona.contracts import Scenario, scenarios_from_table
-from losona.datasets import bundled_files, fetch_scenarios
-from losona.scenarios import format_chat, main, without_demonstrations
+from losona.scenarios.cli import main
+from losona.scenarios.datasets import bundled_files, fetch_scenarios
+from losona.scenarios.view import format_chat, without_demonstrations
 
 
 @pytest.fixture(scope="module")

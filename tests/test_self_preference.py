@@ -9,10 +9,10 @@ import pytest
 from conftest import verdict_table
 from test_aggregate import scenario_table
 
-from losona.aggregate import Bootstrap
 from losona.audit import Families, self_preference
+from losona.config import AggregateSettings
 
-QUICK = Bootstrap(resamples=2_000, seed=0, confidence=0.95)
+QUICK = AggregateSettings(resamples=2_000, seed=0, confidence=0.95)
 KINDS = {"ja": "llm", "jb": "llm", "lex": "lexicon", "jury": "panel"}
 FAMILIES = Families(
     judges={"ja": "A", "jb": "B", "lex": None, "jury": None},
@@ -150,5 +150,5 @@ def test_the_interval_follows_the_seed() -> None:
     verdicts = synthetic_run(0.15)
     first = self_preference(verdicts, ["ja", "jb", "lex"], KINDS, FAMILIES, QUICK)
     assert first.equals(self_preference(verdicts, ["ja", "jb", "lex"], KINDS, FAMILIES, QUICK))
-    other = Bootstrap(resamples=QUICK.resamples, seed=3, confidence=0.95)
+    other = AggregateSettings(resamples=QUICK.resamples, seed=3, confidence=0.95)
     assert not first.equals(self_preference(verdicts, ["ja", "jb", "lex"], KINDS, FAMILIES, other))

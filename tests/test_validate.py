@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from losona.catalog import load_catalog
-from losona.validate import MAX_MESSAGE_CHARS, ScenarioError, check_scenarios
+from losona.scenarios.validate import MAX_MESSAGE_CHARS, ScenarioError, check_scenarios
 
 Row = Callable[..., dict[str, Any]]
 

@@ -5,7 +5,7 @@
   subject model, condition and norm, and whether the headline comparisons (each model's
   best condition, the sign of each paired effect against naive) come out the same.
 - Judge against people: each judge against the labels people gave a blinded sample of
-  responses (losona/labels.py): agreement with a bootstrap interval, both compliance
+  responses (losona/audit/labelling.py): agreement with a bootstrap interval, both compliance
   rates, apparent false positives and false negatives, kappa.
 - Determinism: a seeded subset re-judged N times with the call cache bypassed, and how
   often a verdict flips. Opt-in, since it pays for the judge's calls again.
@@ -19,11 +19,12 @@
 positives are the responses A marks compliant and B breaching; its apparent false
 negatives the reverse. Unscored verdicts are counted and left out, never read as a label.
 
-One module a job: `settings` (the config node), `inputs` (what it reads of a run),
-`agreement` (two raters on the same items), `comparison` (judge against judge), `human`
-(judge against people), `rejudging` (determinism), `controls`, `run` (the whole audit and its
-metrics), `summary` (the headlines in words), `files` (what it writes and reads back),
-`correction` and `self_preference` (judge error), `resampling` (their bootstraps).
+One module a job: `inputs` (what it reads of a run), `labelling` (the blinded sheet for
+people and the labels they return), `agreement` (two raters on the same items), `comparison`
+(judge against judge), `human` (judge against people), `rejudging` (determinism),
+`controls`, `run` (the whole audit and its metrics), `summary` (the headlines in words),
+`files` (what it writes and reads back), `correction` and `self_preference` (judge error),
+`resampling` (their bootstraps).
 """
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion

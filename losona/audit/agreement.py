@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from losona.metrics import pct
+from losona.formatting import percent
 
 # One judged response: the same key in two judges' verdicts is the same response.
 RESPONSE_KEY = ["scenario_id", "subject_model", "condition", "trial"]
@@ -71,10 +71,10 @@ class Confusion:
         """Agreement, kappa and both compliance rates as reports write them."""
         return {
             "agree": self.agree,
-            "agreement": pct(self.agreement),
+            "agreement": percent(self.agreement),
             "kappa": _round(self.kappa),
-            "a_compliance": pct(self.a_rate),
-            "b_compliance": pct(self.b_rate),
+            "a_compliance": percent(self.a_rate),
+            "b_compliance": percent(self.b_rate),
         }
 
 

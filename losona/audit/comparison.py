@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Presentation
 from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.contracts import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA, table
 from losona.errors import LosonaError
+from losona.results.presentation import Presentation
 
 BREAKDOWNS = ("subject_model", "condition", "norm_id")
 BEST_CONDITION = "best condition"

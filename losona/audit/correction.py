@@ -1,6 +1,6 @@
 """Judge error carried into the results: compliance corrected for the judge's measured error.
 
-People's labels on a sample of responses (losona/labels.py) measure each judge's
+People's labels on a sample of responses (losona/audit/labelling.py) measure each judge's
 sensitivity (the share of the items people mark compliant that it marks compliant) and
 specificity (the share of the items people mark breaching that it marks breaching). A judge
 with these error rates marks compliant, in expectation, p_obs = sens * p + (1 - spec) * (1 - p)
@@ -36,17 +36,19 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from losona.aggregate import Bootstrap, Presentation
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.config import AggregateSettings
 from losona.contracts import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
     CORRECTION_SCHEMA,
     table,
 )
-from losona.metrics import BASELINE_CONDITION, pct, scenario_outcomes
+from losona.formatting import percent
+from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
+from losona.results.presentation import Presentation
 
 CORRECTED = "corrected"
 
@@ -93,8 +95,8 @@ class JudgeError:
         spec = c.no_no / (c.no_no + c.yes_no)
         if sens + spec - 1 <= 0:
             return (
-                f"not identifiable: sensitivity {pct(sens)}% + specificity {pct(spec)}% - 100 "
-                "is not above 0: the judge's verdicts say nothing about compliance"
+                f"not identifiable: sensitivity {percent(sens)}% + specificity {percent(spec)}% "
+                "- 100 is not above 0: the judge's verdicts say nothing about compliance"
             )
         return None
 
@@ -115,11 +117,11 @@ def corrected_compliance(
     verdicts: pl.DataFrame,
     judges: Sequence[str],
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
 
-    `labelled` is the sheet's key with people's labels (losona.labels.load_labels). Judges
+    `labelled` is the sheet's key with people's labels (losona.audit.labelling.load_labels). Judges
     whose correction is not identifiable have a correction.csv row that says why, and no
     corrected figures.
     """
@@ -147,7 +149,7 @@ def _basis_row(
     verdicts: pl.DataFrame,
     error: JudgeError,
     reason: str | None,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     c = error.confusion
     people_yes, people_no = c.yes_yes + c.no_yes, c.yes_no + c.no_no
@@ -165,12 +167,12 @@ def _basis_row(
         "false_negatives": c.no_yes,
         "false_positives": c.yes_no,
         "true_negatives": c.no_no,
-        "sensitivity": pct(sens),
-        "sensitivity_low": pct(sens_low),
-        "sensitivity_high": pct(sens_high),
-        "specificity": pct(spec),
-        "specificity_low": pct(spec_low),
-        "specificity_high": pct(spec_high),
+        "sensitivity": percent(sens),
+        "sensitivity_low": percent(sens_low),
+        "sensitivity_high": percent(sens_high),
+        "specificity": percent(spec),
+        "specificity_low": percent(spec_low),
+        "specificity_high": percent(spec_high),
         "youden": youden,
         "identifiable": reason is None,
         "status": reason or CORRECTED,
@@ -190,7 +192,7 @@ def _corrected_rows(
     outcomes: pl.DataFrame,
     error: JudgeError,
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One judge's corrected compliance per cell and corrected effects against naive."""
     cells = sorted(
@@ -248,7 +250,7 @@ def _corrected_rows(
         unidentified = np.isnan(distribution).sum(axis=-1)
 
     def figure(k: int) -> tuple[float | None, float | None, float | None]:
-        return pct(float(point[k])), pct(float(low[k])), pct(float(high[k]))
+        return percent(float(point[k])), percent(float(low[k])), percent(float(high[k]))
 
     rows = []
     for i, (model, condition) in enumerate(cells):

@@ -22,7 +22,7 @@ from losona.contracts import (
     SELF_PREFERENCE_SCHEMA,
     STABILITY_SCHEMA,
 )
-from losona.io import read_csv, read_json_object, require_outputs, write_json, write_text
+from losona.files import read_csv, read_json_object, require_outputs, write_json, write_text
 
 # The files audit writes under paths.audit_dir (dvc.yaml lists the same names).
 AUDIT_FILES: dict[str, pl.Schema] = {

@@ -6,23 +6,24 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from losona.aggregate import Bootstrap
 from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.config import AggregateSettings
 from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import sha256_text
-from losona.metrics import bootstrap_means, pct
+from losona.files import sha256_text
+from losona.formatting import percent
+from losona.results.metrics import bootstrap_means
 
 
 def human_agreement(
     labelled: pl.DataFrame,
     verdicts: pl.DataFrame,
     judges: Sequence[str],
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """human_agreement.csv and human_items.csv: each judge against people's labels.
 
-    `labelled` is the sheet's key with a `human` column (losona.labels.load_labels). An
+    `labelled` is the sheet's key with a `human` column (losona.audit.labelling.load_labels). An
     item a judge has no verdict for, or left unscored, is counted and left out.
     """
     summary, items = [], []
@@ -43,8 +44,8 @@ def human_agreement(
                 "scored": confusion.n,
                 "agree": figures["agree"],
                 "agreement": figures["agreement"],
-                "agreement_low": pct(low),
-                "agreement_high": pct(high),
+                "agreement_low": percent(low),
+                "agreement_high": percent(high),
                 "kappa": figures["kappa"],
                 "human_compliance": figures["b_compliance"],
                 "judge_compliance": figures["a_compliance"],
@@ -92,7 +93,7 @@ def labelled_verdicts(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str
     return rows
 
 
-def _agreement_interval(agree: pl.Series, bootstrap: Bootstrap) -> tuple[float | None, ...]:
+def _agreement_interval(agree: pl.Series, bootstrap: AggregateSettings) -> tuple[float | None, ...]:
     """A percentile interval on agreement from resampling the labelled items."""
     if agree.len() < 2:
         return None, None

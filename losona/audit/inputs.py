@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.aggregate import Presentation, presentation_for
 from losona.audit.comparison import judge_names
 from losona.audit.self_preference import Families
 from losona.config import option, option_file
-from losona.verdicts import load_verdicts
+from losona.judges.verdicts import load_verdicts
+from losona.results.presentation import Presentation, presentation_for
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from losona.contracts import (
     scenarios_from_table,
     table,
 )
+from losona.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
-from losona.metrics import pct
 
 DETERMINISM_COUNTS = (
     "items",
@@ -99,7 +99,7 @@ def determinism(
                 "items": len(sample),
                 "repeats": settings.repeats,
                 "flipped_items": flipped,
-                "flip_rate": pct(flipped / len(sample)) if sample else None,
+                "flip_rate": percent(flipped / len(sample)) if sample else None,
                 "changed_judgements": changed,
                 "unscored_judgements": unscored,
             }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from losona.config import Bootstrap
+from losona.config import AggregateSettings
 
 # Resampled indices are drawn in batches of about this many entries (as aggregate does).
 _BATCH_ENTRIES = 2_000_000
@@ -23,7 +23,7 @@ Statistic = Callable[..., np.ndarray]
 
 
 def bootstrap_distribution(
-    statistic: Statistic, sizes: Sequence[int], settings: Bootstrap
+    statistic: Statistic, sizes: Sequence[int], settings: AggregateSettings
 ) -> np.ndarray | None:
     """`statistic`'s values on every resample (statistics x resamples), or None.
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import polars as pl
 
-from losona.aggregate import Bootstrap, Presentation, Reports
 from losona.audit.comparison import compare_judges, headline_stability, judge_names
 from losona.audit.controls import control_results
 from losona.audit.correction import corrected_compliance
 from losona.audit.human import human_agreement
+from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
-from losona.config import DeterminismSettings
+from losona.config import AggregateSettings, DeterminismSettings
 from losona.contracts import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
@@ -25,9 +25,10 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.formatting import percent
 from losona.judges.base import Judge
-from losona.labels import Labels
-from losona.metrics import pct
+from losona.results.aggregate import Reports
+from losona.results.presentation import Presentation
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def audit(
     labels: Labels,
     *,
     presentation: Presentation,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
     determinism_settings: DeterminismSettings,
     kinds: Mapping[str, str],
     rejudge: Callable[[str], Judge],
@@ -107,7 +108,7 @@ def pair_name(a: str, b: str) -> str:
 
 
 def _metrics(
-    tables: Mapping[str, pl.DataFrame], labels: Labels, bootstrap: Bootstrap
+    tables: Mapping[str, pl.DataFrame], labels: Labels, bootstrap: AggregateSettings
 ) -> dict[str, Any]:
     def pick(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
         return {k: row[k] for k in keys if row[k] is not None}
@@ -144,7 +145,7 @@ def _metrics(
         "settings": {
             "bootstrap_resamples": bootstrap.resamples,
             "seed": bootstrap.seed,
-            "confidence": pct(bootstrap.confidence),
+            "confidence": percent(bootstrap.confidence),
         },
         "judge_pairs": judge_pairs,
         "labels": {

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Bootstrap
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.config import AggregateSettings
 from losona.contracts import SELF_PREFERENCE_SCHEMA, table
-from losona.metrics import pct
+from losona.formatting import percent
 
 ESTIMATED = "estimated"
 
@@ -57,7 +57,7 @@ def self_preference(
     judges: Sequence[str],
     kinds: Mapping[str, str],
     families: Families,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> pl.DataFrame:
     """self_preference.csv: one row per judge (panels aside) when the check applies."""
     rated = [j for j in judges if kinds.get(j) != "panel"]
@@ -133,11 +133,11 @@ def self_preference(
         }
         if plan["status"] == ESTIMATED:
             row |= {
-                "judge_gap": pct(float(point[3 * k])),
-                "reference_gap": pct(float(point[3 * k + 1])),
-                "self_preference": pct(float(point[3 * k + 2])),
-                "self_preference_low": pct(float(low[3 * k + 2])),
-                "self_preference_high": pct(float(high[3 * k + 2])),
+                "judge_gap": percent(float(point[3 * k])),
+                "reference_gap": percent(float(point[3 * k + 1])),
+                "self_preference": percent(float(point[3 * k + 2])),
+                "self_preference_low": percent(float(low[3 * k + 2])),
+                "self_preference_high": percent(float(high[3 * k + 2])),
             }
             k += 1
         rows.append(row)

@@ -13,7 +13,7 @@ Per first-turn judge, model and condition (docs/metrics.md, "The dynamic second 
 Each is given at the trial level (a share of trials, pooled over scenarios) and at the
 scenario level with the paper's majority rule: a scenario's arm passes when at least
 ceil(n/2) of its n trials in that arm comply, n being how many of its first-turn trials
-went into the arm; unscored second replies follow the paper's policy (losona/metrics.py).
+went into the arm; unscored second replies follow the paper's policy (losona/results/metrics.py).
 Intervals resample scenarios, never calls, all from one bootstrap per judge with the
 `aggregate:` settings; trial-level shares weigh each scenario by its trials.
 """
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.aggregate import Presentation, config_labels
-from losona.config import Bootstrap, Paths
+from losona.config import AggregateSettings, Paths
 from losona.contracts import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
@@ -43,7 +42,7 @@ from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTIO
 from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.errors import LosonaError
-from losona.io import (
+from losona.files import (
     display_path,
     read_csv,
     read_json_object,
@@ -52,9 +51,11 @@ from losona.io import (
     write_json,
     write_text,
 )
-from losona.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact, pct
-from losona.metrics import scenario_outcomes as majority
-from losona.templates import SUBJECT_TEMPLATE_VERSION
+from losona.formatting import percent
+from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
+from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact
+from losona.results.metrics import scenario_outcomes as majority
+from losona.results.presentation import Presentation, config_labels
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
 # lists the same names), and the figure's stem.
@@ -310,7 +311,7 @@ def aggregate_dynamic(
     scenarios: pl.DataFrame,
     *,
     judge: str,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
     presentation: Presentation | None = None,
 ) -> DynamicReports:
     """One judge's dynamic tables and metrics from its cells' prompt and verdict tables."""
@@ -344,9 +345,9 @@ def aggregate_dynamic(
                     "condition_label": show.condition_label(cell.condition),
                     "level": stat.level,
                     "metric": stat.metric,
-                    "estimate": pct(stat.estimate),
-                    "low": pct(low),
-                    "high": pct(high),
+                    "estimate": percent(stat.estimate),
+                    "low": percent(low),
+                    "high": percent(high),
                     "count": stat.count,
                     "out_of": stat.out_of,
                     "helped": stat.helped,
@@ -371,7 +372,7 @@ def aggregate_dynamic(
 
 
 def _bootstrap(
-    stats: Sequence[_Stat], n_scenarios: int, settings: Bootstrap
+    stats: Sequence[_Stat], n_scenarios: int, settings: AggregateSettings
 ) -> list[tuple[float, float]]:
     """Every statistic's interval from one scenario bootstrap (none with a single scenario)."""
     if not stats or n_scenarios < 2:
@@ -470,7 +471,7 @@ def _metrics(
     cells: Sequence[Cell],
     judge: str,
     judge_model: str,
-    bootstrap: Bootstrap,
+    bootstrap: AggregateSettings,
 ) -> dict[str, Any]:
     """The DVC metrics: the settings the numbers rest on, then every estimate by cell."""
     prompts = pl.concat([cell.prompts for cell in cells])

@@ -12,9 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from losona.contracts import Scenario, Turn
-from losona.followups import Message
 from losona.judges.base import NO_EARLIER_MESSAGES, JudgeCase
-from losona.render import format_transcript
+from losona.prompts.render import format_transcript
+from losona.scenarios.followups import Message
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ one too, once per scenario and before seeing any reply, so that both arms of a p
 every model and condition, are asked the same thing.
 
 The model is told the norm: it could not sanction a breach of a norm it does not know.
-What it writes is checked like scripted material (losona/followups.py: cast members only,
+What it writes is checked like scripted material (losona/scenarios/followups.py: cast members only,
 never the subject, the norm never named, nothing only the judge may see); a reply that
 fails a check leaves its trial out (status `no_followup`, with the reason), counted, never
 guessed. The prompt is a constant with a version, written into every row it produced.
@@ -22,10 +22,10 @@ import re
 from typing import Any
 
 from losona.contracts import Scenario, Turn
-from losona.followups import Message, message_problems
-from losona.io import sha256_text
-from losona.render import format_transcript
-from losona.validate import normalize
+from losona.files import sha256_text
+from losona.prompts.render import format_transcript
+from losona.scenarios.followups import Message, message_problems
+from losona.scenarios.validate import normalize
 
 GROUP_TEMPLATE_VERSION = "group-v1"
 
@@ -114,7 +114,7 @@ def read_group_reply(
 
     Lines `Name: message` by a cast member are kept, in order, up to the kind's limit;
     other lines (the subject's, commentary) are ignored. What is kept must pass the checks
-    scripted material passes (losona/followups.py).
+    scripted material passes (losona/scenarios/followups.py).
     """
     names = {m.name.casefold(): m.name for m in scenario.cast}
     found: list[Message] = []

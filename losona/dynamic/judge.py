@@ -16,9 +16,9 @@ from losona.contracts import DYNAMIC_VERDICT_SCHEMA, scenarios_from_table, table
 from losona.dynamic.arms import OK
 from losona.dynamic.chat import SecondTurn
 from losona.errors import LosonaError
-from losona.followups import Message
 from losona.judges.base import Judge
 from losona.judges.run import verdict_fields
+from losona.scenarios.followups import Message
 
 KEY = ["scenario_id", "trial", "arm"]
 

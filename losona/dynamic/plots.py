@@ -2,7 +2,7 @@
 retention, per model and condition, at the trial and the scenario level.
 
 Drawn by dynamic_aggregate beside its tables (reports/dynamic/<judge>/recovery.png, .svg,
-and .csv, the numbers it shows), with the style of the paper's figures (losona/plots.py)
+and .csv, the numbers it shows), with the style of the paper's figures (losona/report/plots.py)
 so that the same tables give byte-identical files.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-from losona.io import atomic_path, write_text
-from losona.plots import DPI, PALETTE, SEP, STYLE, Figure
+from losona.files import atomic_path, write_text
+from losona.report.plots import DPI, PALETTE, SEP, STYLE, Figure
 
 SHOWN = {
     "recovery_after_sanction": "recovery after the sanction",

@@ -29,10 +29,10 @@ from losona.dynamic.arms import (
 from losona.dynamic.chat import SecondTurn
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_messages, read_group_reply
 from losona.errors import LosonaError
-from losona.followups import Followup, Message
 from losona.models import CallOptions, ModelSpec, Request, calls_table, complete_all
-from losona.render import LeakError, check_no_leak, messages_sha256, subject_prompt
-from losona.templates import SUBJECT_TEMPLATE_VERSION
+from losona.prompts.render import LeakError, check_no_leak, messages_sha256, subject_prompt
+from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
+from losona.scenarios.followups import Followup, Message
 
 SHOWN = 5  # scenario ids named in a message before "and N more"
 

@@ -17,8 +17,8 @@ from typing import Any
 from losona.dynamic.aggregate import FIGURE, DynamicReports, read_dynamic_reports
 from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
 from losona.errors import LosonaError
+from losona.files import display_path
 from losona.formatting import number, signed
-from losona.io import display_path
 from losona.pages import Section, section
 
 METRIC_LABELS = {

@@ -1,6 +1,6 @@
 """dynamic_sample: the subject's second reply to every second-turn prompt of one cell.
 
-The same road as the first turn's sample stage (losona/sample.py): one request per
+The same road as the first turn's sample stage (losona/sampling/sample.py): one request per
 prompt, keyed by the prompt and the first turn's trial index (so a trial keeps its seed
 for models that take one), through the call cache, failed calls refused.
 """

@@ -1,7 +1,9 @@
 """Growing the benchmark: generate candidates, screen them, curate the survivors.
 
 - `cells`: which (event, norm) cells and venues get candidates (seeded).
-- `candidates`: the generator prompt, reading a reply, and every check a candidate passes.
+- `prompt`: the generator prompt and the JSON schema of a scenario.
+- `candidates`: filling in the generator prompt, reading a reply, and every check a
+  candidate passes.
 - `generate`: the generator model's calls and the candidate table.
 - `screen`: the no-demonstration control, asked of one or several baselines and judged.
 - `curate`: the review sheet, the accept list and the curated scenario file.

@@ -4,12 +4,12 @@ A candidate is kept only if it passes, in order:
 
 1. Reading: the reply holds a JSON object with the authoring keys (alone, in a code
    fence, or with text around it; a wrapping object is looked through).
-2. The scenario contract, with exactly the validator fetch uses (losona/validate.py):
+2. The scenario contract, with exactly the validator fetch uses (losona/scenarios/validate.py):
    every field present and typed, the elicitor spoken by a cast member and never by the
    subject, every demonstration by a non-subject member, the norm statement nowhere in
    the chat.
 3. The follow-up material of the dynamic extension (the `followup` block), with exactly
-   the validator fetch uses (losona/followups.py): cast members only, never the subject;
+   the validator fetch uses (losona/scenarios/followups.py): cast members only, never the subject;
    a sanction of one or two messages and a neutral continuation by the same members in the
    same order and of matching length; a second elicitor that is not the first; the norm
    never named.
@@ -28,7 +28,7 @@ A candidate is kept only if it passes, in order:
      text of a demonstration of 4 words or more (the control drops demonstrations, so
      nothing may quote them);
    - the subject prompt, with and without the demonstrations, renders without leaking
-     anything only the judge may see (losona/render.py's check).
+     anything only the judge may see (losona/prompts/render.py's check).
 
 Each problem is one reason, written like the validator's: `field: expected ..., found ...`.
 """
@@ -42,15 +42,15 @@ from typing import Any, cast
 
 from losona.catalog import Catalog
 from losona.contracts import Scenario
-from losona.datasets import bundled_row
-from losona.followups import FIELD as FOLLOWUP
-from losona.followups import followup_problems
+from losona.files import sha256_text
 from losona.generation.cells import Slot
-from losona.io import sha256_text
-from losona.render import LeakError, subject_messages
-from losona.scenarios import without_demonstrations
-from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
-from losona.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
+from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
+from losona.prompts.render import LeakError, subject_messages
+from losona.scenarios.datasets import bundled_row
+from losona.scenarios.followups import FIELD as FOLLOWUP
+from losona.scenarios.followups import followup_problems
+from losona.scenarios.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
+from losona.scenarios.view import without_demonstrations
 
 MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)
 MIN_DEMOS, MAX_DEMOS = 2, 3
@@ -290,7 +290,7 @@ def render_problems(row: Mapping[str, Any]) -> list[str]:
 
 
 def followup_check(row: Mapping[str, Any]) -> list[str]:
-    """What the follow-up material's validator (losona/followups.py, as fetch runs it) finds."""
+    """What the follow-up validator (losona/scenarios/followups.py, as fetch runs it) finds."""
     return [
         _problem(p.field, p.expected, p.found)
         for p in followup_problems(row.get(FOLLOWUP), row, "candidate")

@@ -22,12 +22,12 @@ import polars as pl
 from losona.catalog import Catalog
 from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
-from losona.followups import FIELD as FOLLOWUP
-from losona.followups import check_followups
 from losona.generation.screen import candidate_scenario, cell_report, totals
 from losona.pages import fragment, render_page, section
-from losona.scenarios import format_chat
-from losona.validate import check_scenarios
+from losona.scenarios.followups import FIELD as FOLLOWUP
+from losona.scenarios.followups import check_followups
+from losona.scenarios.validate import check_scenarios
+from losona.scenarios.view import format_chat
 
 # What a person checks before accepting a candidate (paper Section 5.4).
 REVIEW_CHECKS = (

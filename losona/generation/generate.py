@@ -29,6 +29,7 @@ from losona.generation.candidates import (
     scenario_row,
 )
 from losona.generation.cells import Slot
+from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
 from losona.models import (
     CallOptions,
     Completion,
@@ -36,7 +37,6 @@ from losona.models import (
     Request,
     complete_all,
 )
-from losona.templates import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
 
 # litellm's response_format for each generate.structured_output setting.
 RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {

@@ -3,12 +3,12 @@
 For every valid candidate, the control is `losona.scenarios.without_demonstrations`: the
 same scenario with exactly its `is_demo` turns removed; every other turn keeps its text
 and index, and the elicitor is the same. Each baseline model answers the control K times
-under the naive subject prompt (losona/render.py, exactly as the benchmark renders it),
+under the naive subject prompt (losona/prompts/render.py, exactly as the benchmark renders it),
 and the configured judge scores every answer against the candidate's norm, reading the
 chat the baseline saw (the control's).
 
 A baseline adapts by default when at least ceil(K/2) of its answers comply, the paper's
-accuracy-at-K pass (losona/metrics.py, unscored answers included the same way). A
+accuracy-at-K pass (losona/results/metrics.py, unscored answers included the same way). A
 candidate is kept when enough baselines breach it, by `screen.keep`: `all` baselines, or
 a `majority` of them. When unscored answers leave that open, the candidate is
 `undetermined` and not kept. A kept candidate only shows that the baselines do not adapt
@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import KEEP_RULES
+from losona.config import KEEP_RULES, KeepRule
 from losona.contracts import (
     CANDIDATE_SCHEMA,
     GENERATION_CELL_SCHEMA,
@@ -34,15 +34,14 @@ from losona.contracts import (
     Scenario,
     table,
 )
-from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.generation.candidates import followup_check
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
-from losona.metrics import majority_threshold, scenario_outcomes
 from losona.models import CallOptions, ModelSpec, Request, complete_all
-from losona.render import subject_messages
-from losona.scenarios import without_demonstrations
+from losona.prompts.render import subject_messages
+from losona.results.metrics import majority_threshold, scenario_outcomes
+from losona.scenarios.view import without_demonstrations
 
 # The `condition` of every screening verdict: the naive prompt on the control.
 SCREEN_CONDITION = "naive_no_demos"
@@ -77,7 +76,7 @@ def _answers(
 
 
 def _decision(
-    outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: str, trials: int
+    outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: KeepRule, trials: int
 ) -> tuple[str, list[str]]:
     """accepted | screened_out | undetermined, and why, from each baseline's outcome."""
     need = len(baselines) if keep == "all" else len(baselines) // 2 + 1
@@ -152,13 +151,11 @@ def screen_candidates(
     judge_name: str,
     *,
     trials: int,
-    keep: str,
+    keep: KeepRule,
     options: CallOptions,
     run_log_dir: Path | None = None,
 ) -> Screening:
     """Screen every valid candidate; invalid ones pass through unchanged."""
-    if keep not in KEEP_RULES:
-        raise LosonaError(f"screen.keep: expected one of {list(KEEP_RULES)}, found {keep!r}")
     candidates = recheck_followups(candidates)
     valid = candidates.filter(pl.col("status") == "valid").sort("candidate_id")
     controls = [without_demonstrations(candidate_scenario(r)) for r in valid.iter_rows(named=True)]
@@ -265,7 +262,7 @@ def screen_summary(
     judge_name: str,
     *,
     trials: int,
-    keep: str,
+    keep: KeepRule,
 ) -> dict[str, Any]:
     """How the screen was run and what it found (reports/generation/screen.json)."""
     return {

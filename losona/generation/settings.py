@@ -1,7 +1,7 @@
 """The generation stages' files, and the models they call by option name.
 
 The generate, screen and curate nodes of the config (conf/generation/) are checked with
-every other config group in losona/config.py.
+every other config group in losona/config/.
 """
 
 from __future__ import annotations

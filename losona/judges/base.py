@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
 
 from losona.contracts import Scenario
-from losona.render import format_transcript
+from losona.prompts.render import format_transcript
 
 # "ok": scored. The judge answered, but not with a verdict of its own, even after one
 # repair: "unparseable" (no usable JSON verdict in the reply), "placeholder" (the answer

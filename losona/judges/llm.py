@@ -1,7 +1,7 @@
 """The paper's LLM judge: its prompt, robust reading of its reply, and one bounded repair.
 
 Prompt: the system message holds our additional judge instructions, the user message the
-paper's Appendix C prompt word for word (losona/templates.py). The judged message sits
+paper's Appendix C prompt word for word (losona/judges/prompt.py). The judged message sits
 between two marker lines whose id is a hash of the message itself, so no message can
 close its own quotation early and pass text off as instructions.
 
@@ -35,8 +35,17 @@ from typing import Any, overload
 import polars as pl
 
 from losona.errors import LosonaError
-from losona.io import CHUNK, OnDemand, sha256_text
+from losona.files import CHUNK, OnDemand, sha256_text
 from losona.judges.base import JudgeCase, Judgement, Status
+from losona.judges.prompt import (
+    JUDGE_INSTRUCTIONS,
+    JUDGE_JSON_SCHEMA,
+    JUDGE_JSON_SHAPE,
+    JUDGE_REPAIR_TEMPLATE,
+    JUDGE_TEMPLATE,
+    JUDGE_TEMPLATE_VERSION,
+    JUDGED_MESSAGE_FENCE,
+)
 from losona.models import (
     BatchSettings,
     CallOptions,
@@ -48,15 +57,6 @@ from losona.models import (
     provider_of,
     require_every_call,
     unsupported_params,
-)
-from losona.templates import (
-    JUDGE_INSTRUCTIONS,
-    JUDGE_JSON_SCHEMA,
-    JUDGE_JSON_SHAPE,
-    JUDGE_REPAIR_TEMPLATE,
-    JUDGE_TEMPLATE,
-    JUDGE_TEMPLATE_VERSION,
-    JUDGED_MESSAGE_FENCE,
 )
 
 TEXT_FIELDS = ("elicitor_uptake", "norm_requirement", "evidence", "reasoning")

@@ -24,8 +24,8 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
+from losona.files import CHUNK, Chunks, OnDemand
 from losona.formatting import percent
-from losona.io import CHUNK, Chunks, OnDemand
 from losona.judges.base import NOT_A_VERDICT, Judge, JudgeCase, Judgement, Status
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge

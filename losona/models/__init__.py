@@ -1,7 +1,7 @@
 """The one road to any model: every subject and judge call goes through this package.
 
     from losona.models import ModelSpec, Request, complete
-    spec = ModelSpec.from_config(model_node)  # checked in losona/config.py
+    spec = ModelSpec.from_config(model_node)  # checked in losona/config/ (schemas)
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
 The modules, in the order a call meets them: `values` the plain values (no litellm import);

@@ -30,7 +30,7 @@ from typing import Any
 
 from losona.config import BatchSettings, ModelSpec
 from losona.errors import LosonaError
-from losona.io import CHUNK, write_json
+from losona.files import CHUNK, write_json
 from losona.models import pricing, runlog
 from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
 from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore

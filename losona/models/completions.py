@@ -18,7 +18,7 @@ import polars as pl
 
 from losona.contracts import CALL_SCHEMA, table
 from losona.errors import LosonaError
-from losona.io import CHUNK, Chunks
+from losona.files import CHUNK, Chunks
 from losona.models.call_cache import CacheLocation, CallCache, CallStore
 from losona.models.values import Completion
 

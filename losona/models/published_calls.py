@@ -23,7 +23,7 @@ import polars as pl
 
 from losona.contracts import CALL_SCHEMA
 from losona.errors import LosonaError
-from losona.io import display_path
+from losona.files import display_path
 from losona.models.values import Completion
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from losona.io import write_json
+from losona.files import write_json
 from losona.models.prepare import Prepared
 
 

@@ -1,11 +1,12 @@
 """Every HTML page the pipeline writes, through one Jinja2 environment and one layout.
 
-The report (losona/report.py and its audit section, losona/audit_report.py), the labelling
-sheet (losona/labels.py) and the generation review sheet (losona/generation/curate.py)
-each compute plain data and hand it to a template in templates/. Every page is
-`layout.html` (the skeleton, the stylesheet `page.css`, a table of contents) around a list
-of `Section`s, each the rendering of one template. Autoescaping is always on: the pages
-show model-written and data-file text, and none of it may become markup.
+The report (losona/report/index.py and its audit section, audit_section.py), the labelling
+sheet (losona/audit/labelling.py) and the generation review sheet
+(losona/generation/curate.py) each compute plain data and hand it to a template in
+templates/. Every page is `layout.html` (the skeleton, the stylesheet `page.css`, a table of
+contents) around a list of `Section`s, each the rendering of one template. Autoescaping is
+always on: the pages show model-written and data-file text, and none of it may become
+markup.
 """
 
 from __future__ import annotations

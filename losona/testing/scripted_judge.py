@@ -2,7 +2,7 @@
 
     python -m losona.testing.openai_server --port 8765 --judge
 
-answers the paper's judge prompt (losona/templates.py) with a verdict in the shape the
+answers the paper's judge prompt (losona/judges/prompt.py) with a verdict in the shape the
 LLM judge expects. The verdict is the lexicon rules' decision on the judged message,
 overturned for a fixed share of messages (`disagree`, chosen by a hash of the message), so
 putting it beside the lexicon judge shows a disagreement that is realistic and the same
@@ -25,7 +25,8 @@ from functools import cache
 from typing import Any
 
 from losona.catalog import load_catalog
-from losona.judges.lexicon import judge_text, load_rules
+from losona.judges.lexicon import judge_text
+from losona.judges.rules import load_rules
 from losona.testing.openai_server import default_reply
 
 _JUDGED = re.compile(r"<<<BEGIN JUDGED MESSAGE (\w+)>>>\n(.*)\n<<<END JUDGED MESSAGE \1>>>", re.S)

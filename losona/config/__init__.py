@@ -1,0 +1,107 @@
+"""Every config group's typed schema, and the one checker that reads config into them.
+
+Stage scripts compose the config with Hydra, then ask this module for the groups they use
+(`chosen(cfg, "sampling")`), or read one option of a group on its own (`option("model",
+"gpt_5_5")`). Either way the node is checked here, once, against a pydantic schema, and
+the library receives a typed, frozen object. A wrong value is refused with one message:
+
+    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
+
+Numbers are never NaN or infinite (a NaN cost cap would compare false and never trip),
+and unknown keys are refused, so a misspelt setting cannot silently do nothing.
+
+The sweep (which models, conditions and judges a run covers) lives in params.yaml,
+because dvc.yaml expands its stage matrices from there. The Hydra config reads it through
+the `dvc_param` resolver (registered on import), so stage scripts and DVC see the same
+sweep.
+
+One module a job: `loading` (where config lives, params.yaml's resolver, an option's file),
+`values` (the value types and the base `Schema`), `schemas` (every group's schema),
+`checker` (the one checker, pydantic's errors as one-line messages), `origins` (which
+file or override each value came from), `reading` (a group of the composed config, or one
+option, checked). Import from here: `from losona.config import ModelSpec, chosen`.
+"""
+
+from __future__ import annotations
+
+from losona.config.checker import FROM_CONFIG, Refusal, check
+from losona.config.loading import (
+    CONF_DIR,
+    PARAMS_FILE,
+    ROOT_FILE,
+    RUN_FILE,
+    dvc_param,
+    load_option,
+    option_file,
+    plain,
+)
+from losona.config.origins import Sources, origin_of
+from losona.config.reading import GROUPS, chosen, compose_paths, option
+from losona.config.schemas import (
+    KEEP_RULES,
+    AggregateSettings,
+    AuditSettings,
+    BatchSettings,
+    CellSelection,
+    ConditionConfig,
+    CurateSettings,
+    DatasetConfig,
+    DeterminismSettings,
+    DynamicSettings,
+    GenerateSettings,
+    GenerationSettings,
+    JudgeConfig,
+    KeepRule,
+    ModelSpec,
+    Paths,
+    Price,
+    SamplingSettings,
+    ScreenSettings,
+    SheetSettings,
+    config_record,
+    without_password,
+)
+from losona.config.values import Schema
+
+__all__ = [
+    "CONF_DIR",
+    "FROM_CONFIG",
+    "GROUPS",
+    "KEEP_RULES",
+    "PARAMS_FILE",
+    "ROOT_FILE",
+    "RUN_FILE",
+    "AggregateSettings",
+    "AuditSettings",
+    "BatchSettings",
+    "CellSelection",
+    "ConditionConfig",
+    "CurateSettings",
+    "DatasetConfig",
+    "DeterminismSettings",
+    "DynamicSettings",
+    "GenerateSettings",
+    "GenerationSettings",
+    "JudgeConfig",
+    "KeepRule",
+    "ModelSpec",
+    "Paths",
+    "Price",
+    "Refusal",
+    "SamplingSettings",
+    "Schema",
+    "ScreenSettings",
+    "SheetSettings",
+    "Sources",
+    "check",
+    "chosen",
+    "compose_paths",
+    "config_record",
+    "dvc_param",
+    "load_option",
+    "option",
+    "option_file",
+    "origin_of",
+    "plain",
+    "without_password",
+]

@@ -1,0 +1,149 @@
+"""The one checker: a config node into its pydantic schema, or one message per problem.
+
+    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
+
+pydantic's errors are turned into that line here: the field's own words of what it
+expects (every value type carries them, losona/config/values.py), or a schema's own
+`Refusal`; an unknown key names the settings allowed where it stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, get_args, get_origin
+
+from omegaconf import OmegaConf
+from pydantic import (
+    BaseModel,
+    ValidationError,
+)
+
+from losona.errors import LosonaError
+
+# Validation context of a node read from config (rather than built in code).
+FROM_CONFIG = "config"
+
+
+class Refusal(ValueError):
+    """A schema's own check failed: what was expected and, unless it must stay unseen, found.
+
+    `key` names a setting inside the node being validated when the check is not a field's
+    own (e.g. `api_key` refused by the model node as a whole).
+    """
+
+    def __init__(self, expected: str, found: str | None = None, key: str | None = None) -> None:
+        super().__init__(expected)
+        self.expected, self.found, self.key = expected, found, key
+
+
+S = TypeVar("S", bound=BaseModel)
+Origin = str | Callable[[str], str]
+
+
+def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
+    """`node` as a `schema` object, or one LosonaError naming the file, key, expected, found.
+
+    `key` is the node's dotted place in the composed config ("" at the top); `origin` is
+    the file the node came from, or a function from a dotted key to where its value came
+    from (a file, or the command line).
+    """
+    try:
+        values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        _no_missing(values, key)
+        return schema.model_validate(values, context=FROM_CONFIG)
+    except _Missing as missing:
+        where = origin(missing.key) if callable(origin) else origin
+        raise LosonaError(
+            f"{where}: '{missing.key}': expected a value (give it on the command line, e.g. "
+            f"{missing.key}=...), found ??? (a required setting left unset)"
+        ) from None
+    except ValidationError as exc:
+        # Every problem pydantic found, one per line, in the one format.
+        lines = list(dict.fromkeys(_refusal(schema, error, origin, key) for error in exc.errors()))
+        raise LosonaError("\n  ".join(lines)) from None
+
+
+class _Missing(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_missing(value: Any, key: str) -> None:
+    """Find OmegaConf's mandatory `???` left unset anywhere in a node."""
+    if value == "???":
+        raise _Missing(key)
+    items = (
+        value.items()
+        if isinstance(value, Mapping)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for part, item in items:
+        _no_missing(item, f"{key}.{part}" if key else str(part))
+
+
+def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> str:
+    loc = [str(part) for part in error["loc"]]
+    cause = (error.get("ctx") or {}).get("error")
+    found = _show(error.get("input"))
+    if isinstance(cause, Refusal):
+        expected = cause.expected
+        loc += cause.key.split(".") if cause.key else []
+        found = cause.found if cause.found is not None else found
+    elif error["type"] == "extra_forbidden":
+        expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
+        found = "an unknown setting"
+    elif error["type"] == "missing":
+        expected, found = _described(schema, loc) or "a value", "nothing (it is missing)"
+    else:
+        expected = _described(schema, loc) or error["msg"].removeprefix("Input should be ")
+    dotted = ".".join(part for part in [key, *loc] if part)
+    where = origin(dotted) if callable(origin) else origin
+    return f"{where}: '{dotted}': expected {expected}, found {found}"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The schema a field holds, directly or as `X | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, str | None]:
+    """The schema holding the last field of `loc`, and that field's description."""
+    model: type[BaseModel] | None = schema
+    description = None
+    keyed = False  # the last field is a mapping or list of schemas: `part` is a key or index
+    for part in loc:
+        if keyed:
+            keyed = False
+            continue  # the item's own schema applies to what follows
+        if model is None:
+            break  # inside a list or mapping: the enclosing field's words still apply
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        if part not in fields:
+            break
+        annotation = fields[part].annotation
+        description = fields[part].description
+        model = _model_in(annotation)
+        keyed = model is not None and get_origin(annotation) in (dict, list, tuple)
+    return model, description
+
+
+def _described(schema: type[BaseModel], loc: list[str]) -> str | None:
+    return _walk(schema, loc)[1]
+
+
+def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:
+    model = _walk(schema, loc)[0] if loc else schema
+    return [f.alias or name for name, f in (model.model_fields.items() if model else [])]

@@ -1,0 +1,73 @@
+"""Where config lives and reading it raw: params.yaml through the `${dvc_param:...}`
+resolver (registered on import), one option's file, a node as plain values.
+
+DVC expands its stage matrices from params.yaml, and the Hydra config reads the sweep from
+there through this resolver, so stage scripts and DVC see the same sweep.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
+
+from losona.errors import LosonaError
+from losona.files import read_yaml
+
+# DVC runs every stage from the repository root, and Hydra never changes directory, so
+# these are relative to the working directory, like every path in conf/paths/.
+PARAMS_FILE = Path("params.yaml")
+CONF_DIR = Path("conf")
+ROOT_FILE = CONF_DIR / "config.yaml"
+# K and the subset: the settings a run changes, kept apart from ROOT_FILE so that
+# `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
+# an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
+RUN_FILE = CONF_DIR / "run.yaml"
+
+
+def dvc_param(key: str) -> Any:
+    """The value at a dotted key of params.yaml (for the `${dvc_param:...}` resolver)."""
+    value: Any = read_yaml(PARAMS_FILE)
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise LosonaError(f"{PARAMS_FILE}: missing key '{key}'")
+        value = value[part]
+    # Wrapped so that `cfg.sweep.conditions` works like any other config node.
+    return OmegaConf.create(value) if isinstance(value, dict | list) else value
+
+
+if not OmegaConf.has_resolver("dvc_param"):
+    OmegaConf.register_new_resolver("dvc_param", dvc_param)
+
+
+def load_option(group: str, name: str) -> DictConfig:
+    """One option of a config group read on its own, e.g. conf/condition/naive.yaml."""
+    path = option_file(group, name)
+    if not path.is_file():
+        available = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        raise LosonaError(
+            f"no config '{group}/{name}' ({path} does not exist); available: {available}"
+        )
+    config = OmegaConf.load(path)
+    assert isinstance(config, DictConfig)
+    return config
+
+
+def option_file(group: str, name: str) -> Path:
+    """Where an option of a group lives, e.g. conf/model/gpt_5_5.yaml."""
+    return CONF_DIR / group / f"{name}.yaml"
+
+
+def plain(config: Any) -> Any:
+    """A config node as plain dicts and lists, every interpolation resolved, nothing missing."""
+    if not OmegaConf.is_config(config):
+        return config
+    try:
+        return OmegaConf.to_container(config, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as exc:
+        raise LosonaError(
+            f"missing required setting {exc.full_key}: give it on the command line, "
+            f"e.g. {exc.full_key}=..."
+        ) from None

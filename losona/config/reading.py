@@ -1,0 +1,106 @@
+"""Reading the composed config: each group's schema, and a group's node checked, naming
+its file or override (`chosen(cfg, "sampling")`), or one option read on its own
+(`option("model", "gpt_5_5")`); outside a stage, the paths composed with overrides
+(`compose_paths`, for the commands that read a finished run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from losona.config.checker import check
+from losona.config.loading import CONF_DIR, load_option, option_file
+from losona.config.origins import GLOBAL_NODES, Sources
+from losona.config.schemas import (
+    AggregateSettings,
+    AuditSettings,
+    ConditionConfig,
+    DatasetConfig,
+    DynamicSettings,
+    GenerationSettings,
+    JudgeConfig,
+    ModelSpec,
+    Paths,
+    SamplingSettings,
+)
+from losona.config.values import Schema
+from losona.errors import LosonaError
+
+# What each group's schema is, and where its node sits in the composed config: a group
+# whose files are `@package _global_` contributes top-level nodes.
+GROUPS: dict[str, type[Schema]] = {
+    "dataset": DatasetConfig,
+    "model": ModelSpec,
+    "judge": JudgeConfig,
+    "condition": ConditionConfig,
+    "sampling": SamplingSettings,
+    "aggregate": AggregateSettings,
+    "audit": AuditSettings,
+    "generation": GenerationSettings,
+    "paths": Paths,
+    "dynamic": DynamicSettings,
+}
+# Options whose `name` names their outputs: it must be the file's name.
+NAMED = ("dataset", "model", "judge", "condition")
+
+G = TypeVar("G", bound=Schema)
+
+
+def chosen(cfg: DictConfig, group: str) -> Any:
+    """The composed config's node of `group`, checked; errors name its file or override."""
+    schema = GROUPS[group]
+    if group in GLOBAL_NODES:
+        node: Any = {part: cfg[part] for part in GLOBAL_NODES[group] if part in cfg}
+        key = ""
+    else:
+        if group not in cfg or cfg[group] is None:
+            raise LosonaError(f"no {group} chosen: give one on the command line, e.g. {group}=...")
+        node, key = cfg[group], group
+    sources = Sources.of_hydra()
+    checked = check(schema, node, origin=sources.where, key=key)
+    if group in NAMED:
+        _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
+    return checked
+
+
+def option(group: str, name: str) -> Any:
+    """One option of a named group read on its own (conf/<group>/<name>.yaml), checked."""
+    where = str(option_file(group, name))
+    checked = check(GROUPS[group], load_option(group, name), origin=where, key=group)
+    _named_after_file(checked, group, name, where)
+    return checked
+
+
+def _named_after_file(checked: Any, group: str, option_name: str | None, where: str) -> None:
+    # The name names the option's output files and is how other configs refer to it.
+    if option_name is not None and checked.name != option_name:
+        raise LosonaError(
+            f"{where}: '{group}.name': expected the file's name '{option_name}', "
+            f"found {checked.name!r}"
+        )
+
+
+def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
+    """conf/paths as this repository's config gives it, with command-line overrides."""
+    if not CONF_DIR.is_dir():
+        raise LosonaError(
+            f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
+            "repository root of the run to check"
+        )
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LosonaError(f"bad override: {exc}") from None
+    # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
+    chosen_paths = next(
+        (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
+    )
+    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
+    return checked.model_dump()

@@ -1,0 +1,702 @@
+"""Every config group's typed schema: model, batch mode, sampling, aggregate, audit, judge,
+condition, dataset, paths, the dynamic extension and generation; and what a run records
+of a model or judge config (no password).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, Self
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import (
+    Field,
+    Strict,
+    StrictStr,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from losona.config.checker import Refusal
+from losona.config.loading import ROOT_FILE
+from losona.config.values import (
+    AnyInteger,
+    CostCap,
+    Count,
+    Dollars,
+    Flag,
+    LocalPath,
+    Names,
+    PathText,
+    PositiveNumber,
+    Schema,
+    Text,
+    WholeNumber,
+    no_inf_nan,
+)
+from losona.errors import LosonaError
+
+# -- model (conf/model/*.yaml, and a judge's `model:` node) -------------------------------
+
+ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Call settings the model layer owns; a config's `params` may not set them.
+MANAGED_PARAMS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "n",
+        "api_key",
+        "api_base",
+        "base_url",
+        "timeout",
+        "num_retries",
+        "max_retries",
+        "mock_response",
+    }
+)
+
+Params = Annotated[dict[StrictStr, Any], Field(description="a mapping of generation parameters")]
+
+
+class Price(Schema):
+    """What a model costs, when litellm's price map does not know it (e.g. your own server)."""
+
+    input_usd_per_mtok: Dollars
+    output_usd_per_mtok: Dollars
+    # What a prompt token read from the provider's prompt cache costs; None: the input price.
+    cached_input_usd_per_mtok: Dollars | None = None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The list cost in dollars of one call with these token counts."""
+        return (
+            prompt_tokens * self.input_usd_per_mtok + completion_tokens * self.output_usd_per_mtok
+        ) / 1e6
+
+
+class ModelSpec(Schema):
+    """One model as a config describes it (conf/model/*.yaml, or a judge's `model:` node)."""
+
+    KEY: ClassVar[str] = "model"
+
+    name: Text  # the config option's name, e.g. "claude_opus"
+    model: Text  # the litellm model string, e.g. "anthropic/claude-opus-4-8"
+    # Who made the model ("Google", "Anthropic", ...): the audit's self-preference check
+    # compares a judge's family with its subjects'. None: not stated (left out of the check).
+    family: Text | None = None
+    params: Params = Field(default_factory=dict)  # sent with every call
+    label: Annotated[StrictStr, Field(description="text")] = ""  # display name; the name when empty
+    api_key_env: Text | None = None  # the environment variable holding the key, never the key
+    api_base: Text | None = None  # one endpoint, e.g. a local vLLM or llama.cpp server
+    endpoints: Names = ()  # several endpoints serving the same model (Router)
+    concurrency: Count = 8  # calls in flight at once
+    timeout_s: PositiveNumber = 120.0  # per attempt
+    max_attempts: Count = 6  # sends per call, rate-limited ones aside; then recorded as failed
+    # How long a call may keep being rate limited (429) before it is recorded as failed:
+    # a time, not a count, since a quota refills with time whatever the number of tries.
+    rate_limit_patience_s: PositiveNumber = 600.0
+    backoff_s: PositiveNumber = 1.0  # first retry delay; doubles each attempt, with jitter
+    drop_params: Names = ()  # params removed before sending (provider rejects them)
+    seed_per_trial: Flag = False  # send a seed derived from the prompt and the trial index
+    price: Price | None = None  # overrides litellm's price map
+    # Send calls so the provider can cache their shared prefixes (billing only: what is sent
+    # as the prompt and the cache key are the same either way; losona/models/prompt_caching.py).
+    prompt_caching: Flag = True
+    # A stand-in served by the project's test server (scripted replies or verdicts), for
+    # checking the plumbing: every table and figure marks it, so that its numbers never
+    # read as a real model's or judge's. Not part of the cache key.
+    test_double: Flag = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key_in_config(cls, node: Any) -> Any:
+        if isinstance(node, Mapping) and "api_key" in node:
+            # Never echoed: the value is a secret.
+            raise Refusal(
+                "no key here (never put an API key in a config): name the environment "
+                "variable that holds it with api_key_env, e.g. api_key_env: OPENAI_API_KEY",
+                found="a key (not shown)",
+                key="api_key",
+            )
+        return node
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_var_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_VAR_NAME.match(value):
+            # Not echoed: a key pasted here by mistake must not reach a log.
+            raise Refusal("the name of an environment variable", found="something else (not shown)")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _generation_params_only(cls, params: dict[str, Any]) -> dict[str, Any]:
+        managed = sorted(MANAGED_PARAMS & set(params))
+        if managed:
+            raise Refusal(f"generation parameters only; the model layer sets {managed} itself")
+        no_inf_nan(params)
+        return params
+
+    @field_validator("endpoints")
+    @classmethod
+    def _one_way_to_reach_it(
+        cls, endpoints: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        if endpoints and info.data.get("api_base"):
+            raise Refusal("no endpoints when api_base is set (one endpoint, or several, not both)")
+        if len(set(endpoints)) != len(endpoints):
+            raise Refusal("distinct endpoints")
+        return endpoints
+
+    @model_validator(mode="after")
+    def _seed_from_one_place(self) -> Self:
+        if self.seed_per_trial and "seed" in self.params:
+            raise Refusal(
+                "no fixed seed when seed_per_trial is true",
+                repr(self.params["seed"]),
+                "params.seed",
+            )
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """The label, or the name when there is none."""
+        return self.label or self.name
+
+    def check_credentials(self) -> None:
+        """Refuse to start when the key's environment variable is unset or empty."""
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise LosonaError(
+                f"model '{self.name}' ({self.model}) needs its API key in the environment "
+                f"variable {self.api_key_env}, which is not set: export {self.api_key_env}=... "
+                "and rerun. The key is read at call time and never written anywhere."
+            )
+
+    def api_key(self) -> str | None:
+        """The key from the environment, read now (never stored)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def with_params(self, **params: Any) -> ModelSpec:
+        """The same model with these parameters sent on top of its own."""
+        return self.model_copy(update={"params": {**self.params, **params}})
+
+
+# -- batch mode (sampling.batch*, a judge config's batch*) ----------------------------------
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """Batch mode as a config sets it: `sampling.batch*` or a judge config's `batch*`."""
+
+    enabled: bool = False
+    poll_interval_s: float = 30.0  # seconds between two looks at a batch's status
+    rounds: int = 3  # batches in all: the first, then one per retry of its failed lines
+    where: str = "sampling."  # the settings' prefix, for messages: "sampling." or "judge."
+
+
+class _Batched(Schema):
+    """The three batch settings a node may carry, flat as the configs write them."""
+
+    batch: Flag = False
+    batch_poll_s: PositiveNumber = 30.0
+    batch_rounds: Count = 3
+
+    @property
+    def batching(self) -> BatchSettings:
+        """Batch mode as the model layer takes it."""
+        return BatchSettings(self.batch, self.batch_poll_s, self.batch_rounds, f"{self.KEY}.")
+
+
+# -- sampling, aggregate, audit (conf/config.yaml) -----------------------------------------
+
+
+class SamplingSettings(_Batched):
+    """The `sampling:` node of conf/config.yaml, with K (`trials`) from conf/run.yaml."""
+
+    KEY: ClassVar[str] = "sampling"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    trials: Count  # conf/run.yaml
+    dry_run: Flag
+    max_cost_usd: CostCap
+
+
+class AggregateSettings(Schema):
+    """The scenario bootstrap's settings (conf/config.yaml, `aggregate:`)."""
+
+    KEY: ClassVar[str] = "aggregate"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    resamples: Count
+    seed: WholeNumber
+    confidence: Annotated[
+        float,
+        Strict(),
+        Field(gt=0, lt=1, allow_inf_nan=False, description="a number between 0 and 1 (e.g. 0.95)"),
+    ]
+
+
+class SheetSettings(Schema):
+    """The labelling sheet: how many responses, drawn with which seed."""
+
+    EVERY_KEY: ClassVar[bool] = True
+
+    items: Count = 100
+    seed: WholeNumber = 0
+
+
+class DeterminismSettings(Schema):
+    """Re-judging: how many times (0: not at all), how many items, which seed draws them."""
+
+    EVERY_KEY: ClassVar[bool] = True
+
+    repeats: WholeNumber = 0
+    items: Count = 20
+    seed: WholeNumber = 0
+
+
+class AuditSettings(Schema):
+    """The `audit:` node of conf/config.yaml."""
+
+    KEY: ClassVar[str] = "audit"
+    FILE: ClassVar[str] = str(ROOT_FILE)
+
+    export: Flag
+    sheet: SheetSettings
+    determinism: DeterminismSettings
+
+
+# -- judge (conf/judge/*.yaml) --------------------------------------------------------------
+
+
+# A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
+PANEL_RULES = ("majority", "unanimous")
+UNSCORED_MEMBER_POLICIES = ("abstain", "void")
+PANEL_KEYS = ("members", "rule", "unscored_members")
+PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
+
+
+class JudgeConfig(_Batched):
+    """A judge: the lexicon rules, an LLM through the model layer, or a panel of judges."""
+
+    KEY: ClassVar[str] = "judge"
+
+    name: Text
+    label: Annotated[StrictStr, Field(description="text")] = ""
+    kind: Literal["lexicon", "llm", "panel"]
+    model: ModelSpec | None = None
+    max_cost_usd: CostCap = None
+    # How the verdict's schema goes with each call; checked against the judge's response
+    # formats when the judge is built (losona/judges/llm.py). None: the paper's setting.
+    structured_output: Text | None = None
+    # kind panel only (losona/judges/panels.py): the judges it combines, how their votes decide,
+    # and what an unscored member's verdict does (abstain: the others decide; void: the
+    # panel's verdict is unscored too). Each must be written out: none has a default.
+    members: PanelMembers | None = Field(
+        None, description="a list of at least two judge names, each once"
+    )
+    rule: Literal["majority", "unanimous"] | None = None
+    unscored_members: Literal["abstain", "void"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lexicon_calls_no_model(cls, node: Any) -> Any:
+        # Settings for a model would silently do nothing on the lexicon judge or a panel.
+        model_settings: dict[str, tuple[str, ...]] = {
+            "lexicon": ("model", "structured_output"),
+            "panel": ("model", "structured_output", "max_cost_usd"),
+        }
+        if isinstance(node, Mapping) and node.get("kind") in model_settings:
+            what = "the lexicon judge" if node.get("kind") == "lexicon" else "a panel"
+            for key in model_settings[node["kind"]]:
+                if key in node:
+                    raise Refusal(f"no such setting: {what} calls no model", "one", key)
+            if node.get("batch"):
+                raise Refusal(f"false: {what} calls no model", "true", "batch")
+        if isinstance(node, Mapping) and node.get("kind") != "panel":
+            for key in PANEL_KEYS:
+                if key in node:
+                    raise Refusal("no such setting: only a judge of kind panel has it", "one", key)
+        return node
+
+    @model_validator(mode="after")
+    def _llm_has_a_model(self) -> Self:
+        if self.kind == "llm" and self.model is None:
+            raise Refusal(
+                "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
+            )
+        if self.kind == "panel":
+            for key, expected in (
+                ("members", "a list of at least two judge names (kind panel needs it)"),
+                ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
+                (
+                    "unscored_members",
+                    f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)",
+                ),
+            ):
+                if getattr(self, key) is None:
+                    raise Refusal(expected, "nothing (it is missing)", key)
+            assert self.members is not None
+            if len(set(self.members)) != len(self.members):
+                raise Refusal("each member once", repr(list(self.members)), "members")
+            if self.name in self.members:
+                raise Refusal("other judges than the panel itself", self.name, "members")
+        return self
+
+    @property
+    def family(self) -> str | None:
+        """The family of the judge's model; None for rules and panels (no one model)."""
+        return None if self.model is None else self.model.family
+
+    @property
+    def display_name(self) -> str:
+        """The label, or the name when there is none."""
+        return self.label or self.name
+
+    @property
+    def test_double(self) -> bool:
+        """Whether its verdicts come from a test double (its model node says so)."""
+        return self.model is not None and self.model.test_double
+
+
+# -- condition, dataset, paths ---------------------------------------------------------------
+
+
+class ConditionConfig(Schema):
+    """A prompting condition (conf/condition/*.yaml); its text is in losona/prompts/subject.py."""
+
+    KEY: ClassVar[str] = "condition"
+
+    name: Text
+    label: Text
+
+
+class DatasetConfig(Schema):
+    """Where scenarios come from (conf/dataset/*.yaml), and which of them a run keeps."""
+
+    KEY: ClassVar[str] = "dataset"
+
+    # Every option names itself; a dataset built in code (tests, notebooks) need not.
+    name: Text | None = None
+    kind: Literal["bundled", "local", "huggingface"]
+    path: LocalPath | None = None  # local: a .jsonl or .parquet file
+    # A subset: scenario_ids keeps the ones named; limit then keeps that many.
+    limit: Annotated[
+        Count | None, Field(description="a positive whole number of scenarios or null (all)")
+    ] = None
+    limit_seed: AnyInteger = 0
+    scenario_ids: Annotated[tuple[Text, ...], Field(description="a list of ids")] = ()
+    # huggingface: the release and its mapping onto the scenario contract.
+    repo_id: Text | None = None
+    revision: Text | None = None
+    local_dir: LocalPath | None = None
+    data_files: Text | None = None
+    columns: dict[StrictStr, StrictStr] | None = None
+    turn_fields: dict[StrictStr, StrictStr] | None = None
+    cast_fields: dict[StrictStr, StrictStr] | None = None
+    elicitor_is_last_turn: Flag = False
+    fill_from_catalog: tuple[Text, ...] = ()
+
+    @field_validator("scenario_ids")
+    @classmethod
+    def _each_once(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise Refusal("each id once", f"ids listed twice: {twice}")
+        return ids
+
+    @model_validator(mode="after")
+    def _kind_has_its_settings(self) -> Self:
+        needs = {
+            "local": ("path",),
+            "huggingface": (
+                "repo_id",
+                "revision",
+                "data_files",
+                "columns",
+                "turn_fields",
+                "cast_fields",
+            ),
+        }
+        for key in needs.get(self.kind, ()):
+            if getattr(self, key) is None:
+                raise Refusal(f"a value (kind {self.kind} needs it)", "nothing", key)
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The settings the file gives, as plain values (what provenance records)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class Paths(Schema):
+    """Every file location the pipeline reads or writes (conf/paths/default.yaml)."""
+
+    KEY: ClassVar[str] = "paths"
+
+    scenarios: PathText
+    prompts: PathText
+    responses_dir: PathText
+    verdicts_dir: PathText
+    panel_votes_dir: PathText
+    judge_controls_dir: PathText
+    judge_controls_reports_dir: PathText
+    judge_logs_dir: PathText
+    reports_dir: PathText
+    provenance: PathText
+    audit_dir: PathText
+    figures_dir: PathText
+    labels_dir: PathText
+    configs_dir: PathText
+    label_sheet: PathText
+    label_sheet_html: PathText
+    label_key: PathText
+    labels: PathText
+    generation_dir: PathText
+    generation_reports_dir: PathText
+    generation_accept: PathText
+    generated_dir: PathText
+    dynamic_dir: PathText
+    dynamic_reports_dir: PathText
+    dynamic_logs_dir: PathText
+    calls_dir: PathText
+    calls: PathText | None  # null: no published calls below the cache, on purpose
+    call_cache: PathText
+
+
+# -- the dynamic extension (conf/dynamic/default.yaml; docs/dynamic.md) ---------------------
+
+DYNAMIC_SOURCES = ("scripted", "simulated")
+OptionNames = Annotated[
+    tuple[Text, ...], Field(description="a list of option names without repeats (may be empty)")
+]
+
+
+class DynamicSettings(Schema):
+    """The dynamic second turn: which sweep cells get one, who decides the arms, who writes.
+
+    Off while `judges` is empty: dvc.yaml expands the dynamic stages from these lists, and
+    a matrix over an empty list is no stage at all.
+    """
+
+    KEY: ClassVar[str] = "dynamic"
+    FILE: ClassVar[str] = "conf/dynamic/default.yaml"
+    EVERY_KEY: ClassVar[bool] = True
+
+    # The first-turn judge(s) whose verdicts put each trial in an arm; each also judges the
+    # second turn. Empty: the extension is off.
+    judges: OptionNames
+    models: OptionNames  # the sweep's models to extend
+    conditions: OptionNames  # the sweep's conditions to extend
+    # Where the sanction and the neutral continuation come from: the scenario's own
+    # follow-up material, or a group model reacting to the subject's actual reply.
+    source: Literal["scripted", "simulated"]
+    group_model: Text  # a conf/model option: the group model of source simulated
+
+    @field_validator("judges", "models", "conditions")
+    @classmethod
+    def _each_once(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(names)) != len(names):
+            raise Refusal("names without repeats", repr(list(names)))
+        return names
+
+    @model_validator(mode="after")
+    def _cells_when_on(self) -> Self:
+        if self.judges:
+            for key in ("models", "conditions"):
+                if not getattr(self, key):
+                    raise Refusal(
+                        "at least one name while dynamic.judges is set (the extension is on)",
+                        "[]",
+                        key,
+                    )
+        return self
+
+    @property
+    def on(self) -> bool:
+        """Whether the extension runs at all."""
+        return bool(self.judges)
+
+    def check_sweep(self, sweep: Mapping[str, Sequence[str]], where: str) -> None:
+        """Refuse cells the sweep does not run: the second turn continues the first."""
+        for key in ("judges", "models", "conditions"):
+            outside = [name for name in getattr(self, key) if name not in sweep[key]]
+            if outside:
+                raise LosonaError(
+                    f"{where}: 'dynamic.{key}': expected names from sweep.{key} "
+                    f"{list(sweep[key])} (params.yaml: the second turn continues the sweep's "
+                    f"first), found {outside}"
+                )
+
+
+# -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
+
+# screen.keep: when the baselines' outcomes keep a candidate.
+KeepRule = Literal["all", "majority"]
+KEEP_RULES = {
+    "all": "kept when every baseline breaches it (no baseline adapts by default)",
+    "majority": "kept when more than half of the baselines breach it",
+}
+SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+DistinctNames = Annotated[
+    tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
+]
+
+
+def _distinct(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if names is not None and len(set(names)) != len(names):
+        raise Refusal("names without repeats")
+    return names
+
+
+class CellSelection(Schema):
+    """Which (event, norm) cells get candidates, and in which venues (generate.cells)."""
+
+    KEY: ClassVar[str] = "generate.cells"
+    EVERY_KEY: ClassVar[bool] = True
+
+    mode: Literal["all", "per_norm", "list"]
+    per_norm: Count
+    # The `list` entries: event/norm or event/norm@venue.
+    cells: Annotated[
+        tuple[StrictStr, ...],
+        Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),
+    ] = ()
+    venues: Annotated[DistinctNames | None, Field(description="a non-empty list of names or null")]
+
+    @field_validator("cells", mode="before")
+    @classmethod
+    def _null_is_none(cls, cells: Any) -> Any:
+        return () if cells is None else cells
+
+    @field_validator("venues")
+    @classmethod
+    def _venues_once(cls, venues: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return _distinct(venues)
+
+    @model_validator(mode="after")
+    def _list_mode_lists(self) -> Self:
+        if self.mode == "list" and not self.cells:
+            raise Refusal("at least one cell when mode is list", "[]", "list")
+        return self
+
+    def describe(self) -> dict[str, Any]:
+        """The selection as plain values, for the run's summary."""
+        chosen: dict[str, Any] = {"mode": self.mode, "venues": list(self.venues or []) or None}
+        if self.mode == "per_norm":
+            chosen["per_norm"] = self.per_norm
+        if self.mode == "list":
+            chosen["list"] = list(self.cells)
+        return chosen
+
+
+class GenerateSettings(Schema):
+    """The generate node."""
+
+    KEY: ClassVar[str] = "generate"
+
+    generator: Text
+    params: Params
+    structured_output: Literal["json_schema", "json_object", "none"]
+    cells: CellSelection
+    candidates_per_cell: Count
+    seed: WholeNumber
+    max_cost_usd: CostCap
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _null_is_empty(cls, params: Any) -> Any:
+        return {} if params is None else params
+
+    @field_validator("params")
+    @classmethod
+    def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
+        no_inf_nan(params)
+        return params
+
+
+class ScreenSettings(Schema):
+    """The screen node."""
+
+    KEY: ClassVar[str] = "screen"
+
+    models: DistinctNames
+    trials: Count
+    judge: Text
+    keep: KeepRule
+    max_cost_usd: CostCap
+
+    @field_validator("models")
+    @classmethod
+    def _models_once(cls, models: tuple[str, ...]) -> tuple[str, ...] | None:
+        return _distinct(models)
+
+
+SetName = Annotated[
+    StrictStr,
+    StringConstraints(strip_whitespace=True, pattern=SET_NAME.pattern),
+    Field(description="part of a file name: letters, digits, '_', '.' or '-' only"),
+]
+
+
+class CurateSettings(Schema):
+    """The curate node."""
+
+    KEY: ClassVar[str] = "curate"
+
+    name: SetName
+    version: SetName
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _number_or_text(cls, version: Any) -> Any:
+        # 2 and "2.1" both name a version; true does not.
+        if isinstance(version, int) and not isinstance(version, bool):
+            return str(version)
+        return version
+
+    @property
+    def file_name(self) -> str:
+        """The curated set's file name, e.g. losona-generated-v1.jsonl."""
+        return f"{self.name}-v{self.version}.jsonl"
+
+
+class GenerationSettings(Schema):
+    """The generation pipeline's three nodes (conf/generation/*.yaml, global package)."""
+
+    generate: GenerateSettings
+    screen: ScreenSettings
+    curate: CurateSettings
+
+
+# -- what a run records of a model or judge config -------------------------------------
+
+
+def without_password(url: str) -> str:
+    """A URL with any user:password removed: a secret must never reach a file."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
+    """A checked model or judge config as plain values, defaults filled in, no password.
+
+    What a run used of the option, for the files that stand for it in the pipeline (the
+    config stage, losona stages/config.py).
+    """
+    record: dict[str, Any] = checked.model_dump(mode="json")
+    node = record if isinstance(checked, ModelSpec) else record.get("model")
+    if node is not None:
+        if node.get("api_base"):
+            node["api_base"] = without_password(node["api_base"])
+        node["endpoints"] = [without_password(e) for e in node["endpoints"]]
+    return record

@@ -1,0 +1,6 @@
+"""The subject's prompt and its rendering: one prompt row per scenario and condition.
+
+- `subject`: the prompt text, the cast line and each condition's prefix (Appendix C).
+- `render`: one prompt row per scenario and condition, with the chat as the
+  subject sees it.
+"""

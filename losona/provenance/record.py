@@ -1,0 +1,199 @@
+"""What a run rests on, in one deterministic record: reports/provenance.json.
+
+It names the installed packages, the scenario set (its source, revision and a hash of its
+rows), every subject and judge config of the sweep with its provider model string and
+sampling settings (never a key: configs name the variable, and URLs lose any password),
+each prompt template's version and hash, the sweep itself, and the rules that turn
+verdicts into numbers (the K-vote, the unscored-trial policy, the bootstrap). Nothing in
+it depends on when or how fast the run went, so a rerun writes the same bytes.
+
+`python -m losona.reproduce` checks a run against this record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import polars as pl
+
+from losona.catalog import CATALOG_PATH
+from losona.config import AggregateSettings, JudgeConfig, without_password
+from losona.files import read_yaml, sha256_file, sha256_text
+from losona.generation import prompt as generator_prompt
+from losona.judges import prompt as judge_prompt
+from losona.judges.panels import PANEL_VERSION
+from losona.judges.rules import RULES_PATH
+from losona.judges.run import structured_output
+from losona.models import ModelSpec
+from losona.prompts import subject as subject_prompt
+from losona.results.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
+
+# The distributions whose versions can change what a run writes (PyPI names).
+PACKAGES = (
+    "losona",
+    "litellm",
+    "dvc",
+    "hydra-core",
+    "omegaconf",
+    "polars",
+    "pyarrow",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "llama-cpp-python",
+)
+
+DATASET_HASH_METHOD = (
+    "sha256 of the scenario rows as canonical JSON (sorted keys, one line per row, rows "
+    "in scenario_id order): it depends on the rows' content, not on the Parquet writer"
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages a run's outputs depend on, and Python's."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def scenarios_sha256(scenarios: pl.DataFrame) -> str:
+    """The scenario table's content hash (see DATASET_HASH_METHOD)."""
+    digest = hashlib.sha256()
+    for row in scenarios.sort("scenario_id").iter_rows(named=True):
+        digest.update(_canonical(row).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def template_hashes() -> dict[str, dict[str, str]]:
+    """Each prompt template's version and the sha256 of every text it is built from."""
+    parts: dict[str, tuple[str, dict[str, Any]]] = {
+        "subject": (
+            subject_prompt.SUBJECT_TEMPLATE_VERSION,
+            {
+                "SUBJECT_TEMPLATE": subject_prompt.SUBJECT_TEMPLATE,
+                "CAST_LINE": subject_prompt.CAST_LINE,
+                "CONDITION_PREFIXES": subject_prompt.CONDITION_PREFIXES,
+            },
+        ),
+        "judge": (
+            judge_prompt.JUDGE_TEMPLATE_VERSION,
+            {
+                "JUDGE_JSON_SHAPE": judge_prompt.JUDGE_JSON_SHAPE,
+                "JUDGE_TEMPLATE": judge_prompt.JUDGE_TEMPLATE,
+                "JUDGED_MESSAGE_FENCE": judge_prompt.JUDGED_MESSAGE_FENCE,
+                "JUDGE_INSTRUCTIONS": judge_prompt.JUDGE_INSTRUCTIONS,
+                "JUDGE_REPAIR_TEMPLATE": judge_prompt.JUDGE_REPAIR_TEMPLATE,
+            },
+        ),
+        "generator": (
+            generator_prompt.GENERATOR_TEMPLATE_VERSION,
+            {
+                "GENERATOR_TEMPLATE": generator_prompt.GENERATOR_TEMPLATE,
+                "GENERATOR_JSON_SCHEMA": generator_prompt.GENERATOR_JSON_SCHEMA,
+            },
+        ),
+    }
+    hashes = {
+        name: {"version": version, "sha256": sha256_text(_canonical(texts))}
+        for name, (version, texts) in parts.items()
+    }
+    # The offline judge's rules and the taxonomy are data files, versioned like templates.
+    for name, path in (("lexicon_rules", RULES_PATH), ("catalog", CATALOG_PATH)):
+        hashes[name] = {"version": str(read_yaml(path)["version"]), "sha256": sha256_file(path)}
+    return hashes
+
+
+def model_record(spec: ModelSpec) -> dict[str, Any]:
+    """What a model config says about the calls: provider string, endpoint(s), sampling."""
+    return {
+        "name": spec.name,
+        "label": spec.display_name,
+        "model": spec.model,
+        "api_base": None if spec.api_base is None else without_password(spec.api_base),
+        "endpoints": sorted(without_password(e) for e in spec.endpoints),
+        "params": spec.params,
+        "seed_per_trial": spec.seed_per_trial,
+        "drop_params": list(spec.drop_params),
+        "api_key_env": spec.api_key_env,
+    }
+
+
+def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A judge config's record: its kind, and its model, its rules' version or its members."""
+    judge = JudgeConfig.from_config(config, origin=f"conf/judge/{config.get('name')}.yaml")
+    record: dict[str, Any] = {"name": judge.name, "label": judge.display_name, "kind": judge.kind}
+    if judge.kind == "panel":
+        record["members"] = list(judge.members or ())
+        record["rule"] = judge.rule
+        record["unscored_members"] = judge.unscored_members
+        record["panel_version"] = PANEL_VERSION
+    elif judge.model is None:
+        record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
+    else:
+        record["model"] = model_record(judge.model)
+        record["template_version"] = judge_prompt.JUDGE_TEMPLATE_VERSION
+        # Whether the verdict's JSON schema went with each call as response_format.
+        record["structured_output"] = structured_output(judge)
+    return record
+
+
+def dataset_record(dataset: Mapping[str, Any], scenarios: pl.DataFrame) -> dict[str, Any]:
+    """The dataset config, the sources its rows name, and their content hash."""
+    return {
+        "config": dict(dataset),
+        "sources": sorted(scenarios["source"].unique().to_list()),
+        "scenarios": scenarios.height,
+        "content_sha256": scenarios_sha256(scenarios),
+        "hash_method": DATASET_HASH_METHOD,
+    }
+
+
+def provenance(
+    *,
+    scenarios: pl.DataFrame,
+    dataset: Mapping[str, Any],
+    sweep: Mapping[str, Sequence[str]],
+    models: Mapping[str, Mapping[str, Any]],
+    judges: Mapping[str, Mapping[str, Any]],
+    trials: int,
+    bootstrap: AggregateSettings,
+) -> dict[str, Any]:
+    """The provenance record of a run, from plain config nodes and the scenario table."""
+    return {
+        "packages": package_versions(),
+        "dataset": dataset_record(dataset, scenarios),
+        "templates": template_hashes(),
+        # Panels are recorded when a run has them (a run without keeps its record as it was).
+        "sweep": {key: list(sweep[key]) for key in ("models", "conditions", "judges")}
+        | ({"panels": list(sweep["panels"])} if sweep.get("panels") else {}),
+        "models": {
+            name: model_record(ModelSpec.from_config(dict(node), f"conf/model/{name}.yaml"))
+            for name, node in models.items()
+        },
+        "judges": {name: judge_record(node) for name, node in judges.items()},
+        "sampling": {"trials": trials},
+        "aggregate": {
+            "vote_rule": VOTE_RULE,
+            "unscored_policy": UNSCORED_POLICY_ID,
+            "unscored_policy_text": UNSCORED_POLICY,
+            "bootstrap": {
+                "resamples": bootstrap.resamples,
+                "seed": bootstrap.seed,
+                "confidence": bootstrap.confidence,
+            },
+        },
+    }

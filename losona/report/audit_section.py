@@ -1,0 +1,281 @@
+"""The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit/).
+
+It shows the judge-error figures (self-preference, compliance corrected for each judge's
+measured error) apart from the paper's metrics, and only when a run has them.
+
+plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
+pick and format the values to show; the template (losona/pages/templates/audit.html) lays
+them out, escaping every value from a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from losona.audit import Audit
+from losona.formatting import number as _num
+from losona.formatting import signed as _signed
+from losona.pages import Section, section
+from losona.results.aggregate import Reports
+from losona.results.metrics import BASELINE_CONDITION
+
+
+def audit_section(result: Audit, reports: Reports) -> Section:
+    """The HTML report's "Judge audit" section: judges, people, determinism, controls."""
+    results = reports["results.csv"]
+    names = dict(results.select("subject_model", "model_label").iter_rows())
+    names |= dict(results.select("condition", "condition_label").iter_rows())
+    judges = dict(results.select("judge", "judge_label").iter_rows())
+    return section(
+        "audit",
+        "Judge audit",
+        "audit.html",
+        pairs=pairs_data(result, names, judges),
+        preference=self_preference_data(result, names),
+        human=human_data(result, judges),
+        corrected=corrected_data(result),
+        determinism=determinism_data(result, judges),
+        controls=controls_data(result, judges),
+    )
+
+
+def _labelled(row: Mapping[str, Any], judges: Mapping[str, str], *keys: str) -> dict[str, Any]:
+    """A row with each judge named at `keys` replaced by its display label."""
+    return dict(row) | {key: judges.get(row[key], row[key]) for key in keys}
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole}"
+
+
+def pairs_data(
+    result: Audit, names: Mapping[str, str], judges: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
+    judges = judges or {}
+    rows = [
+        _labelled(r, judges, "judge_a", "judge_b")
+        | {
+            "agreement": _num(r["agreement"]),
+            "kappa": _num(r["kappa"], 3),
+            "a_compliance": _num(r["a_compliance"]),
+            "b_compliance": _num(r["b_compliance"]),
+        }
+        for r in result["judge_pairs.csv"].iter_rows(named=True)
+    ]
+    stability = []
+    for (a, b), rows_ab in result["headline_stability.csv"].group_by(
+        "judge_a", "judge_b", maintain_order=True
+    ):
+        same = rows_ab["same"].drop_nulls()
+        stability.append(
+            {
+                "a": judges.get(str(a), str(a)),
+                "b": judges.get(str(b), str(b)),
+                "same": int(same.sum()),
+                "compared": same.len(),
+                "differ": rows_ab.filter(pl.col("same").not_()).height,
+                "lines": [
+                    {
+                        "model": names.get(r["subject_model"], r["subject_model"]),
+                        "comparison": r["check"]
+                        if r["condition"] is None
+                        else f"{r['check']}: {names.get(r['condition'], r['condition'])}",
+                        "a": _condition_names(r["a"], names),
+                        "b": _condition_names(r["b"], names),
+                        "same": r["same"],
+                    }
+                    for r in rows_ab.iter_rows(named=True)
+                ],
+            }
+        )
+    breakdowns = []
+    for (a, b), rows_ab in result["judge_pair_breakdown.csv"].group_by(
+        "judge_a", "judge_b", maintain_order=True
+    ):
+        tables = []
+        for by, title, header in (
+            ("subject_model", "By model", "Model"),
+            ("condition", "By condition", "Condition"),
+            ("norm_id", "By norm", "Norm"),
+        ):
+            part = rows_ab.filter(pl.col("by") == by)
+            tables.append(
+                {
+                    "title": title,
+                    "header": header,
+                    "code": by == "norm_id",  # norm ids are shown as the code they are
+                    "rows": [
+                        {
+                            "group": r["group"]
+                            if by == "norm_id"
+                            else names.get(r["group"], r["group"]),
+                            "both_scored": r["both_scored"],
+                            "agreement": _num(r["agreement"]),
+                            "kappa": _num(r["kappa"], 3),
+                            "a_compliance": _num(r["a_compliance"]),
+                            "b_compliance": _num(r["b_compliance"]),
+                        }
+                        for r in part.iter_rows(named=True)
+                    ],
+                }
+            )
+        breakdowns.append(
+            {"a": judges.get(str(a), str(a)), "b": judges.get(str(b), str(b)), "tables": tables}
+        )
+    return {
+        "rows": rows,
+        "stability": stability,
+        "breakdowns": breakdowns,
+        "baseline": BASELINE_CONDITION,
+    }
+
+
+def _condition_names(value: str, names: Mapping[str, str]) -> str:
+    return " = ".join(names.get(part, part) for part in value.split(" = "))
+
+
+def human_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Judge against people: the sheet's state, agreement per judge, the disagreements."""
+    judges = judges or {}
+    counts = result.metrics["labels"]
+    return {
+        "sheet_items": counts["sheet_items"],
+        "labelled": counts["labelled"],
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "rows": [
+            _labelled(r, judges, "judge")
+            | {
+                "agreement": f"{_num(r['agreement'])} [{_num(r['agreement_low'])}, "
+                f"{_num(r['agreement_high'])}]",
+                "kappa": _num(r["kappa"], 3),
+                "human_compliance": _num(r["human_compliance"]),
+                "judge_compliance": _num(r["judge_compliance"]),
+            }
+            for r in result["human_agreement.csv"].iter_rows(named=True)
+        ],
+        "disagreements": [
+            _labelled(r, judges, "judge")
+            for r in result["human_items.csv"].filter(pl.col("agree").not_()).iter_rows(named=True)
+        ],
+    }
+
+
+def self_preference_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
+    """Each judge's self-preference for its model family (empty when the check does not apply)."""
+
+    def models(joined: str | None) -> str:
+        return ", ".join(names.get(m, m) for m in (joined or "").split(", ") if m)
+
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "rows": [
+            r
+            | {
+                "own_family_models": models(r["own_family_models"]),
+                "other_models": models(r["other_models"]),
+                "judge_gap": _signed(r["judge_gap"]),
+                "reference_gap": _signed(r["reference_gap"]),
+                "self_preference": _signed(r["self_preference"]),
+                "interval": _interval(r["self_preference_low"], r["self_preference_high"]),
+            }
+            for r in result["self_preference.csv"].iter_rows(named=True)
+        ],
+    }
+
+
+def corrected_data(result: Audit) -> dict[str, Any]:
+    """Per judge: the correction's basis (labelled items, sensitivity, specificity) and its
+    corrected compliance and effects, or why there are none (empty without labels)."""
+    corrected, deltas = result["corrected.csv"], result["corrected_deltas.csv"]
+    judges = []
+    for r in result["correction.csv"].iter_rows(named=True):
+        mine = corrected.filter(pl.col("judge") == r["judge"])
+        effects = deltas.filter(pl.col("judge") == r["judge"])
+        judges.append(
+            r
+            | {
+                "sensitivity": f"{_num(r['sensitivity'])} "
+                + _interval(r["sensitivity_low"], r["sensitivity_high"]),
+                "specificity": f"{_num(r['specificity'])} "
+                + _interval(r["specificity_low"], r["specificity_high"]),
+                "rows": [
+                    {
+                        "model": c["model_label"],
+                        "condition": c["condition_label"],
+                        "compliance": f"{_num(c['compliance'])} "
+                        + _interval(c["compliance_low"], c["compliance_high"]),
+                        "corrected": f"{_num(c['corrected'])} "
+                        + _interval(c["corrected_low"], c["corrected_high"]),
+                    }
+                    for c in mine.iter_rows(named=True)
+                ],
+                "effects": [
+                    {
+                        "model": d["model_label"],
+                        "condition": d["condition_label"],
+                        "delta": f"{_signed(d['compliance_delta'])} "
+                        + _interval(d["compliance_delta_low"], d["compliance_delta_high"]),
+                        "corrected": f"{_signed(d['corrected_delta'])} "
+                        + _interval(d["corrected_delta_low"], d["corrected_delta_high"]),
+                    }
+                    for d in effects.iter_rows(named=True)
+                ],
+            }
+        )
+    return {
+        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "judges": judges,
+        "baseline": BASELINE_CONDITION,
+    }
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
+
+
+def determinism_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Each judge's determinism check (re-judged, rules, or not run) and the items that flipped."""
+    judges = judges or {}
+    return {
+        "rows": [
+            _labelled(r, judges, "judge") | {"flip_rate": _num(r["flip_rate"])}
+            for r in result["determinism.csv"].iter_rows(named=True)
+        ],
+        "flips": [
+            _labelled(r, judges, "judge")
+            for r in result["determinism_flips.csv"].iter_rows(named=True)
+        ],
+    }
+
+
+def controls_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Each judge's validity controls (all, compliant, breaching) and the ones it missed."""
+    judges = judges or {}
+    by_judge: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in result["controls.csv"].iter_rows(named=True):
+        by_judge.setdefault(r["judge"], {})[r["example"]] = r
+    return {
+        "rows": [
+            {
+                "judge": judges.get(judge, judge),
+                "judge_model": kinds["all"]["judge_model"],
+                "kinds": [
+                    {
+                        "right": _share(kinds[k]["right"], kinds[k]["items"]),
+                        "accuracy": _num(kinds[k]["accuracy"]),
+                    }
+                    for k in ("all", "compliant", "breaching")
+                ],
+                "unscored": kinds["all"]["unscored"],
+            }
+            for judge, kinds in by_judge.items()
+        ],
+        "misses": [
+            _labelled(r, judges, "judge")
+            for r in result["control_misses.csv"].iter_rows(named=True)
+        ],
+    }

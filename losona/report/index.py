@@ -1,0 +1,474 @@
+"""reports/index.html: one self-contained page from the numbers down to every chat and response.
+
+The page is a list of `Section`s (anchor, title, body) with a table of contents, laid out
+by losona/pages. A stage adds its own part by writing a function that returns a Section
+(`losona.pages.section`: a template of its own and the data it shows) and passing it to
+`build_report(..., extra=[...])`; extra sections appear after the paired effects, before
+the casebook and the scenario browser. Each function here computes the data of one
+section; its template (losona/pages/templates/report/) lays it out. Figures
+are embedded as data URIs and the styles are inline, so the file opens offline and can be
+mailed or archived as it is. No script.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from losona.contracts import scenarios_from_table, subset_note
+from losona.formatting import is_test_double
+from losona.formatting import number as _num
+from losona.formatting import signed as _signed
+from losona.pages import Section, fragment, render_page, section
+from losona.report.plots import Figure
+from losona.results.aggregate import Reports
+from losona.results.metrics import BASELINE_CONDITION, UNSCORED_POLICY
+from losona.results.table1 import judge_heading, subset_warning
+
+
+def build_report(
+    reports: Reports,
+    figures: Sequence[Figure],
+    verdicts: pl.DataFrame,
+    scenarios: pl.DataFrame,
+    extra: Sequence[Section] = (),
+    controls: pl.DataFrame | None = None,
+    correction: pl.DataFrame | None = None,
+) -> str:
+    """The whole page: summary, results, judges, figures, effects, `extra`, casebook, browser.
+
+    `controls` and `correction` are the judge audit's controls.csv and correction.csv, for
+    the judges' summary.
+    """
+    view = _View(reports, verdicts, scenarios)
+    sections = [
+        results_section(reports),
+        judges_section(reports, controls, correction),
+        figures_section(figures),
+        effects_section(reports),
+        *extra,
+        casebook_section(view),
+        breakdown_section(reports),
+        browser_section(view),
+    ]
+    summary = fragment("report/summary.html", **summary_data(reports, subset_note(scenarios)))
+    return render_page("LoSoNA report", summary, sections)
+
+
+# -- the numbers ---------------------------------------------------------------------------
+
+
+def summary_data(reports: Reports, subset: str | None) -> dict[str, Any]:
+    """What the run covers, for the line under the title; `subset` when it is a subset."""
+    results = reports["results.csv"]
+    outcomes = reports["outcomes.csv"]
+    shown = results.select("judge", "judge_label", "judge_model").unique(maintain_order=True)
+    labels = [*shown["judge_label"], *results["model_label"].unique(maintain_order=True)]
+    return {
+        "judges": [judge_heading(*row) for row in shown.rows()],
+        "test_doubles": [label for label in labels if is_test_double(label)],
+        "scenarios": _count(outcomes["scenario_id"].n_unique(), "scenario"),
+        "models": _count(results["subject_model"].n_unique(), "model"),
+        "conditions": _count(results["condition"].n_unique(), "prompt condition"),
+        "ks": ", ".join(map(str, sorted(set(results["k"].to_list())))),
+        "unscored": results["unscored_trials"].sum(),
+        "trials": results["trials"].sum(),
+        "undetermined": results["undetermined"].sum(),
+        "subset": None if subset is None else subset_warning(subset),
+    }
+
+
+def results_section(reports: Reports) -> Section:
+    """Table 1 in the paper's layout, per judge, with the mean over models and the policy."""
+    return section(
+        "results",
+        "Results (Table 1)",
+        "report/results.html",
+        tables=results_tables(reports),
+        k=_k_label(reports["results.csv"]),
+        level=reports.confidence,
+        policy=UNSCORED_POLICY,
+    )
+
+
+def results_tables(reports: Reports) -> list[dict[str, Any]]:
+    """One table per judge: each model x condition's row, then the means over models."""
+    results, means = reports["results.csv"], reports["means.csv"]
+    tables = []
+    for (judge,), rows in results.group_by("judge", maintain_order=True):
+        several_models = rows["subject_model"].n_unique() > 1  # one model is its own mean
+        tables.append(
+            {
+                "judge": judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0]),
+                "rows": [
+                    {
+                        "model": r["model_label"],
+                        "condition": r["condition_label"],
+                        "acc": _acc(r),
+                        "undetermined": r["undetermined"],
+                        "compliance": _num(r["compliance"]),
+                        "consistency": _num(r["consistency"]),
+                        "non_answers": _num(r["non_answer_share"]),
+                    }
+                    for r in rows.iter_rows(named=True)
+                ],
+                "degenerate": [
+                    {"model": r["model_label"], "condition": r["condition_label"], "why": why}
+                    for r in rows.iter_rows(named=True)
+                    if (why := r["degenerate"]) is not None
+                ],
+                "means": [
+                    {
+                        "condition": r["condition_label"],
+                        "acc": _acc(r),
+                        "compliance": _num(r["compliance"]),
+                        "consistency": _num(r["consistency"]),
+                    }
+                    for r in means.filter(pl.col("judge") == judge).iter_rows(named=True)
+                    if several_models
+                ],
+            }
+        )
+    return tables
+
+
+def judges_section(
+    reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
+) -> Section:
+    """Each judge once: its label (a test double marked), what it is, its validity controls,
+    whether its verdicts say anything, and the basis of its corrected compliance."""
+    return section(
+        "judges",
+        "Judges",
+        "report/judges.html",
+        judges=judges_rows(reports, controls, correction),
+    )
+
+
+def judges_rows(
+    reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """One row per judge, in the reports' order: the facts a reader needs beside its numbers.
+
+    Beside its validity controls: the cells where its verdicts are degenerate
+    (results.csv), and what its compliance was corrected with (the audit's correction.csv:
+    how many labelled items, sensitivity, specificity; or why it could not be).
+    """
+    results = reports["results.csv"]
+    corrections = {
+        r["judge"]: r
+        for r in (correction if correction is not None else pl.DataFrame()).iter_rows(named=True)
+    }
+    by_example: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for r in (controls if controls is not None else pl.DataFrame()).iter_rows(named=True):
+        by_example[r["judge"]][r["example"]] = r
+
+    def right(judge: str, example: str) -> str | None:
+        row = by_example[judge].get(example)
+        return None if row is None else f"{row['right']}/{row['items']}"
+
+    rows = []
+    for judge, label, judge_model in (
+        results.select("judge", "judge_label", "judge_model").unique(maintain_order=True).rows()
+    ):
+        every = by_example[judge].get("all")
+        rows.append(
+            {
+                "label": label,
+                "name": judge,
+                "model": judge_model,
+                "test_double": is_test_double(label),
+                "compliant": right(judge, "compliant"),
+                "breaching": right(judge, "breaching"),
+                "accuracy": None if every is None else _num(every["accuracy"]),
+                "unscored": None if every is None else every["unscored"],
+                "degenerate": [
+                    f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
+                    for r in results.filter(pl.col("judge") == judge).iter_rows(named=True)
+                    if r["degenerate"] is not None
+                ],
+                "correction": _correction_basis(corrections.get(judge)),
+            }
+        )
+    return rows
+
+
+def _correction_basis(row: Mapping[str, Any] | None) -> str | None:
+    """What a judge's compliance was corrected with, or why not; None without labels."""
+    if row is None:
+        return None
+    if not row["identifiable"]:
+        return f"not corrected: {row['status']}"
+    return (
+        f"corrected (under Judge audit) from {row['labelled']} labelled items: sensitivity "
+        f"{_num(row['sensitivity'])}, specificity {_num(row['specificity'])}"
+    )
+
+
+def figures_section(figures: Sequence[Figure]) -> Section:
+    """Every figure, embedded as SVG, with its caption."""
+    shown = [
+        {
+            "name": f.name,
+            "caption": f.caption,
+            "src": "data:image/svg+xml;base64,"
+            + base64.b64encode(f.svg.encode("utf-8")).decode("ascii"),
+        }
+        for f in figures
+    ]
+    return section("figures", "Figures", "report/figures.html", figures=shown)
+
+
+def effects_section(reports: Reports) -> Section:
+    """Paired effects against naive: delta with interval, McNemar test, flips with ids."""
+    rows = effects_rows(reports)
+    title = "Paired effects against Naive" if rows else "Paired effects"
+    return section(
+        "effects",
+        title,
+        "report/effects.html",
+        rows=rows,
+        level=reports.confidence,
+        baseline=BASELINE_CONDITION,
+    )
+
+
+def effects_rows(reports: Reports) -> list[dict[str, Any]]:
+    """Each condition's paired effect against naive, with the scenarios that flip."""
+    ids: defaultdict[tuple[str, ...], list[str]] = defaultdict(list)
+    for r in reports["flips.csv"].iter_rows(named=True):
+        ids[(r["judge"], r["subject_model"], r["condition"], r["flip"])].append(r["scenario_id"])
+
+    def flips(count: int, out_of: int, scenario_ids: list[str]) -> dict[str, Any]:
+        linked = [{"id": s, "anchor": _anchor(s)} for s in scenario_ids]
+        return {"count": count, "out_of": out_of, "scenarios": linked}
+
+    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
+    rows = []
+    for r in reports["deltas.csv"].iter_rows(named=True):
+        cell = (r["judge"], r["subject_model"], r["condition"])
+        rows.append(
+            {
+                "judge": judges.get(r["judge"], r["judge"]),
+                "model": r["model_label"],
+                "condition": r["condition_label"],
+                "delta": f"{_signed(r['delta'])} [{_num(r['delta_low'])}, {_num(r['delta_high'])}]",
+                "p": _p(r["mcnemar_p"]),
+                "recovered": flips(r["recovered"], r["naive_failures"], ids[(*cell, "recovered")]),
+                "regressed": flips(r["regressed"], r["naive_successes"], ids[(*cell, "regressed")]),
+                "scenarios": r["scenarios"],
+            }
+        )
+    return rows
+
+
+def breakdown_section(reports: Reports) -> Section:
+    """Per-norm and per-event accuracy pooled over models: diagnostic, with counts."""
+    return section(
+        "breakdowns",
+        "By norm and by event (diagnostic)",
+        "report/breakdowns.html",
+        tables=breakdown_tables(reports),
+    )
+
+
+def breakdown_tables(reports: Reports) -> list[dict[str, Any]]:
+    """By norm, then by event, per judge: scenarios passing, pooled over models."""
+    labels = dict(reports["results.csv"].select("condition", "condition_label").iter_rows())
+    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
+    tables = []
+    for name, by, title in (
+        ("by_norm.csv", "norm_id", "By norm"),
+        ("by_event.csv", "event_type", "By event"),
+    ):
+        for (judge,), rows in reports[name].group_by("judge", maintain_order=True):
+            pooled = rows.group_by(by, "condition", maintain_order=True).agg(
+                pl.col("passed").sum(), pl.col("scenarios").sum()
+            )
+            conditions = list(dict.fromkeys(rows["condition"].to_list()))
+            cells = {(r[by], r["condition"]): r for r in pooled.iter_rows(named=True)}
+            tables.append(
+                {
+                    "title": title,
+                    "judge": judges.get(str(judge), str(judge)),
+                    "by": by,
+                    "conditions": [labels.get(c, c) for c in conditions],
+                    "rows": [
+                        {
+                            "group": group,
+                            "cells": [_pooled(cells.get((group, c))) for c in conditions],
+                        }
+                        for group in sorted(set(rows[by].to_list()))
+                    ],
+                }
+            )
+    return tables
+
+
+def _pooled(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if row is None or not row["scenarios"]:
+        return None
+    share = 100 * row["passed"] / row["scenarios"]
+    return {"passed": row["passed"], "scenarios": row["scenarios"], "share": f"{share:.1f}"}
+
+
+# -- the chats -----------------------------------------------------------------------------
+
+
+class _View:
+    """Verdicts and scenarios indexed for the casebook and the browser."""
+
+    def __init__(self, reports: Reports, verdicts: pl.DataFrame, scenarios: pl.DataFrame):
+        self.reports = reports
+        results = reports["results.csv"]
+        self.model_label = dict(results.select("subject_model", "model_label").iter_rows())
+        self.condition_label = dict(results.select("condition", "condition_label").iter_rows())
+        self.judge_label = dict(results.select("judge", "judge_label").iter_rows())
+        self.scenarios = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
+        order = {
+            cell: i
+            for i, cell in enumerate(
+                results.select("judge", "subject_model", "condition").iter_rows()
+            )
+        }
+        self.verdicts: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in verdicts.iter_rows(named=True):
+            self.verdicts[row["scenario_id"]].append(row)
+        for rows in self.verdicts.values():
+            rows.sort(
+                key=lambda r: (
+                    order.get((r["judge"], r["subject_model"], r["condition"]), 0),
+                    r["trial"],
+                )
+            )
+        self.several_judges = results["judge"].n_unique() > 1
+
+    def responses(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Verdict rows as the responses tables show them, with model and condition labels."""
+        return [
+            {
+                "judge": self.judge_label.get(v["judge"], v["judge"]),
+                "model": self.model_label.get(v["subject_model"], v["subject_model"]),
+                "condition": self.condition_label.get(v["condition"], v["condition"]),
+                "trial": v["trial"],
+                "complies": v["complies"],
+                "status": v["judge_status"],
+                "response": v["response"],
+                "reasoning": v["reasoning"],
+            }
+            for v in rows
+        ]
+
+
+def casebook_section(view: _View) -> Section:
+    """Every introduced regression: the naive responses beside the prompted ones."""
+    return section(
+        "casebook", "Regressions casebook", "report/casebook.html", cases=casebook_cases(view)
+    )
+
+
+def casebook_cases(view: _View) -> list[dict[str, Any]]:
+    """One case per regression: the scenario, then both conditions' trials."""
+    regressions = view.reports["flips.csv"].filter(pl.col("flip") == "regressed")
+    cases = []
+    for flip in regressions.iter_rows(named=True):
+        columns = []
+        for condition, complying, scored in (
+            (BASELINE_CONDITION, flip["naive_complying"], flip["naive_scored"]),
+            (flip["condition"], flip["condition_complying"], flip["condition_scored"]),
+        ):
+            cell = (flip["judge"], flip["subject_model"], condition)
+            trials = [
+                v
+                for v in view.verdicts[flip["scenario_id"]]
+                if (v["judge"], v["subject_model"], v["condition"]) == cell
+            ]
+            columns.append(
+                {
+                    "label": view.condition_label.get(condition, condition),
+                    "complying": complying,
+                    "scored": scored,
+                    "trials": view.responses(trials),
+                }
+            )
+        cases.append(
+            {
+                "model": view.model_label.get(flip["subject_model"], flip["subject_model"]),
+                "condition": view.condition_label.get(flip["condition"], flip["condition"]),
+                "judge": view.judge_label.get(flip["judge"], flip["judge"])
+                if view.several_judges
+                else None,
+                "scenario": view.scenarios[flip["scenario_id"]],
+                "anchor": _anchor(flip["scenario_id"]),
+                "naive_complying": flip["naive_complying"],
+                "naive_scored": flip["naive_scored"],
+                "condition_complying": flip["condition_complying"],
+                "condition_scored": flip["condition_scored"],
+                "columns": columns,
+            }
+        )
+    return cases
+
+
+def browser_section(view: _View) -> Section:
+    """Every scenario's chat, hidden norm, and every response with its verdict and reasoning."""
+    return section(
+        "browser",
+        "Scenario browser",
+        "report/browser.html",
+        items=browser_items(view),
+        judged=view.several_judges,
+    )
+
+
+def browser_items(view: _View) -> list[dict[str, Any]]:
+    """Every scenario in id order, with how often it passes and all its responses."""
+    outcomes = view.reports["outcomes.csv"]
+    passes = {
+        sid: (passed, cells)
+        for sid, passed, cells in outcomes.group_by("scenario_id")
+        .agg(pl.col("passed").sum(), pl.len())
+        .iter_rows()
+    }
+    return [
+        {
+            "scenario": view.scenarios[sid],
+            "anchor": _anchor(sid),
+            "passed": passes.get(sid, (0, 0))[0],
+            "cells": passes.get(sid, (0, 0))[1],
+            "responses": view.responses(view.verdicts[sid]),
+        }
+        for sid in sorted(view.scenarios)
+    ]
+
+
+# -- small helpers -----------------------------------------------------------------------------
+
+
+def _anchor(scenario_id: str) -> str:
+    return "s-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in scenario_id)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _k_label(results: pl.DataFrame) -> str:
+    ks = results["k"].unique().to_list()
+    return str(ks[0]) if len(ks) == 1 else "K"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def _acc(row: Mapping[str, Any]) -> str:
+    if row["acc_low"] is None:
+        return _num(row["acc_at_k"])
+    return f"{_num(row['acc_at_k'])} [{_num(row['acc_low'])}, {_num(row['acc_high'])}]"

@@ -1,0 +1,461 @@
+"""The paper's Figures 2, 3 and 4 and a scenario x condition heatmap, drawn from the report tables.
+
+Each figure is one matplotlib figure with a row of panels per judge (the judge named in
+every panel title), saved as PNG and SVG, with the numbers it shows as a CSV beside it
+for `dvc plots show` / `dvc plots diff` (definitions in dvc.yaml). Rendering settings are
+fixed so that the same tables give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import polars as pl
+from matplotlib.axes import Axes
+
+# The object-oriented API without pyplot: no global figure registry, no GUI backend.
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
+from mpl_toolkits.axes_grid1 import Divider, Size
+
+from losona.files import atomic_path, write_text
+from losona.results.aggregate import Reports
+from losona.results.metrics import BASELINE_CONDITION
+
+STYLE: dict[Any, Any] = {
+    "svg.hashsalt": "losona",  # stable element ids in SVG, so reruns give identical bytes
+    "svg.fonttype": "none",  # text stays text: smaller, searchable files
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "legend.frameon": False,
+}
+# Okabe-Ito: distinguishable with every common colour-vision deficiency.
+PALETTE = ["#999999", "#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D55E00"]
+RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
+SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
+DPI = 150
+SEP = " · "
+NO_PAIRS = f"No paired effects: this run lacks the '{BASELINE_CONDITION}' condition or any other."
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure, rendered: its file stem, a caption, its PNG and SVG, and its data."""
+
+    name: str
+    caption: str
+    png: bytes
+    svg: str
+    data: pl.DataFrame
+
+
+def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
+    """Figures 2, 3 and 4 and the heatmap for every judge in the reports.
+
+    Each figure says over how many scenarios and trials it was drawn and, when `subset`
+    (losona.contracts.subset_note) says the run covers part of its dataset, that too.
+    """
+    results, deltas = reports["results.csv"], reports["deltas.csv"]
+    k, level = _k_label(results), reports.confidence
+    judges = _judges(results)
+    scope = scope_line(reports, subset)
+    drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame]] = [
+        (
+            "fig2_accuracy",
+            f"Figure 2. Accuracy-at-{k} per model and prompt condition; error bars are "
+            f"{level} scenario-bootstrap intervals.",
+            lambda: _accuracy(results, judges, k),
+            _labelled(results, judges).select(
+                "judge", "subject_model", "condition", "label", "acc_at_k", "acc_low", "acc_high"
+            ),
+        ),
+        (
+            "fig3_paired_effect",
+            f"Figure 3. Paired effect of each condition against Naive over the same scenarios, "
+            f"in points of accuracy-at-{k}, with {level} paired scenario-bootstrap intervals.",
+            lambda: _paired_effect(deltas, judges, k),
+            _labelled(deltas, judges).select(
+                "judge", "subject_model", "condition", "label", "delta", "delta_low", "delta_high"
+            ),
+        ),
+        (
+            "fig4_flips",
+            "Figure 4. Recovered failures (Naive fails, the condition passes) and introduced "
+            f"regressions (Naive passes, the condition fails), by accuracy-at-{k} per scenario.",
+            lambda: _flips(deltas, judges),
+            _flip_data(_labelled(deltas, judges)),
+        ),
+        (
+            "heatmap",
+            "Scenario x condition: the share of each scenario's scored trials judged compliant, "
+            f"per model and condition; a dot marks a pass under accuracy-at-{k}, a cross a "
+            "scenario left undetermined by unscored trials.",
+            lambda: _heatmap(reports, judges),
+            _heatmap_data(reports),
+        ),
+    ]
+    figures = []
+    for name, caption, draw, data in drawings:
+        with matplotlib.rc_context(STYLE):
+            figure = draw()
+            figure.suptitle(
+                scope,
+                fontsize=8.5,
+                color=SUBSET_COLOUR if subset else "#333333",
+                fontweight="bold" if subset else "normal",
+            )
+            png, svg = _render(figure)
+        figures.append(Figure(name, caption, png, svg, data))
+    return figures
+
+
+def write_figures(figures: Sequence[Figure], figures_dir: str | Path) -> None:
+    """Each figure as `<name>.png`, `<name>.svg` and `<name>.csv` under `figures_dir`."""
+    root = Path(figures_dir)
+    for figure in figures:
+        with atomic_path(root / f"{figure.name}.png") as tmp:
+            tmp.write_bytes(figure.png)
+        write_text(figure.svg, root / f"{figure.name}.svg")
+        write_text(figure.data.write_csv(), root / f"{figure.name}.csv")
+
+
+def _render(figure: MplFigure) -> tuple[bytes, str]:
+    png, svg = io.BytesIO(), io.StringIO()
+    figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
+    figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return png.getvalue(), svg.getvalue()
+
+
+def scope_line(reports: Reports, subset: str | None) -> str:
+    """What a figure rests on, above it: N scenarios and K, and a subset's warning first."""
+    scenarios = reports["outcomes.csv"]["scenario_id"].n_unique()
+    k = _k_label(reports["results.csv"])
+    scope = f"N = {scenarios} scenario{'' if scenarios == 1 else 's'}, K = {k} trials each"
+    if subset is None:
+        return scope
+    return f"SUBSET: {subset}, not the whole dataset; not comparable with a full run\n{scope}"
+
+
+# (name, provider model string, display label) of each judge, in the reports' order.
+Judge = tuple[str, str, str]
+
+
+def _judges(results: pl.DataFrame) -> list[Judge]:
+    return list(
+        results.select("judge", "judge_model", "judge_label")
+        .unique(maintain_order=True)
+        .iter_rows()
+    )
+
+
+def _k_label(results: pl.DataFrame) -> str:
+    ks = results["k"].unique().to_list()
+    return str(ks[0]) if len(ks) == 1 else "K"
+
+
+def _labelled(df: pl.DataFrame, judges: Sequence[Judge]) -> pl.DataFrame:
+    """Adds `label` ("Model · Condition", the judge first when there are several)."""
+    parts = [pl.col("model_label"), pl.col("condition_label")]
+    if len(judges) > 1:
+        parts.insert(0, pl.col("judge"))
+    return df.with_columns(label=pl.concat_str(parts, separator=SEP))
+
+
+def _panels(rows: int, cols: int, width: float, height: float) -> tuple[MplFigure, np.ndarray]:
+    figure = MplFigure(figsize=(width * cols, height * rows), layout="constrained")
+    return figure, figure.subplots(rows, cols, squeeze=False)
+
+
+def _judge_title(text: str, judge: Judge) -> str:
+    # Wrapped, so that a long label (a test double's mark) stays over its own panel.
+    return f"{text}\n" + textwrap.fill(f"judge: {judge[2]} ({judge[1]})", width=48)
+
+
+def _empty(ax: Axes, message: str) -> None:
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, wrap=True)
+    ax.set_axis_off()
+
+
+def _colours(conditions: Sequence[str]) -> dict[str, str]:
+    return {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(conditions)}
+
+
+def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
+    models = _unique(results["model_label"])
+    conditions = _unique(results["condition_label"])
+    figure, axes = _panels(len(judges), 1, max(6.0, 1.1 * len(models) + 2.5), 3.6)
+    colours = _colours(conditions)
+    width = 0.8 / len(conditions)
+    x = np.arange(len(models))
+    for ax, judge in zip(axes[:, 0], judges, strict=True):
+        rows = results.filter(pl.col("judge") == judge[0])
+        for i, condition in enumerate(conditions):
+            part = rows.filter(pl.col("condition_label") == condition)
+            at = {m: j for j, m in enumerate(models)}
+            xs = (
+                np.array([at[m] for m in part["model_label"]])
+                + (i - (len(conditions) - 1) / 2) * width
+            )
+            acc = part["acc_at_k"].to_numpy()
+            errors = np.vstack(
+                [acc - part["acc_low"].to_numpy(), part["acc_high"].to_numpy() - acc]
+            )
+            ax.bar(xs, acc, width, label=condition, color=colours[condition])
+            ax.errorbar(
+                xs, acc, yerr=errors, fmt="none", ecolor="#333333", elinewidth=0.8, capsize=2
+            )
+        ax.set_xticks(
+            x,
+            models,
+            rotation=20 if len(models) > 4 else 0,
+            ha="right" if len(models) > 4 else "center",
+        )
+        ax.set_ylim(0, 100)
+        ax.set_ylabel(f"accuracy-at-{k} (%)")
+        ax.set_title(_judge_title(f"Accuracy-at-{k} by model and prompt condition", judge))
+        ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+        # Beside the panel, not over it: bars and their intervals reach 100.
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return figure
+
+
+def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
+    models = _unique(deltas["model_label"]) or [""]
+    conditions = _unique(deltas["condition_label"])
+    height = 1.6 + 0.5 * len(models) * (0.4 + 0.2 * len(conditions))
+    figure, axes = _panels(len(judges), 1, 7.0, height)
+    colours = _colours(["", *conditions])  # grey stays the baseline's colour
+    bounds = deltas.select(pl.col("delta_low").abs(), pl.col("delta_high").abs()).to_numpy()
+    reach = max(20.0, 10 * np.ceil(np.nanmax(bounds, initial=0.0) / 10) + 5)
+    at = {m: j for j, m in enumerate(models)}
+    step = 0.7 / max(1, len(conditions))
+    for ax, judge in zip(axes[:, 0], judges, strict=True):
+        rows = deltas.filter(pl.col("judge") == judge[0])
+        ax.set_title(_judge_title(f"Paired effect against {BASELINE_CONDITION}", judge))
+        if rows.is_empty():
+            _empty(ax, NO_PAIRS)
+            continue
+        for i, condition in enumerate(conditions):
+            part = rows.filter(pl.col("condition_label") == condition)
+            offset = (i - (len(conditions) - 1) / 2) * step
+            ys = np.array([at[m] for m in part["model_label"]]) + offset
+            delta = part["delta"].to_numpy()
+            errors = np.vstack(
+                [delta - part["delta_low"].to_numpy(), part["delta_high"].to_numpy() - delta]
+            )
+            ax.errorbar(
+                delta,
+                ys,
+                xerr=errors,
+                fmt="o",
+                color=colours[condition],
+                label=condition,
+                capsize=2,
+                markersize=4,
+                elinewidth=1,
+            )
+        ax.axvline(0, color="#333333", linewidth=0.8)
+        ax.set_yticks(range(len(models)), models)
+        ax.set_ylim(len(models) - 0.5, -0.5)
+        ax.set_xlim(-reach, reach)
+        ax.set_xlabel(f"change in accuracy-at-{k} against {BASELINE_CONDITION} (points)")
+        ax.grid(axis="x", linewidth=0.4, alpha=0.5)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return figure
+
+
+def _flips(deltas: pl.DataFrame, judges: Sequence[Judge]) -> MplFigure:
+    models = _unique(deltas["model_label"]) or [""]
+    conditions = _unique(deltas["condition_label"]) or [""]
+    figure, axes = _panels(len(judges), len(conditions), 4.2, 0.32 * len(models) + 1.6)
+    reach = max([1, *deltas["naive_failures"], *deltas["naive_successes"]])
+    at = {m: j for j, m in enumerate(models)}
+    for row, judge in zip(axes, judges, strict=True):
+        for ax, condition in zip(row, conditions, strict=True):
+            ax.set_title(_judge_title(f"{condition} against {BASELINE_CONDITION}", judge))
+            part = deltas.filter(
+                (pl.col("judge") == judge[0]) & (pl.col("condition_label") == condition)
+            )
+            if part.is_empty():
+                _empty(ax, NO_PAIRS)
+                continue
+            ys = [at[m] for m in part["model_label"]]
+            ax.barh(ys, part["recovered"].to_numpy(), color=RECOVERED_COLOUR)
+            ax.barh(ys, -part["regressed"].to_numpy(), color=REGRESSED_COLOUR)
+            pad = reach * 0.03
+            for y, r in zip(ys, part.iter_rows(named=True), strict=True):
+                recovered = f"{r['recovered']}/{r['naive_failures']}"
+                regressed = f"{r['regressed']}/{r['naive_successes']}"
+                ax.text(r["recovered"] + pad, y, recovered, va="center", fontsize=7)
+                ax.text(-r["regressed"] - pad, y, regressed, va="center", ha="right", fontsize=7)
+            ax.axvline(0, color="#333333", linewidth=0.8)
+            ax.set_xlim(-reach * 1.35, reach * 1.35)
+            ax.set_yticks(range(len(models)), models)
+            ax.set_ylim(len(models) - 0.5, -0.5)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{abs(value):g}"))
+            ax.set_xlabel("scenarios")
+    figure.legend(
+        handles=[
+            Patch(color=REGRESSED_COLOUR, label="introduced regressions / naive passes"),
+            Patch(color=RECOVERED_COLOUR, label="recovered failures / naive failures"),
+        ],
+        loc="outside lower center",
+        ncols=2,
+        fontsize=8,
+    )
+    return figure
+
+
+def _flip_data(deltas: pl.DataFrame) -> pl.DataFrame:
+    """Figure 4's numbers, one row per flip kind; `signed` is negative for regressions."""
+    keys = ["judge", "subject_model", "condition", "label"]
+    ordered = deltas.with_row_index("order")
+    kinds = [("recovered", "naive_failures", 1), ("regressed", "naive_successes", -1)]
+    return (
+        pl.concat(
+            ordered.select(
+                "order",
+                *keys,
+                flip=pl.lit(flip),
+                scenarios=pl.col(flip),
+                out_of=pl.col(out_of),
+                signed=pl.col(flip) * sign,
+            )
+            for flip, out_of, sign in kinds
+        )
+        .sort("order", "flip")
+        .drop("order")
+    )
+
+
+def _heatmap_data(reports: Reports) -> pl.DataFrame:
+    labels = reports["results.csv"].select(
+        "judge", "subject_model", "condition", "model_label", "condition_label"
+    )
+    outcomes = reports["outcomes.csv"].join(
+        labels, on=["judge", "subject_model", "condition"], how="left", maintain_order="left"
+    )
+    return outcomes.select(
+        "judge",
+        "scenario_id",
+        "subject_model",
+        "condition",
+        "model_label",
+        "condition_label",
+        complying_share=pl.when(pl.col("scored") > 0).then(
+            (pl.col("complying") / pl.col("scored")).round(4)
+        ),
+        passed=pl.col("passed"),
+    )
+
+
+# The heatmap's cells in inches, whatever the number of scenarios: at 5 scenarios as at 44
+# a cell is a cell, not a strip. Past LABELLED_ROWS scenarios the rows lose their labels and
+# markers, and the panels stop growing at HEATMAP_MAX_H.
+CELL_W, CELL_H = 0.42, 0.2
+LABELLED_ROWS = 150
+HEATMAP_MAX_H = 24.0
+# Room for tick labels, per character, at their font sizes (generous: the saved figure is
+# cropped to what it draws).
+ROW_LABEL_IN, COLUMN_LABEL_IN = 0.05, 0.055
+
+
+def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
+    data = _heatmap_data(reports)
+    results = reports["results.csv"]
+    columns = list(
+        results.select("subject_model", "condition", "model_label", "condition_label")
+        .unique(maintain_order=True)
+        .iter_rows()
+    )
+    column_labels = [f"{c[2]}{SEP}{c[3]}" for c in columns]
+    scenarios = sorted(data["scenario_id"].unique().to_list())
+    labelled_rows = len(scenarios) <= LABELLED_ROWS
+    # Every length in inches, fixed: the panels' size follows the cells, not the figure.
+    grid_w = CELL_W * len(columns)
+    grid_h = min(HEATMAP_MAX_H, CELL_H * len(scenarios))
+    rows_w = ROW_LABEL_IN * max(map(len, scenarios)) if labelled_rows else 0.5
+    below = COLUMN_LABEL_IN * max(map(len, column_labels)) + 0.2
+    bar_w = max(3.0, len(judges) * grid_w + (len(judges) - 1) * (rows_w + 0.3))
+    widths = [Size.Fixed(rows_w)]
+    for j in range(len(judges)):
+        widths += [Size.Fixed(grid_w), Size.Fixed(0.3 + (rows_w if j < len(judges) - 1 else 0))]
+    widths[-1] = Size.Fixed(
+        max(0.3, bar_w - len(judges) * grid_w - (len(judges) - 1) * (rows_w + 0.3))
+    )
+    heights = [
+        Size.Fixed(0.9),
+        Size.Fixed(0.14),
+        Size.Fixed(below),
+        Size.Fixed(grid_h),
+        Size.Fixed(1.0),
+    ]
+    figure = MplFigure(
+        figsize=(sum(w.fixed_size for w in widths), sum(h.fixed_size for h in heights))
+    )
+    divider = Divider(figure, (0, 0, 1, 1), widths, heights, aspect=False)
+    cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
+    image: Any = None
+    for j, judge in enumerate(judges):
+        ax = figure.add_axes((0, 0, 1, 1), axes_locator=divider.new_locator(nx=1 + 2 * j, ny=3))
+        part = data.filter(pl.col("judge") == judge[0])
+        grid = np.full((len(scenarios), len(columns)), np.nan)
+        passed = np.zeros_like(grid, dtype=bool)
+        undetermined = np.zeros_like(grid, dtype=bool)
+        row_of = {s: i for i, s in enumerate(scenarios)}
+        col_of = {(c[0], c[1]): j for j, c in enumerate(columns)}
+        for r in part.iter_rows(named=True):
+            i, k = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
+            grid[i, k] = np.nan if r["complying_share"] is None else r["complying_share"]
+            passed[i, k] = r["passed"] is True
+            undetermined[i, k] = r["passed"] is None
+        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        if labelled_rows:
+            ys, xs = np.nonzero(passed)
+            ax.scatter(xs, ys, s=12, c="white", marker="o", edgecolors="#111111", linewidths=0.7)
+            ys, xs = np.nonzero(undetermined)
+            ax.scatter(xs, ys, s=16, c="#111111", marker="x", linewidths=0.9)
+            ax.set_yticks(range(len(scenarios)), scenarios, fontsize=6.5)
+        else:
+            ax.set_yticks([])
+            ax.set_ylabel(f"{len(scenarios)} scenarios")
+        ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=7)
+        for k in range(1, len(columns)):
+            if columns[k][0] != columns[k - 1][0]:
+                ax.axvline(k - 0.5, color="white", linewidth=1.5)
+        ax.set_title(_judge_title("Scenario x condition", judge), fontsize=9)
+        ax.spines[:].set_visible(False)
+    # A colour bar of its own, under the panels and at least 3 inches wide, at any size.
+    cax = figure.add_axes(
+        (0, 0, 1, 1), axes_locator=divider.new_locator(nx=1, nx1=len(widths), ny=1)
+    )
+    bar = figure.colorbar(image, cax=cax, orientation="horizontal")
+    bar.set_ticks([0, 0.25, 0.5, 0.75, 1])
+    bar.set_label("share of scored trials judged compliant", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    if labelled_rows:
+        marks = [
+            Line2D([], [], ls="", marker="o", mfc="white", mec="#111111", label="pass (Acc@K)"),
+            Line2D([], [], ls="", marker="x", color="#111111", label="undetermined"),
+        ]
+        cax.legend(
+            handles=marks, loc="upper center", bbox_to_anchor=(0.5, -3.2), ncols=2, fontsize=7
+        )
+    return figure
+
+
+def _unique(series: pl.Series) -> list[str]:
+    return list(dict.fromkeys(series.to_list()))

@@ -1,0 +1,114 @@
+"""Each cell's run facts from its run log: what the report leaves out because it differs.
+
+    python -m losona.run_logs                              # every cell's last run
+    python -m losona.run_logs paths.responses_dir=elsewhere
+
+The run log beside each table (`*.log.json`, losona/models/runlog.py) says how its last
+run went: calls the call cache answered, calls made and failed, tokens, latency, what the
+run was billed, when it started and how long it took. These differ on every run, so the
+HTML report (which must come out byte for byte on a rerun) shows only the calls, tokens
+and list cost that do not (losona/report/run_facts.py); this prints the rest, one line a cell.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from losona.cli import USER_ERROR_EXIT
+from losona.config import compose_paths
+from losona.errors import LosonaError
+from losona.files import display_path
+from losona.formatting import MISSING
+
+
+def run_logs(responses_dir: str | Path, judge_logs_dir: str | Path) -> list[tuple[str, Path]]:
+    """Every run log of the last run of each cell: (cell, file), samples first."""
+    found = [
+        (f"sample {p.parent.name}/{p.name.removesuffix('.log.json')}", p)
+        for p in sorted(Path(responses_dir).glob("*/*.log.json"))
+    ]
+    for path in sorted(Path(judge_logs_dir).rglob("*.log.json")):
+        parts = path.relative_to(judge_logs_dir).parts
+        what = "/".join(parts[1:]).removesuffix(".log.json")
+        found.append((f"judge {parts[0]} {what}", path))
+    return found
+
+
+COLUMNS = (
+    ("cell", "<"),
+    ("requests", ">"),
+    ("cache hits", ">"),
+    ("calls made", ">"),
+    ("failed", ">"),
+    ("prompt tok", ">"),
+    ("completion tok", ">"),
+    ("latency p50/p95 s", ">"),
+    ("billed $", ">"),
+    ("wall s", ">"),
+    ("started", "<"),
+)
+
+
+def log_row(cell: str, log: Mapping[str, Any]) -> list[str]:
+    """One run log as a row of COLUMNS."""
+    latency = log.get("latency_s") or {}
+
+    def seconds(value: float | None) -> str:
+        return MISSING if value is None else f"{value:.2f}"
+
+    return [
+        cell,
+        str(log.get("requests", MISSING)),
+        str(log.get("cache_hits", MISSING)),
+        str(log.get("completed", MISSING)),
+        str(log.get("failed", MISSING)),
+        str(log.get("prompt_tokens_this_run", MISSING)),
+        str(log.get("completion_tokens_this_run", MISSING)),
+        f"{seconds(latency.get('p50'))}/{seconds(latency.get('p95'))}",
+        f"{log.get('cost_usd_this_run', 0.0):.4f}",
+        seconds(log.get("wall_s")),
+        str(log.get("started_at", MISSING)),
+    ]
+
+
+def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows under COLUMNS' headers, each column as wide as its widest cell."""
+    headers = [name for name, _ in COLUMNS]
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(COLUMNS))]
+    return [
+        "  ".join(
+            f"{cell:{align}{width}}"
+            for cell, (_, align), width in zip(row, COLUMNS, widths, strict=True)
+        ).rstrip()
+        for row in [headers, *rows]
+    ]
+
+
+def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
+    """Print every cell's run facts from its run log; exit 2 when there is none."""
+    try:
+        paths = compose_paths(sys.argv[1:] if argv is None else argv)
+        logs = run_logs(paths["responses_dir"], paths["judge_logs_dir"])
+        if not logs:
+            raise LosonaError(
+                f"no run log under {paths['responses_dir']} or {paths['judge_logs_dir']}: "
+                "run the pipeline first (dvc repro)"
+            )
+        rows = []
+        for cell, path in logs:
+            try:
+                log = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise LosonaError(f"{display_path(path)}: not a readable run log ({exc})") from None
+            rows.append(log_row(cell, log))
+    except LosonaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
+    out("Each cell's last run, from its run log (*.log.json; these facts differ between runs):")
+    for line in table_lines(rows):
+        out(line)
+    return 0

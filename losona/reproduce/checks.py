@@ -1,0 +1,756 @@
+"""The checks of a run: every reported number recomputed from the verdict files and
+compared with the files on disk, and the run's inputs, calls and dvc.lock against its
+provenance record (the whole list: losona/reproduce/__init__.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
+from losona.audit import METRICS as AUDIT_METRICS
+from losona.audit.labelling import load_labels
+from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, Paths, option
+from losona.contracts import (
+    CONTROL_SCHEMA,
+    DYNAMIC_PROMPT_SCHEMA,
+    DYNAMIC_RESPONSE_SCHEMA,
+    DYNAMIC_VERDICT_SCHEMA,
+    PROMPT_SCHEMA,
+    RESPONSE_SCHEMA,
+    SCENARIO_SCHEMA,
+    VERDICT_SCHEMA,
+)
+from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
+from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
+from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
+from losona.dynamic.aggregate import (
+    aggregate_dynamic,
+    load_cells,
+    presentation_of,
+    read_dynamic_reports,
+)
+from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_files, reports_dir
+from losona.dynamic.files import cell_file as dynamic_cell_file
+from losona.dynamic.judge import judge_second_turn
+from losona.dynamic.render import GroupModel, render_cell
+from losona.errors import LosonaError
+from losona.files import display_path, read_parquet
+from losona.judges.base import Judge
+from losona.judges.health import JudgeEvidence, controls_accuracy
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.panels import combine_verdicts, panel_description
+from losona.judges.run import control_summary, judge_responses, make_judge
+from losona.judges.verdicts import verdict_files
+from losona.models import (
+    CallNotFound,
+    CallOptions,
+    CallStore,
+    PublishedCalls,
+    Request,
+    call_key,
+    read_calls,
+)
+from losona.models.published_calls import md5_file
+from losona.provenance.call_files import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
+from losona.provenance.record import scenarios_sha256, template_hashes
+from losona.reproduce.compare import (
+    Check,
+    Difference,
+    cell_count,
+    compare_json,
+    compare_tables,
+    compare_text,
+    same,
+)
+from losona.results.aggregate import CSV_FILES, METRICS, TABLE1, Reports, aggregate, read_reports
+from losona.scenarios.datasets import fetch_followups
+
+DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
+
+
+def read_provenance(path: str | Path) -> dict[str, Any]:
+    """The run's provenance record, refusing a missing or malformed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise LosonaError(
+            f"{display_path(path)} not found: run the provenance stage first "
+            "(python stages/provenance.py, or dvc repro)"
+        )
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LosonaError(f"{display_path(path)}: not a JSON file ({exc})") from None
+    for key in ("dataset", "templates", "sweep", "judges", "aggregate"):
+        if not isinstance(record, dict) or not isinstance(record.get(key), dict):
+            raise LosonaError(
+                f"{display_path(path)}: no '{key}' section; rerun the provenance stage"
+            )
+    checked: dict[str, Any] = record
+    return checked
+
+
+def check_inputs(
+    record: Mapping[str, Any], scenarios: pl.DataFrame, provenance_file: str
+) -> tuple[int, list[Difference]]:
+    """The scenario table's content hash and the templates against the provenance record."""
+    recorded = {
+        "dataset.content_sha256": record["dataset"].get("content_sha256"),
+        **{f"templates.{k}": v for k, v in record["templates"].items()},
+    }
+    current = {
+        "dataset.content_sha256": scenarios_sha256(scenarios),
+        **{f"templates.{k}": v for k, v in template_hashes().items()},
+    }
+    return compare_json(provenance_file, recorded, current)
+
+
+def check_verdict_origins(
+    verdicts: pl.DataFrame, record: Mapping[str, Any], verdicts_dir: str
+) -> tuple[int, list[Difference]]:
+    """Each judge's verdicts name the judge model and version the provenance records."""
+    differences, compared = [], 0
+    for judge, model, version in (
+        verdicts.select("judge", "judge_model", "judge_version").unique().sort(pl.all()).iter_rows()
+    ):
+        entry = record["judges"].get(judge)
+        if entry is None:
+            continue  # outside the recorded sweep: reported by aggregate, noted by the caller
+        if entry.get("kind") == "panel":
+            panel = JudgeConfig.from_config(
+                {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
+                origin=f"{display_path(verdicts_dir)} (provenance: judges.{judge})",
+            )
+            expected = {
+                "judge_model": panel_description(panel),
+                "judge_version": entry.get("panel_version"),
+            }
+        elif entry.get("kind") == "lexicon":
+            expected = {"judge_version": entry.get("rules_version")}
+            expected["judge_model"] = f"lexicon@{expected['judge_version']}"
+        else:
+            expected = {
+                "judge_model": entry.get("model", {}).get("model"),
+                "judge_version": entry.get("template_version"),
+            }
+        for column, found in (("judge_model", model), ("judge_version", version)):
+            compared += 1
+            if not same(expected[column], found):
+                where = f"judge '{judge}' (provenance: judges.{judge})"
+                differences.append(
+                    Difference(f"{verdicts_dir}/{judge}", where, column, expected[column], found)
+                )
+    return compared, differences
+
+
+def check_judgements(
+    check: Check,
+    scenarios: pl.DataFrame,
+    kinds: Mapping[str, str],
+    paths: Mapping[str, str],
+    published: PublishedCalls | None = None,
+) -> None:
+    """Verdicts against the responses they judge, and judged again where that costs nothing.
+
+    The lexicon judge's verdicts are judged again from the responses (rules cost nothing),
+    an LLM judge's from the run's published calls alone (`published`; no model is called),
+    so that every field of every verdict is checked, not only the response it quotes.
+    """
+    for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
+        responses_path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+        if not responses_path.is_file():
+            check.notes.append(
+                f"{display_path(path)}: not rechecked against responses "
+                f"({display_path(responses_path)} is absent)"
+            )
+            continue
+        found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
+        responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+        if kinds[judge] == "panel":
+            # A panel's verdicts follow from its members': combine them again.
+            panel = option("judge", judge)
+            members = {
+                m: read_parquet(
+                    Path(paths["verdicts_dir"]) / m / model / f"{condition}.parquet",
+                    VERDICT_SCHEMA,
+                    made_by="judge",
+                )
+                for m in panel.members
+            }
+            expected = combine_verdicts(panel, members).sort("scenario_id", "trial")
+        elif kinds[judge] == "lexicon":
+            # Rules, not a model: judging again is free and must give the same verdicts.
+            expected = judge_responses(
+                scenarios,
+                responses,
+                LexiconJudge(),
+                judge,
+                model=model,
+                condition=condition,
+                origin=display_path(responses_path),
+            )
+        elif published is not None and published.expected:
+            rejudged = rejudge_from_calls(
+                check, scenarios, responses, judge, model, condition, published
+            )
+            if rejudged is None:
+                continue
+            expected = rejudged
+        else:
+            expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
+                responses.select("scenario_id", "trial", "response"),
+                on=["scenario_id", "trial"],
+                how="left",
+            )
+            expected = expected.select(found.columns)
+        file = display_path(path)
+        check.add(file, cell_count(expected), compare_tables(file, expected, found))
+
+
+def rejudge_from_calls(
+    check: Check,
+    scenarios: pl.DataFrame,
+    responses: pl.DataFrame,
+    judge: str,
+    model: str,
+    condition: str,
+    published: PublishedCalls,
+) -> pl.DataFrame | None:
+    """An LLM judge's verdicts on one cell, judged again from the run's calls, offline.
+
+    None, with the shortfall named as a difference, when the calls file lacks calls the
+    verdicts rest on.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        # A cache of its own, so that only the published calls can answer.
+        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+        llm = make_judge(option("judge", judge), CallOptions(cache_path=store))
+        try:
+            return judge_responses(
+                scenarios, responses, llm, judge, model=model, condition=condition, origin=""
+            )
+        except CallNotFound as exc:
+            file = display_path(published.path)
+            where = f"judge {judge} on {model}/{condition}"
+            check.add(file, 1, [Difference(file, where, "calls", "all present", str(exc))])
+            return None
+
+
+def _no_model_calls(name: str) -> Judge:
+    raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
+
+
+def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Check:
+    """Recompute every reported number of the run under `paths` (conf/paths) and compare.
+
+    With `dynamic` (the extension on), its tables are checked too (`check_dynamic`).
+    """
+    check = Check()
+    record = read_provenance(paths["provenance"])
+    provenance_file = display_path(paths["provenance"])
+    scenarios = read_parquet(paths["scenarios"], SCENARIO_SCHEMA, made_by="fetch")
+    check.add(paths["provenance"], *check_inputs(record, scenarios, provenance_file))
+
+    recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
+    inputs = audit_inputs(paths["verdicts_dir"], record["sweep"], recorded_kinds)
+    check.add(
+        paths["verdicts_dir"],
+        *check_verdict_origins(inputs.verdicts, record, display_path(paths["verdicts_dir"])),
+    )
+    unrecorded = sorted(set(inputs.judges) - set(record["judges"]))
+    if unrecorded:
+        check.notes.append(
+            f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
+        )
+    published = published_calls(paths)
+    check_judgements(check, scenarios, inputs.kinds, paths, published)
+
+    bootstrap = AggregateSettings.from_config(
+        record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
+    )
+    controls = check_controls(check, inputs.judges, paths)
+    expected = aggregate(
+        inputs.verdicts,
+        scenarios,
+        bootstrap=bootstrap,
+        presentation=inputs.presentation,
+        judges={
+            judge: JudgeEvidence(
+                controls=controls_accuracy(controls[judge]) if judge in controls else None,
+                own_words=kind == "llm",
+            )
+            for judge, kind in inputs.kinds.items()
+        },
+    )
+    check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
+    if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
+        recomputed = audit(
+            inputs.verdicts,
+            scenarios,
+            expected,
+            controls,
+            load_labels(paths["label_key"], paths["labels"]),
+            presentation=inputs.presentation,
+            bootstrap=bootstrap,
+            determinism_settings=DeterminismSettings(repeats=0),
+            kinds=inputs.kinds,
+            rejudge=_no_model_calls,
+            families=inputs.families,
+        )
+        check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])
+    else:
+        check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
+    if Path(paths["figures_dir"]).is_dir():
+        check_figures(check, expected, paths["figures_dir"])
+    check_calls(check, record["sweep"], paths)
+    if dynamic is not None and dynamic.settings.on:
+        check_dynamic(check, dynamic, paths, scenarios)
+    check_lock(check)
+    return check
+
+
+# What a response row holds of the call it came from, by the calls table's column.
+RESPONSE_FROM_CALL = {
+    "text": "response",
+    "finish_reason": "finish_reason",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cost_usd": "cost_usd",
+}
+
+
+def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
+    """The run's published calls, if it has any; a file dvc.lock records must be there."""
+    if paths.get("calls") is None:
+        return None
+    published = Path(paths["calls"])
+    file = display_path(published)
+    if not published.is_file():
+        if recorded_md5(published) is not None:
+            raise LosonaError(
+                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
+            )
+        return None
+    # Its bytes are held against dvc.lock by check_lock: an edited file is read here, so
+    # that what differs is named value by value too.
+    return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
+
+
+def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping[str, Any]) -> None:
+    """The run's published calls: every cell's calls in the run's file, every response in them.
+
+    Each response is looked up by the call-cache key of the request that produced it (the
+    prompt sent, the trial, the model config), so a calls file that would serve a rerun
+    anything but the run's own responses is named value by value.
+    """
+    if paths.get("calls") is None:
+        check.notes.append("paths.calls is null: the run's calls are not rechecked")
+        return
+    layer = published_calls(paths)
+    if layer is None:
+        return  # a run that published no calls, like one without figures: nothing to check
+    published, file = layer.path, display_path(layer.path)
+    calls = read_calls(published, remedy=layer.remedy)
+    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    missing = "(missing)"
+    check_call_files(check, sweep_call_files(Paths.from_config(paths), sweep), file, by_key)
+    prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
+    messages = {
+        (row["scenario_id"], row["condition"]): tuple(row["messages"])
+        for row in prompts.iter_rows(named=True)
+    }
+    for model in sweep["models"]:
+        spec = option("model", model)
+        for condition in sweep["conditions"]:
+            path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+            if not path.is_file():
+                continue  # named by the verdict checks, which need it too
+            responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
+            differences, compared = [], 0
+            for row in responses.iter_rows(named=True):
+                sent = messages.get((row["scenario_id"], condition))
+                request = Request(messages=sent or (), trial=row["trial"])
+                key = call_key(spec, request)
+                call = by_key.get(key, {})
+                for column, response_column in RESPONSE_FROM_CALL.items():
+                    compared += 1
+                    if not same(row[response_column], call.get(column, missing)):
+                        where = (
+                            f"key {key} (subject_model={model}, condition={condition}, "
+                            f"scenario_id={row['scenario_id']}, trial={row['trial']})"
+                        )
+                        differences.append(
+                            Difference(
+                                file,
+                                where,
+                                column,
+                                row[response_column],
+                                call.get(column, missing),
+                            )
+                        )
+            check.add(published, compared, differences)
+
+
+def check_call_files(
+    check: Check, files: Sequence[Path], file: str, by_key: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Every call of each cell's calls file is in the run's published calls (`file`, read
+    into `by_key`), as it is there."""
+    missing = "(missing)"
+    for cell_file in files:
+        if not cell_file.is_file():
+            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
+            continue
+        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
+        differences = [
+            Difference(
+                file,
+                f"key {row['key']} (from {display_path(cell_file)})",
+                column,
+                value,
+                by_key.get(row["key"], {}).get(column, missing),
+            )
+            for row in cell.iter_rows(named=True)
+            for column, value in row.items()
+            if not same(value, by_key.get(row["key"], {}).get(column, missing))
+        ]
+        check.add(cell_file, cell_count(cell), differences)
+
+
+def committed_lock() -> str | None:
+    """dvc.lock as committed at git HEAD, None outside a git work tree or without one."""
+    try:
+        shown = subprocess.run(
+            ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine: there is no commit to compare with
+        return None
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def check_lock(check: Check) -> None:
+    """Every output file against the md5 dvc.lock records, and dvc.lock against git HEAD's.
+
+    The first catches a table or calls file rewritten outside DVC; the second a run
+    recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
+    its files agree with each other, but they are no longer the run that was published.
+    A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
+    """
+    if not LOCK_FILE.is_file():
+        return
+    file = display_path(LOCK_FILE)
+    text = LOCK_FILE.read_text(encoding="utf-8")
+    recorded = lock_outputs(yaml.safe_load(text), LOCK_FILE)
+    differences, compared = [], 0
+    for path, md5 in sorted(recorded.items()):
+        if md5.endswith(".dir"):
+            continue
+        compared += 1
+        found = md5_file(path) if Path(path).is_file() else "(missing)"
+        if found != md5:
+            differences.append(Difference(file, f"out {path}", "md5", md5, found))
+    check.add(LOCK_FILE, compared, differences)
+    committed = committed_lock()
+    if committed is None or committed == text:
+        return
+    published = lock_outputs(yaml.safe_load(committed), f"{file} at git HEAD")
+    changed = [
+        Difference(
+            file,
+            f"out {path} (expected: as committed at git HEAD)",
+            "md5",
+            published.get(path, "(missing)"),
+            recorded.get(path, "(missing)"),
+        )
+        for path in sorted(set(published) | set(recorded))
+        if published.get(path) != recorded.get(path)
+    ]
+    check.add(f"{file} at git HEAD", len(published), changed)
+    check.notes.append(
+        f"{file} differs from the one committed at git HEAD"
+        + (
+            f": {len(changed)} outputs were recomputed since, so the files checked are not the "
+            "committed run (to check that one: git checkout dvc.lock && dvc checkout; to "
+            "check a new run: commit it first)"
+            if changed
+            else " in what it records of the inputs only; every output is the committed one"
+        )
+    )
+
+
+def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
+    """aggregate's tables, Table 1 and metrics.json against what is on disk."""
+    root = Path(reports_dir)
+    for name in CSV_FILES:
+        file = display_path(root / name)
+        check.add(
+            file, cell_count(expected[name]), compare_tables(file, expected[name], reported[name])
+        )
+    check.add(
+        root / TABLE1, *compare_text(display_path(root / TABLE1), expected.table1, reported.table1)
+    )
+    check.add(
+        root / METRICS,
+        *compare_json(display_path(root / METRICS), expected.metrics, reported.metrics),
+    )
+
+
+def check_controls(
+    check: Check, judges: Sequence[str], paths: Mapping[str, str]
+) -> dict[str, pl.DataFrame]:
+    """Each judge's control summary (reports/judge_controls/) from its control verdicts."""
+    controls = {}
+    for judge in judges:
+        table_path = Path(paths["judge_controls_dir"]) / f"{judge}.parquet"
+        summary_path = Path(paths["judge_controls_reports_dir"]) / f"{judge}.json"
+        if not table_path.is_file():
+            check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
+            continue
+        controls[judge] = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+        file = display_path(summary_path)
+        try:
+            reported = json.loads(summary_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise LosonaError(
+                f"{file} not found: run the judge_controls stage "
+                f"(python stages/judge_controls.py judge={judge}, or dvc repro)"
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise LosonaError(f"{file}: not a JSON file ({exc})") from None
+        check.add(file, *compare_json(file, {judge: control_summary(controls[judge])}, reported))
+    return controls
+
+
+def check_audit(
+    check: Check,
+    tables: Mapping[str, pl.DataFrame],
+    metrics: Mapping[str, Any],
+    audit_dir: str,
+) -> None:
+    """The judge audit's tables and metrics; re-judged determinism figures are only noted."""
+    root = Path(audit_dir)
+    reported = read_audit(root)
+    rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
+    skip = DETERMINISM_FILES if rejudged.height else ()
+    if skip:
+        check.notes.append(
+            f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
+            "were re-judged by model calls; those figures are not rechecked"
+        )
+    for name in AUDIT_FILES:
+        if name not in skip:
+            file = display_path(root / name)
+            check.add(
+                file, cell_count(tables[name]), compare_tables(file, tables[name], reported[name])
+            )
+    file = display_path(root / AUDIT_METRICS)
+    skipped = ("determinism",) if skip else ()
+    check.add(file, *compare_json(file, metrics, reported.metrics, skip=skipped))
+
+
+def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
+    """The numbers behind each figure (<figure>.csv), from the recomputed reports."""
+    from losona.report.plots import draw_figures  # matplotlib: imported only when there are figures
+
+    for figure in draw_figures(expected):
+        path = Path(figures_dir) / f"{figure.name}.csv"
+        file = display_path(path)
+        if not path.is_file():
+            check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
+            continue
+        try:
+            found = pl.read_csv(path, schema=figure.data.schema)
+        except pl.exceptions.PolarsError as exc:
+            check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
+            continue
+        check.add(file, cell_count(figure.data), compare_tables(file, figure.data, found))
+
+
+# -- the dynamic extension ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DynamicRun:
+    """What checking the dynamic extension needs beyond the paths: its settings, its dataset."""
+
+    settings: DynamicSettings
+    dataset: Mapping[str, Any]
+
+
+def check_dynamic(
+    check: Check, run: DynamicRun, paths: Mapping[str, Any], scenarios: pl.DataFrame
+) -> None:
+    """The dynamic extension's files, stage by stage, from the first turn's, with no call.
+
+    Each cell's prompts are rendered again from the first-turn verdicts (scripted
+    follow-ups from the dataset, a group model's from the published calls), its responses
+    are looked up in the published calls by key, its verdicts judged again (rules for
+    free, an LLM judge from the published calls), and every table, metric and figure
+    number of reports/dynamic/<judge>/ is recomputed with the settings it records.
+    """
+    settings, checked = run.settings, Paths.from_config(paths)
+    published = published_calls(paths)
+    if published is not None:
+        calls = read_calls(published.path, remedy=published.remedy)
+        by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+        file = display_path(published.path)
+        check_call_files(check, dynamic_call_files(checked, settings), file, by_key)
+    for judge in settings.judges:
+        root = reports_dir(checked, judge)
+        reported = read_dynamic_reports(root)
+        recorded = reported.metrics["settings"]
+        for model in settings.models:
+            for condition in settings.conditions:
+                cell = (judge, model, condition)
+                _check_dynamic_cell(check, run, checked, cell, scenarios, published)
+        bootstrap = AggregateSettings(
+            resamples=recorded["bootstrap_resamples"],
+            seed=recorded["seed"],
+            confidence=recorded["confidence"],
+        )
+        cells = load_cells(checked, judge, settings.models, settings.conditions)
+        expected = aggregate_dynamic(
+            cells,
+            scenarios,
+            judge=judge,
+            bootstrap=bootstrap,
+            presentation=presentation_of(settings.models, settings.conditions),
+        )
+        for name in DYNAMIC_CSV_FILES:
+            file = display_path(root / name)
+            check.add(
+                file,
+                cell_count(expected[name]),
+                compare_tables(file, expected[name], reported[name]),
+            )
+        file = display_path(root / DYNAMIC_METRICS)
+        check.add(file, *compare_json(file, expected.metrics, reported.metrics))
+        from losona.dynamic.plots import figure_data  # matplotlib: only when it is on
+
+        figure = root / f"{DYNAMIC_FIGURE}.csv"
+        data = figure_data(expected["results.csv"])
+        try:
+            found = pl.read_csv(figure, schema=data.schema)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            check.add(
+                figure, 1, [Difference(display_path(figure), "", "contents", "readable", str(exc))]
+            )
+            continue
+        check.add(figure, cell_count(data), compare_tables(display_path(figure), data, found))
+
+
+def _check_dynamic_cell(
+    check: Check,
+    run: DynamicRun,
+    paths: Paths,
+    cell: tuple[str, str, str],
+    scenarios: pl.DataFrame,
+    published: PublishedCalls | None,
+) -> None:
+    judge, model, condition = cell
+    first = Path(paths.verdicts_dir) / judge / model / f"{condition}.parquet"
+    prompts_file = dynamic_cell_file(paths, PROMPTS, judge, model, condition)
+    responses_file = dynamic_cell_file(paths, RESPONSES, judge, model, condition)
+    verdicts_file = dynamic_cell_file(paths, VERDICTS, judge, model, condition)
+    prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
+    responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
+    verdicts = read_parquet(verdicts_file, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
+    with tempfile.TemporaryDirectory() as scratch:
+        # A cache of its own: only the published calls may answer, and nothing is called.
+        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+        offline = CallOptions(cache_path=store)
+        try:
+            group = None
+            if run.settings.source == "simulated":
+                group = GroupModel(option("model", run.settings.group_model), offline)
+            rendered = render_cell(
+                scenarios,
+                read_parquet(first, VERDICT_SCHEMA, made_by="judge"),
+                judge=judge,
+                model=model,
+                condition=condition,
+                followups=fetch_followups(run.dataset),
+                group=group,
+                origin=display_path(first),
+            )
+            file = display_path(prompts_file)
+            check.add(file, cell_count(prompts), compare_tables(file, rendered.prompts, prompts))
+            kind = option("judge", judge).kind
+            rejudger: Judge | None = None
+            if kind == "lexicon":
+                rejudger = LexiconJudge()
+            elif published is not None and published.expected:
+                rejudger = make_judge(option("judge", judge), offline)
+            else:
+                check.notes.append(
+                    f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
+                    "published calls to answer it)"
+                )
+            if rejudger is not None:
+                expected = judge_second_turn(
+                    scenarios,
+                    prompts,
+                    responses,
+                    rejudger,
+                    judge,
+                    origin=display_path(responses_file),
+                )
+                file = display_path(verdicts_file)
+                check.add(file, cell_count(verdicts), compare_tables(file, expected, verdicts))
+        except CallNotFound as exc:
+            where = f"dynamic cell {judge}/{model}/{condition}"
+            calls_file = display_path(published.path) if published else "paths.calls"
+            check.add(
+                calls_file, 1, [Difference(calls_file, where, "calls", "all present", str(exc))]
+            )
+    _check_second_replies(check, model, prompts, responses, published)
+
+
+def _check_second_replies(
+    check: Check,
+    model: str,
+    prompts: pl.DataFrame,
+    responses: pl.DataFrame,
+    published: PublishedCalls | None,
+) -> None:
+    """Every second reply is the published call its prompt and trial were answered with."""
+    if published is None:
+        return
+    calls = read_calls(published.path, remedy=published.remedy)
+    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    spec = option("model", model)
+    sent = {
+        (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])
+        for row in prompts.iter_rows(named=True)
+    }
+    differences, compared, missing = [], 0, "(missing)"
+    file = display_path(published.path)
+    for row in responses.iter_rows(named=True):
+        key = call_key(
+            spec,
+            Request(sent.get((row["scenario_id"], row["trial"], row["arm"]), ()), row["trial"]),
+        )
+        call = by_key.get(key, {})
+        for column, response_column in RESPONSE_FROM_CALL.items():
+            compared += 1
+            if not same(row[response_column], call.get(column, missing)):
+                where = (
+                    f"key {key} (dynamic, subject_model={model}, scenario_id={row['scenario_id']}, "
+                    f"trial={row['trial']}, arm={row['arm']})"
+                )
+                differences.append(
+                    Difference(file, where, column, row[response_column], call.get(column, missing))
+                )
+    check.add(published.path, compared, differences)

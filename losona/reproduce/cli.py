@@ -1,0 +1,57 @@
+"""`python -m losona.reproduce`: compose the run's paths and settings, check it, print
+what differs, and return the exit status (docs: losona/reproduce/__init__.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from losona.cli import USER_ERROR_EXIT
+from losona.config import CONF_DIR, DynamicSettings, compose_paths
+from losona.errors import LosonaError
+from losona.reproduce.checks import DynamicRun, check_run
+from losona.reproduce.compare import Check
+
+DIFFERENCE_EXIT = 3
+SHOWN = 40  # differences printed before "... and N more"
+
+
+def report(check: Check, out: Callable[[str], None] = print) -> None:
+    """What was checked, what differs (the first SHOWN), and what was not rechecked."""
+    for note in check.notes:
+        out(f"note: {note}")
+    for difference in check.differences[:SHOWN]:
+        out(f"differs: {difference}")
+    if len(check.differences) > SHOWN:
+        out(f"differs: ... and {len(check.differences) - SHOWN} more")
+    verdict = (
+        "every value matches"
+        if check.ok
+        else f"{len(check.differences)} differ (expected: recomputed; found: on disk)"
+    )
+    out(f"reproduce: {check.values:,} values in {len(check.files)} files checked; {verdict}")
+
+
+def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
+    """The dynamic extension's settings and the dataset node, as this repository's config
+    gives them."""
+    with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    settings = DynamicSettings.from_config(cfg.dynamic)
+    return DynamicRun(settings, OmegaConf.to_container(cfg.dataset, resolve=True))  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check the run in the working directory; return the exit status."""
+    overrides = sys.argv[1:] if argv is None else argv
+    try:
+        check = check_run(compose_paths(overrides), compose_dynamic(overrides))
+    except LosonaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
+    report(check)
+    return 0 if check.ok else DIFFERENCE_EXIT

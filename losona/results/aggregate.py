@@ -1,0 +1,519 @@
+"""aggregate: verdicts into the paper's report tables, with intervals and paired tests.
+
+The metrics themselves are in losona/results/metrics.py and the checks on the verdicts in
+losona/judges/verdicts.py; this module computes every statistic of a run from one scenario
+bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import polars as pl
+
+from losona.config import AggregateSettings
+from losona.contracts import (
+    CONTROL_SCHEMA,
+    DELTA_SCHEMA,
+    FLIP_SCHEMA,
+    MEAN_SCHEMA,
+    OUTCOME_SCHEMA,
+    RESULT_SCHEMA,
+    breakdown_schema,
+    subset_note,
+    table,
+)
+from losona.files import (
+    read_csv,
+    read_json_object,
+    read_parquet,
+    read_text,
+    require_outputs,
+    write_json,
+    write_text,
+)
+from losona.formatting import percent
+from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
+from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
+from losona.results.metrics import (
+    BASELINE_CONDITION,
+    UNSCORED_POLICY_ID,
+    bootstrap_means,
+    mcnemar_exact,
+    scenario_outcomes,
+)
+from losona.results.presentation import Presentation
+from losona.results.table1 import table1_markdown
+
+T = TypeVar("T", bound=Hashable)
+
+# The files aggregate writes under paths.reports_dir (dvc.yaml lists the same names).
+CSV_FILES: dict[str, pl.Schema] = {
+    "results.csv": RESULT_SCHEMA,
+    "means.csv": MEAN_SCHEMA,
+    "deltas.csv": DELTA_SCHEMA,
+    "flips.csv": FLIP_SCHEMA,
+    "by_norm.csv": breakdown_schema("norm_id"),
+    "by_event.csv": breakdown_schema("event_type"),
+    "outcomes.csv": OUTCOME_SCHEMA,
+}
+TABLE1 = "table1.md"
+METRICS = "metrics.json"
+
+
+@dataclass(frozen=True)
+class Reports:
+    """Everything aggregate writes: the CSV tables by file name, Table 1 and the DVC metrics."""
+
+    tables: dict[str, pl.DataFrame]
+    table1: str
+    metrics: dict[str, Any]
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+    @property
+    def confidence(self) -> str:
+        """The intervals' confidence level as written in reports, e.g. "95%"."""
+        return f"{self.metrics['settings']['confidence']:g}%"
+
+
+def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
+    """What each judge's degenerate-verdicts flag needs: its validity-control accuracy (from
+    its controls table, if it has one) and whether its reasoning is a model's own words."""
+    evidence = {}
+    for judge, kind in kinds.items():
+        path = Path(controls_dir) / f"{judge}.parquet"
+        controls = (
+            read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls") if path.is_file() else None
+        )
+        evidence[judge] = JudgeEvidence(
+            controls=None if controls is None else controls_accuracy(controls),
+            own_words=kind == "llm",
+        )
+    return evidence
+
+
+# -- the numbers ---------------------------------------------------------------------------
+
+
+def aggregate(
+    verdicts: pl.DataFrame,
+    scenarios: pl.DataFrame,
+    *,
+    bootstrap: AggregateSettings,
+    presentation: Presentation | None = None,
+    judges: Mapping[str, JudgeEvidence] | None = None,
+) -> Reports:
+    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables.
+
+    `judges` tells, per judge, what its degenerate-verdicts flag needs beside its verdicts
+    (losona/judges/health.py); for a judge left out, nothing beyond its verdicts is known.
+    """
+    show = presentation or Presentation()
+    check_verdicts(verdicts, scenarios)
+    outcomes = scenario_outcomes(verdicts)
+    n_scenarios = scenarios["scenario_id"].n_unique()
+    keys: list[Cell] = list(outcomes.select(CELL).unique(maintain_order=True).iter_rows())
+    cells = sorted(keys, key=show.cell_key)
+    # Outcomes are sorted by cell, then scenario, and every cell covers every scenario, so
+    # each column reshapes to one row per cell and one column per scenario.
+    by_cell = {
+        column: dict(zip(keys, values.reshape(len(keys), n_scenarios), strict=True))
+        for column, values in (
+            ("passed", outcomes["passed"].cast(pl.Float64).fill_null(np.nan).to_numpy()),
+            ("complying", outcomes["complying"].to_numpy()),
+            ("scored", outcomes["scored"].to_numpy()),
+        )
+    }
+    outcome_of = by_cell["passed"]
+
+    pairs = [
+        (cell, (cell[0], cell[1], BASELINE_CONDITION))
+        for cell in cells
+        if cell[2] != BASELINE_CONDITION and (cell[0], cell[1], BASELINE_CONDITION) in outcome_of
+    ]
+    estimates = _estimate(cells, pairs, outcome_of, bootstrap)
+
+    counts = _cell_counts(outcomes)
+    judge_models = _judge_models(verdicts)
+    degenerate = _degenerate(verdicts, judges or {})
+    results = _results(
+        cells, counts, estimates, judge_models, _non_answers(verdicts), degenerate, show
+    )
+    deltas, flips = _paired(pairs, by_cell, scenarios, estimates, show)
+    means = _means(cells, counts, estimates, show)
+    tables = {
+        "results.csv": results,
+        "means.csv": means,
+        "deltas.csv": deltas,
+        "flips.csv": flips,
+        "by_norm.csv": _breakdown(outcomes, "norm_id", show),
+        "by_event.csv": _breakdown(outcomes, "event_type", show),
+        "outcomes.csv": outcomes.select(OUTCOME_SCHEMA.names()).cast(OUTCOME_SCHEMA),
+    }
+    unscored = _unscored_by_status(verdicts)
+    metrics = _metrics(results, deltas, means, unscored, bootstrap)
+    table1 = table1_markdown(
+        results, means, unscored, bootstrap, n_scenarios, subset_note(scenarios)
+    )
+    return Reports(tables, table1, metrics)
+
+
+def _estimate(
+    cells: list[Cell],
+    pairs: list[tuple[Cell, Cell]],
+    outcome_of: dict[Cell, np.ndarray],
+    bootstrap: AggregateSettings,
+) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    """Every accuracy, paired effect and mean over models, from one scenario bootstrap."""
+    stats = _Statistics()
+    for cell in cells:
+        stats.add(("acc", cell), outcome_of[cell])
+    for cell, base in pairs:
+        stats.add(("delta", cell), outcome_of[cell] - outcome_of[base])
+    for judge, condition in _unique((c[0], c[2]) for c in cells):
+        stats.mean(
+            ("acc", judge, condition), [("acc", c) for c in cells if c[::2] == (judge, condition)]
+        )
+        members = [("delta", cell) for cell, _ in pairs if cell[::2] == (judge, condition)]
+        if members:
+            stats.mean(("delta", judge, condition), members)
+    return stats.estimate(bootstrap)
+
+
+class _Statistics:
+    """Means over scenarios to bootstrap together, and means of those over models."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.position: dict[tuple[Any, ...], int] = {}
+        self.combined: list[tuple[tuple[Any, ...], list[int]]] = []
+
+    def add(self, key: tuple[Any, ...], values: np.ndarray) -> None:
+        self.position[key] = len(self.rows)
+        self.rows.append(values)
+
+    def mean(self, key: tuple[Any, ...], members: list[tuple[Any, ...]]) -> None:
+        self.combined.append((key, [self.position[m] for m in members]))
+
+    def estimate(self, settings: AggregateSettings) -> dict[tuple[Any, ...], tuple[float, ...]]:
+        n_rows = len(self.rows)
+        combine = np.zeros((n_rows + len(self.combined), n_rows))
+        combine[:n_rows] = np.eye(n_rows)
+        for offset, (_, members) in enumerate(self.combined):
+            combine[n_rows + offset, members] = 1 / len(members)
+        keys = [*self.position, *(key for key, _ in self.combined)]
+        values = np.vstack(self.rows)
+        if values.shape[1] < 2:
+            # One scenario cannot be resampled: report the estimate with no interval.
+            point = combine @ np.nanmean(values, axis=1)
+            return {k: (e, np.nan, np.nan) for k, e in zip(keys, point, strict=True)}
+        result = bootstrap_means(
+            values,
+            combine,
+            n_resamples=settings.resamples,
+            seed=settings.seed,
+            confidence=settings.confidence,
+        )
+        triples = zip(result.estimate, result.low, result.high, strict=True)
+        return dict(zip(keys, triples, strict=True))
+
+
+def _unique(items: Iterable[T]) -> list[T]:
+    return list(dict.fromkeys(items))
+
+
+def _cell_counts(outcomes: pl.DataFrame) -> dict[Cell, dict[str, Any]]:
+    summary = outcomes.group_by(CELL).agg(
+        k=pl.col("trials").max(),
+        scenarios=pl.col("passed").is_not_null().sum(),
+        undetermined=pl.col("passed").is_null().sum(),
+        passed=pl.col("passed").sum(),
+        trials=pl.col("trials").sum(),
+        scored=pl.col("scored").sum(),
+        complying=pl.col("complying").sum(),
+        consistent=pl.col("consistent").sum(),
+        consistency_scenarios=pl.col("consistent").is_not_null().sum(),
+    )
+    return {cell_of(row): row for row in summary.iter_rows(named=True)}
+
+
+def _judge_models(verdicts: pl.DataFrame) -> dict[str, str]:
+    named = verdicts.group_by("judge").agg(pl.col("judge_model").drop_nulls().unique().sort())
+    return {judge: ", ".join(models) for judge, models in named.iter_rows()}
+
+
+def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
+    """Per cell, the scored trials the judge found to be non-answers (None: not checked)."""
+    scored = verdicts.filter(pl.col("complies").is_not_null())
+    counted = scored.group_by(CELL).agg(
+        checked=pl.col("non_answer").is_not_null().any(),
+        non_answers=pl.col("non_answer").fill_null(False).sum(),
+    )
+    return {
+        cell_of(row): int(row["non_answers"]) if row["checked"] else None
+        for row in counted.iter_rows(named=True)
+    }
+
+
+def _degenerate(verdicts: pl.DataFrame, judges: Mapping[str, JudgeEvidence]) -> dict[Cell, str]:
+    """Per cell whose verdicts say nothing, why (losona/judges/health.py)."""
+    flagged = {}
+    for cell_verdicts in verdicts.partition_by(CELL):
+        cell = cell_of(cell_verdicts.row(0, named=True))
+        signs = degenerate_signs(cell_verdicts, judges.get(cell[0], JudgeEvidence()))
+        if signs:
+            flagged[cell] = "; ".join(signs)
+    return flagged
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _results(
+    cells: list[Cell],
+    counts: dict[Cell, dict[str, Any]],
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    judge_models: dict[str, str],
+    non_answers: dict[Cell, int | None],
+    degenerate: dict[Cell, str],
+    show: Presentation,
+) -> pl.DataFrame:
+    rows = []
+    for cell in cells:
+        c = counts[cell]
+        missing = non_answers.get(cell)
+        _, low, high = estimates[("acc", cell)]
+        rows.append(
+            {
+                "judge": cell[0],
+                "judge_model": judge_models[cell[0]],
+                "judge_label": show.judge_label(cell[0]),
+                "subject_model": cell[1],
+                "model_label": show.model_label(cell[1]),
+                "condition": cell[2],
+                "condition_label": show.condition_label(cell[2]),
+                "k": c["k"],
+                "scenarios": c["scenarios"],
+                "undetermined": c["undetermined"],
+                "passed": c["passed"],
+                "acc_at_k": percent(_share(c["passed"], c["scenarios"])),
+                "acc_low": percent(low),
+                "acc_high": percent(high),
+                "compliance": percent(_share(c["complying"], c["scored"])),
+                "consistency": percent(_share(c["consistent"], c["consistency_scenarios"])),
+                "consistency_scenarios": c["consistency_scenarios"],
+                "trials": c["trials"],
+                "unscored_trials": c["trials"] - c["scored"],
+                "non_answers": missing,
+                "non_answer_share": None
+                if missing is None
+                else percent(_share(missing, c["scored"])),
+                "degenerate": degenerate.get(cell),
+            }
+        )
+    return table(rows, RESULT_SCHEMA, sort_by=[])
+
+
+def _paired(
+    pairs: list[tuple[Cell, Cell]],
+    by_cell: dict[str, dict[Cell, np.ndarray]],
+    scenarios: pl.DataFrame,
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    show: Presentation,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    table_order = scenarios.unique("scenario_id").sort("scenario_id")
+    ids, events, norms = (
+        table_order[c].to_numpy() for c in ("scenario_id", "event_type", "norm_id")
+    )
+    complying, scored = by_cell["complying"], by_cell["scored"]
+    deltas, flips = [], []
+    for cell, base in pairs:
+        naive, prompted = by_cell["passed"][base], by_cell["passed"][cell]
+        paired = ~np.isnan(naive) & ~np.isnan(prompted)
+        recovered = paired & (naive == 0) & (prompted == 1)
+        regressed = paired & (naive == 1) & (prompted == 0)
+        n_paired = int(paired.sum())
+        _, low, high = estimates[("delta", cell)]
+        deltas.append(
+            {
+                "judge": cell[0],
+                "subject_model": cell[1],
+                "model_label": show.model_label(cell[1]),
+                "condition": cell[2],
+                "condition_label": show.condition_label(cell[2]),
+                "scenarios": n_paired,
+                "naive_acc": percent(_share(int(naive[paired].sum()), n_paired)),
+                "condition_acc": percent(_share(int(prompted[paired].sum()), n_paired)),
+                "delta": percent(_share(int(recovered.sum()) - int(regressed.sum()), n_paired)),
+                "delta_low": percent(low),
+                "delta_high": percent(high),
+                "mcnemar_p": mcnemar_exact(int(recovered.sum()), int(regressed.sum())),
+                "recovered": int(recovered.sum()),
+                "naive_failures": int((paired & (naive == 0)).sum()),
+                "regressed": int(regressed.sum()),
+                "naive_successes": int((paired & (naive == 1)).sum()),
+            }
+        )
+        for flip, mask in (("recovered", recovered), ("regressed", regressed)):
+            for i in np.flatnonzero(mask):
+                flips.append(
+                    {
+                        "judge": cell[0],
+                        "subject_model": cell[1],
+                        "condition": cell[2],
+                        "flip": flip,
+                        "scenario_id": ids[i],
+                        "event_type": events[i],
+                        "norm_id": norms[i],
+                        "naive_complying": int(complying[base][i]),
+                        "naive_scored": int(scored[base][i]),
+                        "condition_complying": int(complying[cell][i]),
+                        "condition_scored": int(scored[cell][i]),
+                    }
+                )
+    return table(deltas, DELTA_SCHEMA, sort_by=[]), table(flips, FLIP_SCHEMA, sort_by=[])
+
+
+def _means(
+    cells: list[Cell],
+    counts: dict[Cell, dict[str, Any]],
+    estimates: dict[tuple[Any, ...], tuple[float, ...]],
+    show: Presentation,
+) -> pl.DataFrame:
+    rows = []
+    for judge, condition in _unique((cell[0], cell[2]) for cell in cells):
+        members = [counts[c] for c in cells if (c[0], c[2]) == (judge, condition)]
+        acc, acc_low, acc_high = estimates[("acc", judge, condition)]
+        delta = estimates.get(("delta", judge, condition), (None, None, None))
+        rows.append(
+            {
+                "judge": judge,
+                "condition": condition,
+                "condition_label": show.condition_label(condition),
+                "models": len(members),
+                "acc_at_k": percent(acc),
+                "acc_low": percent(acc_low),
+                "acc_high": percent(acc_high),
+                "compliance": percent(_mean_share(members, "complying", "scored")),
+                "consistency": percent(_mean_share(members, "consistent", "consistency_scenarios")),
+                "delta": percent(delta[0]),
+                "delta_low": percent(delta[1]),
+                "delta_high": percent(delta[2]),
+            }
+        )
+    return table(rows, MEAN_SCHEMA, sort_by=[])
+
+
+def _mean_share(members: list[dict[str, Any]], part: str, whole: str) -> float | None:
+    """The mean over models of each model's share (models with no data left out)."""
+    shares = [m[part] / m[whole] for m in members if m[whole]]
+    return sum(shares) / len(shares) if shares else None
+
+
+def _breakdown(outcomes: pl.DataFrame, by: str, show: Presentation) -> pl.DataFrame:
+    summary = outcomes.group_by(*CELL, by).agg(
+        scenarios=pl.col("passed").is_not_null().sum(),
+        undetermined=pl.col("passed").is_null().sum(),
+        passed=pl.col("passed").sum(),
+        scored=pl.col("scored").sum(),
+        complying=pl.col("complying").sum(),
+    )
+    rows = [
+        {
+            **{key: row[key] for key in (*CELL, by, "scenarios", "undetermined", "passed")},
+            "acc_at_k": percent(_share(row["passed"], row["scenarios"])),
+            "compliance": percent(_share(row["complying"], row["scored"])),
+        }
+        for row in summary.iter_rows(named=True)
+    ]
+    rows.sort(key=lambda r: (show.cell_key(cell_of(r)), r[by]))
+    return table(rows, breakdown_schema(by), sort_by=[])
+
+
+def _unscored_by_status(verdicts: pl.DataFrame) -> dict[str, dict[str, int]]:
+    unscored = verdicts.filter(pl.col("complies").is_null())
+    counted = unscored.group_by("judge", "judge_status").len().sort("judge", "judge_status")
+    by_judge: dict[str, dict[str, int]] = {j: {} for j in verdicts["judge"].unique().sort()}
+    for judge, status, n in counted.iter_rows():
+        by_judge[judge][status or "unknown"] = n
+    return by_judge
+
+
+# -- metrics.json and Table 1 --------------------------------------------------------------
+
+
+def _metrics(
+    results: pl.DataFrame,
+    deltas: pl.DataFrame,
+    means: pl.DataFrame,
+    unscored: dict[str, dict[str, int]],
+    bootstrap: AggregateSettings,
+) -> dict[str, Any]:
+    headline = ("acc_at_k", "acc_low", "acc_high", "compliance", "consistency")
+    paired = ("delta", "delta_low", "delta_high", "recovered", "regressed")
+    effect = {
+        (r["judge"], r["subject_model"], r["condition"]): r for r in deltas.iter_rows(named=True)
+    }
+    metrics: dict[str, Any] = {
+        "settings": {
+            "bootstrap_resamples": bootstrap.resamples,
+            "seed": bootstrap.seed,
+            "confidence": percent(bootstrap.confidence),
+            "unscored_policy": UNSCORED_POLICY_ID,
+        }
+    }
+    for judge, rows in results.group_by("judge", maintain_order=True):
+        models: dict[str, Any] = {}
+        for row in rows.iter_rows(named=True):
+            entry = {key: row[key] for key in headline}
+            delta = effect.get((row["judge"], row["subject_model"], row["condition"]))
+            entry |= {key: delta[key] for key in paired} if delta else {}
+            models.setdefault(row["subject_model"], {})[row["condition"]] = entry
+        mean = {
+            row["condition"]: {
+                key: row[key]
+                for key in (*headline, "delta", "delta_low", "delta_high")
+                if row[key] is not None
+            }
+            for row in means.filter(pl.col("judge") == judge[0]).iter_rows(named=True)
+        }
+        metrics[str(judge[0])] = {
+            "models": models,
+            "mean_over_models": mean,
+            "counts": {
+                "trials": int(rows["trials"].sum()),
+                "unscored_trials": int(rows["unscored_trials"].sum()),
+                "undetermined_scenarios": int(rows["undetermined"].sum()),
+                "unscored_by_status": unscored[str(judge[0])],
+            },
+        }
+    return metrics
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def write_reports(reports: Reports, reports_dir: str | Path) -> None:
+    """Write every report file under `reports_dir`, each atomically."""
+    root = Path(reports_dir)
+    for name, df in reports.tables.items():
+        write_text(df.write_csv(), root / name)
+    write_text(reports.table1, root / TABLE1)
+    write_json(reports.metrics, root / METRICS)
+
+
+def read_reports(reports_dir: str | Path) -> Reports:
+    """Read back what `write_reports` wrote, refusing a missing file or a changed shape."""
+    root = Path(reports_dir)
+    require_outputs(root, (*CSV_FILES, TABLE1, METRICS), stage="aggregate")
+    remedy = "rerun aggregate"
+    tables = {name: read_csv(root / name, schema, remedy) for name, schema in CSV_FILES.items()}
+    metrics = read_json_object(root / METRICS, ["settings"], remedy)
+    return Reports(tables, read_text(root / TABLE1, remedy), metrics)

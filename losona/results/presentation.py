@@ -1,0 +1,107 @@
+"""How a run's tables are ordered and labelled: the sweep's order (params.yaml) and each
+model's, condition's and judge's display label and kind, read from conf/ through the
+config checker (losona.config.option).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from losona.config import option, option_file
+from losona.formatting import display_label
+from losona.judges.verdicts import CELL, Cell
+from losona.results.metrics import (
+    BASELINE_CONDITION,
+)
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How reports order and name things: the sweep's order, then display labels."""
+
+    judges: Sequence[str] = ()
+    models: Sequence[str] = ()
+    conditions: Sequence[str] = (BASELINE_CONDITION,)
+    model_labels: Mapping[str, str] = field(default_factory=dict)
+    condition_labels: Mapping[str, str] = field(default_factory=dict)
+    judge_labels: Mapping[str, str] = field(default_factory=dict)
+
+    def cell_key(self, cell: Cell) -> tuple[Any, ...]:
+        """Sort key: the sweep's order first; names it does not list follow alphabetically."""
+        judge, model, condition = cell
+        return (
+            _rank(self.judges, judge),
+            _rank(self.models, model),
+            _rank(self.conditions, condition),
+        )
+
+    def model_label(self, name: str) -> str:
+        """A model's display name, e.g. "Gemini 3.1 Pro"."""
+        return self.model_labels.get(name, name)
+
+    def condition_label(self, name: str) -> str:
+        """A condition's display name, e.g. "Norm-informed"."""
+        return self.condition_labels.get(name, name)
+
+    def judge_label(self, name: str) -> str:
+        """A judge's display name, e.g. "Gemini 3.1 Pro Preview (paper judge)"."""
+        return self.judge_labels.get(name, name)
+
+
+def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> Presentation:
+    """The sweep's order (params.yaml) and the labels of conf/model/, condition/ and judge/."""
+    return Presentation(
+        judges=sweep["judges"],
+        models=sweep["models"],
+        conditions=sweep["conditions"],
+        model_labels=config_labels("model", verdicts["subject_model"].unique().sort()),
+        condition_labels=config_labels("condition", verdicts["condition"].unique().sort()),
+        judge_labels=config_labels("judge", verdicts["judge"].unique().sort()),
+    )
+
+
+def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
+    """Judges, models and conditions in the verdicts that the sweep does not list, by kind.
+
+    The sweep's panels (conf/panels.yaml) are judges it lists.
+    """
+    unlisted = []
+    for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
+        listed = [*sweep[key], *sweep.get("panels", ())] if key == "judges" else sweep[key]
+        names = [n for n in verdicts[column].unique().sort() if n not in listed]
+        if names:
+            unlisted.append(f"{column} {', '.join(names)} (not in sweep.{key})")
+    return unlisted
+
+
+def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
+    return (order.index(name), "") if name in order else (len(order), name)
+
+
+def judge_kinds(names: Iterable[str]) -> dict[str, str]:
+    """Each judge's kind from `conf/judge/<name>.yaml` ("llm" for one without a config)."""
+    return {
+        name: option("judge", name).kind if option_file("judge", name).is_file() else "llm"
+        for name in names
+    }
+
+
+def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
+    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked.
+
+    A name without a config file (verdicts that outlived theirs), or without a label,
+    keeps its name.
+    """
+    labels = {}
+    for name in names:
+        if not option_file(group, name).is_file():
+            labels[name] = name
+            continue
+        checked = option(group, name)
+        label = checked.label or name
+        labels[name] = display_label(label, bool(getattr(checked, "test_double", False)))
+    return labels

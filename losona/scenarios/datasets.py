@@ -1,0 +1,472 @@
+"""Where scenarios come from: the bundled set, a user's file, or the Hugging Face release.
+
+Each loader turns its source into (origin, row) pairs in the scenario contract; fetch
+validates all of them and only then builds the table, so bad input never reaches disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from losona.catalog import Catalog, load_catalog
+from losona.config import DatasetConfig
+from losona.contracts import SCENARIO_SCHEMA, subset_source, table
+from losona.errors import LosonaError
+from losona.files import display_path, read_yaml, sha256_file, sha256_text
+from losona.scenarios.followups import FIELD as FOLLOWUP
+from losona.scenarios.followups import Followup, check_followups
+from losona.scenarios.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
+
+Rows = list[tuple[str, dict[str, Any]]]
+
+BUNDLED_DIR = Path(str(resources.files("losona") / "data" / "scenarios"))
+CONTRACT_FIELDS = frozenset(SCENARIO_SCHEMA.names()) - {"source"}
+
+# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md).
+_BUNDLED_KEYS = frozenset(
+    {
+        "scenario_id",
+        "event_type",
+        "norm_id",
+        "venue",
+        "channel_description",
+        "end_goal",
+        "subject",
+        "subject_bio",
+        "cast",
+        "turns",
+        "elicitor",
+        FOLLOWUP,  # the dynamic extension's material: checked, kept out of the table
+    }
+)
+
+
+def fetch_scenarios(
+    dataset: DatasetConfig | Mapping[str, Any],
+    catalog: Catalog | None = None,
+    *,
+    ids_from: str | None = None,
+) -> pl.DataFrame:
+    """Load the configured dataset, validate every row, and return the sorted scenario table.
+
+    A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
+    the table, and every output built from it, is the same with or without it.
+    `ids_from` says where `scenario_ids` came from (a file or the command line), for the
+    message that refuses an id the dataset lacks; by default the dataset's file.
+    """
+    dataset = _checked(dataset)
+    catalog = catalog or load_catalog()
+    subset = Subset.of(dataset, ids_from)
+    rows = [_without_followup(row) for _, row in _validated_rows(dataset, catalog)]
+    return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
+
+
+def fetch_followups(
+    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
+) -> dict[str, Followup]:
+    """Every scenario's follow-up material, by scenario id; scenarios without any are absent.
+
+    The whole dataset is read and validated as fetch reads it, so the material is checked
+    against the scenario it continues.
+    """
+    dataset = _checked(dataset)
+    catalog = catalog or load_catalog()
+    rows = _validated_rows(dataset, catalog)
+    found = {}
+    for _, row in rows:
+        if row.get(FOLLOWUP) is not None:
+            bundled = dataset.kind == "bundled"
+            source = followup_version(BUNDLED_DIR) if bundled else str(row["source"])
+            found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
+    return found
+
+
+def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
+    if isinstance(dataset, DatasetConfig):
+        return dataset
+    # Plain values: checked before any loading.
+    return DatasetConfig.from_config(dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml")
+
+
+def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
+    if dataset.kind == "bundled":
+        rows = load_bundled(catalog, BUNDLED_DIR)
+    elif dataset.kind == "local":
+        rows = load_local(Path(str(dataset.path)))
+    else:
+        rows = load_huggingface(dataset, catalog)
+    check_scenarios(rows, catalog)
+    check_followups(rows)
+    return rows
+
+
+def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != FOLLOWUP}
+
+
+# --- subsets -------------------------------------------------------------------------
+
+
+class Subset:
+    """Part of a dataset, to try a provider or a judge for cents before the full sweep.
+
+    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, stratified by
+    norm: norms take turns, each giving its next scenario, so every norm is represented
+    before any gives a second. Order within a norm and the norms' turn order are fixed by
+    sha256 of the seed and the id, so a subset depends on the seed and the rows alone.
+    Every kept row's `source` says that it comes from a subset, and how it was chosen.
+    """
+
+    def __init__(self, where: str, limit: int | None, seed: int, ids: list[str]) -> None:
+        self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
+
+    @classmethod
+    def of(cls, dataset: DatasetConfig, ids_from: str | None = None) -> Subset:
+        """The subset a checked dataset config asks for; `ids_from`: where its ids came from."""
+        where = ids_from or f"conf/dataset/{dataset.name}.yaml"
+        return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
+
+    def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows of the subset, each with its `source` saying how it was chosen."""
+        total, notes = len(rows), []
+        if self.ids:
+            known = {row["scenario_id"] for row in rows}
+            unknown = [i for i in self.ids if i not in known]
+            if unknown:
+                raise LosonaError(
+                    f"{self.where}: 'dataset.scenario_ids': expected ids of the dataset's "
+                    f"scenarios (it has {total}, named in the scenario_id column of a full "
+                    f"fetch), found ids not in the dataset: {unknown}"
+                )
+            wanted = set(self.ids)
+            rows = [row for row in rows if row["scenario_id"] in wanted]
+            notes.append(f"{len(rows)} scenario_ids")
+        if self.limit is not None and self.limit < len(rows):
+            rows = self._stratified(rows, self.limit)
+            notes.append(f"limit {self.limit} stratified by norm, seed {self.seed}")
+        if not notes:
+            return rows
+        how = ", ".join(notes)
+        return [{**row, "source": subset_source(row["source"], total, how)} for row in rows]
+
+    def _stratified(self, rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+        def rank(value: str) -> str:
+            return hashlib.sha256(f"{self.seed}:{value}".encode()).hexdigest()
+
+        by_norm: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted(rows, key=lambda r: rank(r["scenario_id"])):
+            by_norm.setdefault(row["norm_id"], []).append(row)
+        turns = [by_norm[norm] for norm in sorted(by_norm, key=rank)]
+        kept: list[dict[str, Any]] = []
+        for depth in range(max(len(group) for group in turns)):
+            kept += [group[depth] for group in turns if depth < len(group)]
+        return kept[:limit]
+
+
+# --- bundled -------------------------------------------------------------------------
+
+
+def bundled_version(directory: Path = BUNDLED_DIR) -> str:
+    """The bundled set's name@version from its manifest, as recorded in `source`."""
+    manifest = read_yaml(directory / "manifest.yaml")
+    return f"{manifest['name']}@{manifest['version']}"
+
+
+def followup_version(directory: Path = BUNDLED_DIR) -> str:
+    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1.
+
+    Versioned apart from the scenarios (`followup_version` in the manifest): the set's
+    `version` is in every scenario row's `source`, so bumping it for the follow-ups would
+    change every output of a run that does not use them.
+    """
+    path = directory / "manifest.yaml"
+    manifest = read_yaml(path)
+    version = manifest.get("followup_version") if isinstance(manifest, dict) else None
+    if version is None:
+        raise LosonaError(
+            f"{display_path(path)}: 'followup_version': expected the version of the "
+            "follow-up material (bump it whenever a followup: block changes), found nothing"
+        )
+    return f"bundled:{manifest['name']}-followups@{version}"
+
+
+def bundled_files(directory: Path = BUNDLED_DIR) -> list[Path]:
+    """Every scenario file of the bundled set, sorted by name."""
+    return sorted(p for p in directory.glob("*.yaml") if p.name != "manifest.yaml")
+
+
+def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
+    """The bundled scenario files as contract rows, with judge fields from the catalog."""
+    source = f"bundled:{bundled_version(directory)}"
+    rows: Rows = []
+    problems: list[Problem] = []
+    for path in bundled_files(directory):
+        raw = read_yaml(path)
+        origin = display_path(path)
+        if not isinstance(raw, dict):
+            problems.append(Problem(origin, None, "(file)", "a YAML mapping", type(raw).__name__))
+            continue
+        sid = raw.get("scenario_id") if isinstance(raw.get("scenario_id"), str) else None
+        for key in sorted(set(raw) - _BUNDLED_KEYS):
+            problems.append(
+                Problem(origin, sid, key, f"one of {sorted(_BUNDLED_KEYS)}", "an unknown field")
+            )
+        if sid is not None and sid != path.stem:
+            problems.append(
+                Problem(origin, sid, "scenario_id", f"the file name '{path.stem}'", repr(sid))
+            )
+        rows.append((origin, bundled_row(raw, catalog, source)))
+    if problems:
+        raise ScenarioError(problems)
+    return rows
+
+
+def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
+    """Turn one authored scenario into a contract row: numbered turns, judge fields filled.
+
+    Turns are numbered from 1 in file order and the elicitor follows the last turn.
+    Malformed parts are passed through unchanged so the validator can name them.
+    """
+    turns = raw.get("turns")
+    if isinstance(turns, list):
+        turns = [
+            {
+                "index": i,
+                "actor": t.get("actor"),
+                "content": t.get("content"),
+                "is_demo": t.get("is_demo", False),
+            }
+            if isinstance(t, dict)
+            else t
+            for i, t in enumerate(turns, start=1)
+        ]
+    elicitor: dict[str, Any] = raw["elicitor"] if isinstance(raw.get("elicitor"), dict) else {}
+    norm = catalog.norms.get(str(raw.get("norm_id")))
+    row: dict[str, Any] = {key: raw.get(key) for key in CONTRACT_FIELDS}
+    row.update(
+        turns=turns,
+        elicitor_index=len(turns) + 1 if isinstance(turns, list) else None,
+        elicitor_actor=elicitor.get("actor"),
+        elicitor_content=elicitor.get("content"),
+        source=source,
+    )
+    if FOLLOWUP in raw:  # kept beside the row for its own checks, never in the table
+        row[FOLLOWUP] = raw[FOLLOWUP]
+    for field in JUDGE_FIELDS:
+        # The catalog is the one place for norm text; a bundled file never repeats it.
+        row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+    return row
+
+
+# --- local ---------------------------------------------------------------------------
+
+
+def load_local(path: Path) -> Rows:
+    """A user's scenario file in the contract's shape: .jsonl (one object a line) or .parquet."""
+    if not path.is_file():
+        raise LosonaError(
+            f"{path}: scenario file not found (set dataset.path to a .jsonl or .parquet file)"
+        )
+    source = f"local:{path.name}@sha256:{sha256_file(path)[:16]}"
+    if path.suffix == ".jsonl":
+        records = list(_read_jsonl(path))
+    elif path.suffix == ".parquet":
+        records = [(f"{path}:row {i + 1}", r) for i, r in enumerate(_read_parquet(path))]
+    else:
+        raise LosonaError(f"{path}: expected a .jsonl or .parquet file, found '{path.suffix}'")
+    problems: list[Problem] = []
+    rows: Rows = []
+    for origin, record in records:
+        if isinstance(record, dict):
+            sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
+            for key in sorted(set(record) - CONTRACT_FIELDS - {"source", FOLLOWUP}):
+                problems.append(
+                    Problem(
+                        origin, sid, key, "a field of the scenario contract", "an unknown field"
+                    )
+                )
+            extra = {FOLLOWUP: record[FOLLOWUP]} if record.get(FOLLOWUP) is not None else {}
+            record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
+            record |= extra
+        rows.append((origin, record))
+    if problems:
+        raise ScenarioError(problems)
+    return rows
+
+
+def _read_jsonl(path: Path) -> Iterable[tuple[str, Any]]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LosonaError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    problems: list[Problem] = []
+    records: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        origin = f"{path}:{number}"
+        try:
+            records.append((origin, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(
+                    origin,
+                    None,
+                    "(line)",
+                    "one JSON object",
+                    f"invalid JSON ({exc.msg} at column {exc.colno})",
+                )
+            )
+        except RecursionError:
+            problems.append(
+                Problem(origin, None, "(line)", "one JSON object", "JSON nested too deeply")
+            )
+    if problems:
+        raise ScenarioError(problems)
+    if not records:
+        raise LosonaError(f"{path}: no scenarios in the file")
+    return records
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        rows = pl.read_parquet(path).to_dicts()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise LosonaError(f"{path}: cannot be read as Parquet ({exc})") from None
+    if not rows:
+        raise LosonaError(f"{path}: no scenarios in the file")
+    return rows
+
+
+# --- Hugging Face ----------------------------------------------------------------------
+
+
+def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:
+    """The released set from a Hub snapshot (downloaded, or a local copy), mapped to the contract.
+
+    The release's column names are not knowable offline, so the mapping lives in
+    conf/dataset/losona_hf.yaml and every expected-but-absent column is an error that
+    names what was expected and what was found.
+    """
+    repo_id, revision = str(dataset.repo_id), str(dataset.revision)
+    local_dir = dataset.local_dir
+    if local_dir:
+        root = Path(str(local_dir))
+        if not root.is_dir():
+            raise LosonaError(f"dataset.local_dir={root}: no such folder")
+        files = _data_files(root, dataset)
+        digest = sha256_text("".join(sha256_file(f) for f in files))[:16]
+        source = f"hf:{repo_id}@{revision}:local-copy-sha256:{digest}"
+    else:
+        root = _download_snapshot(repo_id, revision)
+        files = _data_files(root, dataset)
+        # The snapshot folder is named after the exact commit the revision resolved to.
+        source = f"hf:{repo_id}@{root.name}"
+    records: list[tuple[str, dict[str, Any]]] = []
+    for path in files:
+        try:
+            frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise LosonaError(f"{path}: cannot be read as {path.suffix[1:]} data ({exc})") from None
+        records += [(f"{path}:row {i + 1}", r) for i, r in enumerate(frame.to_dicts())]
+    mapping = _Mapping(dataset, catalog, config_name=str(dataset.name))
+    return [(origin, mapping.apply(record, source)) for origin, record in records]
+
+
+def _download_snapshot(repo_id: str, revision: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision))
+    except Exception as exc:
+        raise LosonaError(
+            f"could not download the dataset {repo_id} at revision {revision} from the Hugging "
+            f"Face Hub ({type(exc).__name__}: {exc}).\n"
+            "Expected: a reachable Hub (or HF_ENDPOINT mirror) and, for a gated dataset, "
+            "HF_TOKEN in the environment.\n"
+            "To use a copy you already have, point the loader at it: "
+            "python stages/fetch.py dataset=losona_hf dataset.local_dir=/path/to/snapshot"
+        ) from None
+
+
+def _data_files(root: Path, dataset: DatasetConfig) -> list[Path]:
+    pattern = str(dataset.data_files)
+    files = sorted(p for p in root.glob(pattern) if p.is_file())
+    if not files:
+        present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())[:20]
+        raise LosonaError(
+            f"{root}: expected data files matching '{pattern}' (dataset.data_files), "
+            f"found none; files present: {present or 'none'}"
+        )
+    return files
+
+
+class _Mapping:
+    """Applies the release-to-contract column mapping of the dataset config."""
+
+    def __init__(self, dataset: DatasetConfig, catalog: Catalog, config_name: str) -> None:
+        # The schema requires the three mappings of kind huggingface.
+        self.columns: dict[str, str] = dict(dataset.columns or {})
+        self.turn_fields: dict[str, str] = dict(dataset.turn_fields or {})
+        self.cast_fields: dict[str, str] = dict(dataset.cast_fields or {})
+        self.from_catalog: list[str] = list(dataset.fill_from_catalog)
+        self.elicitor_is_last_turn = dataset.elicitor_is_last_turn
+        self.catalog = catalog
+        self.where = f"conf/dataset/{config_name}.yaml"
+
+    def _get(self, record: Mapping[str, Any], column: str, field: str, origin: str) -> Any:
+        if column not in record:
+            raise LosonaError(
+                f"{origin}: expected the release column '{column}' (mapped to the contract "
+                f"field '{field}' in {self.where}), found columns {sorted(record)}. Fix the "
+                f"mapping in {self.where} or point the loader at a local copy with "
+                "dataset.local_dir=..."
+            )
+        return record[column]
+
+    def apply(self, record: Mapping[str, Any], source: str) -> dict[str, Any]:
+        origin = str(record.get(self.columns.get("scenario_id", ""), "?"))
+        row: dict[str, Any] = {
+            field: self._get(record, column, field, origin)
+            for field, column in self.columns.items()
+        }
+        # Anything but a list is passed through unchanged, for the validator to name.
+        if isinstance(row["cast"], list):
+            row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"]]
+        if isinstance(row["turns"], list):
+            row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"]]
+        turns = row["turns"]
+        if self.elicitor_is_last_turn and isinstance(turns, list) and turns:
+            if not isinstance(turns[-1], Mapping):
+                raise LosonaError(
+                    f"{origin}: the last turn is the elicitor (elicitor_is_last_turn in "
+                    f"{self.where}), so it must be a mapping with index, actor and content, "
+                    f"found {turns[-1]!r:.60}"
+                )
+            last = turns.pop()
+            row.update(
+                elicitor_index=last["index"],
+                elicitor_actor=last["actor"],
+                elicitor_content=last["content"],
+            )
+        norm = self.catalog.norms.get(str(row.get("norm_id")))
+        for field in self.from_catalog:
+            row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+        row.setdefault("end_goal", None)
+        row["source"] = source
+        return row
+
+    def _sub(self, item: Any, fields: Mapping[str, str], name: str, origin: str) -> Any:
+        if not isinstance(item, Mapping):
+            return item
+        return {
+            field: self._get(item, column, f"{name}.{field}", origin)
+            for field, column in fields.items()
+        }

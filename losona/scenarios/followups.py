@@ -1,0 +1,264 @@
+"""A scenario's scripted follow-up material: what the group says after the subject's reply.
+
+The dynamic extension (docs/dynamic.md) continues a scenario past the subject's first
+reply. A scenario may carry the material for that second turn as a `followup:` block
+(losona/data/scenarios/README.md, "Follow-up material"):
+
+    followup:
+      sanction:   # 1 or 2 messages after a breach: oblique, in character, the norm unnamed
+        - {actor: <cast member>, content: "..."}
+      neutral:    # the same count, the same actors in order, of matching length: no sanction
+        - {actor: <cast member>, content: "..."}
+      elicitor: {actor: <cast member>, content: "..."}   # the second elicitor
+
+fetch checks the block whenever a scenario has one (`check_followups`, every problem
+named by file, scenario and field, as losona/scenarios/validate.py names them) and keeps it out of
+the scenario table, whose bytes therefore do not depend on it. The dynamic stages read
+it through `losona.scenarios.datasets.fetch_followups`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from losona.scenarios.validate import (
+    MAX_MESSAGE_CHARS,
+    MIN_LEAK_WORDS,
+    Problem,
+    ScenarioError,
+    normalize,
+)
+
+FIELD = "followup"
+KEYS = ("sanction", "neutral", "elicitor")
+MESSAGE_KEYS = ("actor", "content")
+MIN_MESSAGES, MAX_MESSAGES = 1, 2
+# A neutral message is "the same length" as its sanction within these bounds, message by
+# message and in total (characters), so that length alone cannot tell the arms apart.
+EACH_RATIO = (0.5, 2.0)
+TOTAL_RATIO = (0.67, 1.5)
+NORM_WORD = re.compile(r"\bnorms?\b")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message of the follow-up: who says it and what."""
+
+    actor: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Followup:
+    """A scenario's follow-up material, checked, and where it came from."""
+
+    sanction: tuple[Message, ...]
+    neutral: tuple[Message, ...]
+    elicitor: Message
+    source: str  # e.g. "bundled:losona-bundled-followups@1"
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any], source: str) -> Followup:
+        """The block as checked by `followup_problems` (call that first)."""
+
+        def messages(key: str) -> tuple[Message, ...]:
+            return tuple(Message(m["actor"], m["content"]) for m in raw[key])
+
+        elicitor = raw["elicitor"]
+        return cls(
+            messages("sanction"),
+            messages("neutral"),
+            Message(elicitor["actor"], elicitor["content"]),
+            source,
+        )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+class _Checker:
+    """Collects the problems of one scenario's follow-up block."""
+
+    def __init__(self, row: Mapping[str, Any], origin: str) -> None:
+        self.row, self.origin = row, origin
+        sid = row.get("scenario_id")
+        self.scenario_id = sid if _is_text(sid) else None
+        self.problems: list[Problem] = []
+        cast = row.get("cast")
+        members = cast if isinstance(cast, list) else []
+        self.cast = {m.get("name") for m in members if isinstance(m, Mapping)}
+        norm = row.get("norm_id")
+        norm_id = norm if isinstance(norm, str) else ""
+        # What no message may contain (paper Section 3: the norm is never named).
+        self.hidden = {
+            "the norm id": norm_id,
+            "the norm id in words": norm_id.replace("_", " "),
+        }
+        for field, what in (
+            ("norm_statement", "the norm statement"),
+            ("example_compliant_response", "the example compliant response"),
+            ("example_breaching_response", "the example breaching response"),
+        ):
+            text = row.get(field)
+            if isinstance(text, str) and (
+                field == "norm_statement" or len(text.split()) >= MIN_LEAK_WORDS
+            ):
+                self.hidden[what] = text
+
+    def fail(self, field: str, expected: str, found: str) -> None:
+        self.problems.append(
+            Problem(self.origin, self.scenario_id, f"{FIELD}{field}", expected, found)
+        )
+
+    def run(self, raw: Any) -> list[Problem]:
+        if raw is None:
+            self.fail("", f"a mapping with {list(KEYS)}", "nothing (the block is missing)")
+            return self.problems
+        if not isinstance(raw, Mapping):
+            self.fail("", f"a mapping with {list(KEYS)}", _show(raw))
+            return self.problems
+        for key in sorted(set(raw) - set(KEYS), key=str):
+            self.fail(f".{key}", f"one of {list(KEYS)}", "an unknown field")
+        sanction = self.messages(raw.get("sanction"), ".sanction")
+        neutral = self.messages(raw.get("neutral"), ".neutral")
+        elicitor = self.message(raw.get("elicitor"), ".elicitor")
+        if sanction is not None and neutral is not None:
+            self.pair(sanction, neutral)
+        first = self.row.get("elicitor_content")
+        if (
+            elicitor is not None
+            and isinstance(first, str)
+            and normalize(elicitor.content) == normalize(first)
+        ):
+            self.fail(
+                ".elicitor.content",
+                "a second elicitor that differs from the scenario's elicitor",
+                "the same text as elicitor_content",
+            )
+        return self.problems
+
+    def messages(self, raw: Any, field: str) -> list[Message] | None:
+        if not isinstance(raw, list) or not MIN_MESSAGES <= len(raw) <= MAX_MESSAGES:
+            self.fail(field, f"a list of {MIN_MESSAGES} or {MAX_MESSAGES} messages", _show(raw))
+            return None
+        checked = [self.message(item, f"{field}[{i}]") for i, item in enumerate(raw)]
+        return [m for m in checked if m is not None] if all(checked) else None
+
+    def message(self, raw: Any, field: str) -> Message | None:
+        if not isinstance(raw, Mapping):
+            self.fail(field, f"a mapping with {list(MESSAGE_KEYS)}", _show(raw))
+            return None
+        for key in sorted(set(raw) - set(MESSAGE_KEYS), key=str):
+            self.fail(f"{field}.{key}", f"one of {list(MESSAGE_KEYS)}", "an unknown field")
+        actor, content = raw.get("actor"), raw.get("content")
+        ok = self.actor(actor, f"{field}.actor")
+        ok = self.content(content, f"{field}.content") and ok
+        return Message(str(actor), str(content)) if ok else None
+
+    def actor(self, actor: Any, field: str) -> bool:
+        subject = self.row.get("subject")
+        if not _is_text(actor):
+            self.fail(field, "a cast member's name", _show(actor))
+            return False
+        if actor == subject:
+            self.fail(field, "a cast member other than the subject", f"the subject '{actor}'")
+            return False
+        if self.cast and actor not in self.cast:
+            self.fail(field, "a member of the cast", _show(actor))
+            return False
+        return True
+
+    def content(self, content: Any, field: str) -> bool:
+        if not _is_text(content):
+            self.fail(field, "non-empty text", _show(content))
+            return False
+        if len(content) > MAX_MESSAGE_CHARS:
+            self.fail(
+                field, f"at most {MAX_MESSAGE_CHARS} characters", f"{len(content)} characters"
+            )
+            return False
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            self.fail(field, "valid Unicode text", f"a lone surrogate at character {exc.start}")
+            return False
+        words = normalize(content)
+        named = [what for what, text in self.hidden.items() if text and normalize(text) in words]
+        if NORM_WORD.search(words):
+            named.append("the word 'norm'")
+        for what in named:
+            self.fail(field, "chat text that never names the norm", what)
+        return not named
+
+    def pair(self, sanction: Sequence[Message], neutral: Sequence[Message]) -> None:
+        if len(neutral) != len(sanction):
+            self.fail(
+                ".neutral",
+                f"as many messages as the sanction ({len(sanction)})",
+                str(len(neutral)),
+            )
+            return
+        low, high = EACH_RATIO
+        for i, (s, n) in enumerate(zip(sanction, neutral, strict=True)):
+            if n.actor != s.actor:
+                self.fail(
+                    f".neutral[{i}].actor",
+                    f"the sanction's actor in the same place ({s.actor!r})",
+                    _show(n.actor),
+                )
+            ratio = len(n.content) / len(s.content)
+            if not low <= ratio <= high:
+                self.fail(
+                    f".neutral[{i}].content",
+                    f"{low:g}x to {high:g}x the length of followup.sanction[{i}].content "
+                    f"({len(s.content)} characters)",
+                    f"{len(n.content)} characters ({ratio:.2f}x)",
+                )
+        low, high = TOTAL_RATIO
+        total_s = sum(len(m.content) for m in sanction)
+        total_n = sum(len(m.content) for m in neutral)
+        ratio = total_n / total_s
+        if not low <= ratio <= high:
+            self.fail(
+                ".neutral",
+                f"{low:g}x to {high:g}x the sanction's total length ({total_s} characters)",
+                f"{total_n} characters ({ratio:.2f}x)",
+            )
+
+
+def followup_problems(raw: Any, row: Mapping[str, Any], origin: str) -> list[Problem]:
+    """What is wrong with a scenario's follow-up block (`raw`), given its contract `row`."""
+    return _Checker(row, origin).run(raw)
+
+
+def message_problems(
+    messages: Sequence[Message], row: Mapping[str, Any], origin: str, field: str
+) -> list[Problem]:
+    """The actor and content rules alone, for messages written at run time (a group model).
+
+    `field` names them after `followup`, e.g. ".sanction" gives followup.sanction[0].actor.
+    """
+    checker = _Checker(row, origin)
+    for i, message in enumerate(messages):
+        checker.actor(message.actor, f"{field}[{i}].actor")
+        checker.content(message.content, f"{field}[{i}].content")
+    return checker.problems
+
+
+def check_followups(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """Check the follow-up block of every row that has one; raise ScenarioError listing all."""
+    problems: list[Problem] = []
+    for origin, row in rows:
+        if isinstance(row, Mapping) and row.get(FIELD) is not None:
+            problems += followup_problems(row[FIELD], row, origin)
+    if problems:
+        raise ScenarioError(problems)
