@@ -139,7 +139,7 @@ def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
 
 
 # polars writes a table of up to this many rows as one row group (its streaming Parquet sink
-# aims at 122,880 rows a group), so most tables need no probe; tests/test_io.py checks it.
+# aims at 122,880 rows a group), so most tables need no probe; tests/test_files.py checks it.
 ONE_ROW_GROUP = 122_880
 
 
@@ -148,7 +148,7 @@ def row_group_sizes(rows: int) -> tuple[int, ...]:
     """The rows of each row group polars writes a table of `rows` rows in (one chunk).
 
     Past ONE_ROW_GROUP, asked of polars itself by writing a column of that many nulls: how
-    it cuts a table depends on the number of rows alone, not on the columns (tests/test_io.py
+    it cuts a table depends on the number of rows alone, not on the columns (tests/test_files.py
     checks that the chunked writer gives the same bytes).
     """
     if rows <= ONE_ROW_GROUP:
