@@ -153,8 +153,8 @@ def test_three_prices_from_litellms_map_and_from_a_config() -> None:
     assert rates.cost(Usage(1000, 10, cache_read_tokens=1000)) == pytest.approx((100 + 20) / 1e6)
     assert rates.batch is None
     assert rates.batch_basis == "a server of your own: batch at its list price"
-    # A config's list price is computed exactly as before caching was known.
-    assert rates.list_cost(Usage(7, 3)) == mine.price.cost(7, 3)  # type: ignore[union-attr]
+    # A config's list price: input and output tokens at the config's prices per million.
+    assert rates.list_cost(Usage(7, 3)) == pytest.approx((7 * 1.0 + 3 * 2.0) / 1e6)
 
     found = estimate(rates, [1000, 1000], 10, plan_reuse([user(LONG)] * 2, content_words, OPENAI))
     assert found.list_usd > found.caching_usd and found.reusing == 1

@@ -73,12 +73,6 @@ class Price(Schema):
     # What a prompt token read from the provider's prompt cache costs; None: the input price.
     cached_input_usd_per_mtok: Dollars | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """The list cost in dollars of one call with these token counts."""
-        return (
-            prompt_tokens * self.input_usd_per_mtok + completion_tokens * self.output_usd_per_mtok
-        ) / 1e6
-
 
 class ModelSpec(Schema):
     """One model as a config describes it (conf/model/*.yaml, or a judge's `model:` node)."""
