@@ -49,7 +49,7 @@ import yaml
 
 from losona.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.files import read_parquet, write_parquet
-from losona.scenarios.datasets import fetch_scenarios
+from losona.testing.synthetic import synthetic_scenarios
 
 REPO = Path(__file__).resolve().parents[1]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
@@ -60,17 +60,6 @@ CONCURRENCY = 64
 MEMORY_TARGET_MB = 1024
 GROWTH_TARGET_KB = 2.0  # a cell's peak memory per extra call, beyond its own tables
 CALLS_PER_S_TARGET = 200  # 240,000 subject and judge calls in 20 minutes
-
-
-def synthetic_scenarios(n: int) -> pl.DataFrame:
-    """N valid scenarios: the bundled set repeated, each copy with its own id and channel."""
-    bundled = fetch_scenarios({"name": "bundled", "kind": "bundled"})
-    copies = pl.concat([bundled] * -(-n // bundled.height)).head(n)
-    index = pl.int_range(n, eager=True).cast(pl.String).str.zfill(5)
-    return copies.with_columns(
-        scenario_id=pl.col("scenario_id") + "__synthetic_" + index,
-        channel_description=pl.col("channel_description") + " (thread " + index + ")",
-    ).sort("scenario_id")
 
 
 def model_node(name: str, url: str) -> dict[str, object]:

@@ -20,15 +20,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polars as pl
 import pytest
 import yaml
 
 from losona.files import write_parquet
 from losona.prompts.render import render_prompts
-from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
+from losona.testing.synthetic import synthetic_scenarios
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL, LARGE = 150, 450  # scenarios, three trials each: 900 extra calls per cell
@@ -53,17 +52,6 @@ for output in outputs:
 """
 
 
-def scenarios(n: int) -> pl.DataFrame:
-    """N valid scenarios: the bundled set repeated, each copy with its own id and channel."""
-    bundled = fetch_scenarios({"name": "bundled", "kind": "bundled"})
-    copies = pl.concat([bundled] * -(-n // bundled.height)).head(n)
-    index = pl.int_range(n, eager=True).cast(pl.String).str.zfill(5)
-    return copies.with_columns(
-        scenario_id=pl.col("scenario_id") + "__copy_" + index,
-        channel_description=pl.col("channel_description") + " (thread " + index + ")",
-    ).sort("scenario_id")
-
-
 def workspace(root: Path, n: int, url: str) -> None:
     """The repo's conf with a subject and an LLM judge served by the test server; N
     scenarios and their naive prompts, as fetch and render write them."""
@@ -82,7 +70,7 @@ def workspace(root: Path, n: int, url: str) -> None:
     (root / "conf" / "judge" / "judge.yaml").write_text(yaml.safe_dump(judge))
     sweep = {"models": ["subject"], "conditions": ["naive"], "judges": ["judge"]}
     (root / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": sweep}))
-    table = scenarios(n)
+    table = synthetic_scenarios(n)
     write_parquet(table, root / "data" / "scenarios.parquet")
     write_parquet(render_prompts(table, ["naive"]), root / "data" / "prompts.parquet")
 
