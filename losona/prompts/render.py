@@ -106,7 +106,7 @@ def render_prompts(scenarios: pl.DataFrame, conditions: Sequence[str]) -> pl.Dat
 
 def render_table(scenarios: pl.DataFrame, conditions: Sequence[str]) -> Chunks:
     """`render_prompts`, for writing: made a chunk of rows at a time, in the table's order, as
-    it is written, so that no list of every prompt is ever held (io.Chunks)."""
+    it is written, so that no list of every prompt is ever held (files.Chunks)."""
     if not conditions:
         raise LosonaError("render: no conditions to render (sweep.conditions is empty)")
     # Row r is scenario r // len(conditions) under condition r % len(conditions).
