@@ -756,7 +756,7 @@ def table(rows: Sequence[Mapping[str, Any]], schema: pl.Schema, sort_by: list[st
 def row_order(keys: pl.DataFrame, sort_by: list[str]) -> pl.Series:
     """The order `table(rows, schema, sort_by)` puts rows in, from their sort columns alone.
 
-    For a table made a chunk at a time (io.Chunks): its rows are made in this order.
+    For a table made a chunk at a time (files.Chunks): its rows are made in this order.
     """
     return keys.with_row_index("row").sort(sort_by, maintain_order=True)["row"]
 

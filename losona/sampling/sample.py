@@ -89,7 +89,7 @@ def plan_sweep(
 class Sampled:
     """One cell's responses and the calls they were built from (published with the run).
 
-    Each is made a chunk at a time from the call cache as it is written (io.Chunks), so a
+    Each is made a chunk at a time from the call cache as it is written (files.Chunks), so a
     cell of any size never holds every reply at once; `.collect()` gives a DataFrame.
     """
 
