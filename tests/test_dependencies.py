@@ -6,7 +6,9 @@ imports (with `ast`, transitively inside `losona/`, package `__init__.py` files 
 imports inside functions too) and checks that a dependency of the stage covers each
 module file: the file itself or a folder above it. Both pipelines are checked:
 `dvc.yaml` (deps relative to the repository root) and the generation project's
-`generation/dvc.yaml` (relative to `generation/`).
+`generation/dvc.yaml` (relative to `generation/`). The same walk finds import circles: no
+module may import one that imports it back (before #24: models' batch, calls and runlog,
+and the test server with the scripted judge).
 """
 
 from __future__ import annotations
@@ -150,3 +152,72 @@ def test_a_removed_dependency_is_named_with_its_stage(
     # The copy's relative deps are read as if it sat where the original does.
     problems = missing_deps(copy, PIPELINES[pipeline])
     assert f"dvc.yaml: stage {stage} does not depend on {module}" in problems
+
+
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+    """Which `losona` modules each module imports, anywhere in its file (functions too).
+
+    `from a.b import c` is an import of module `a.b.c` when that is a module, else of `a.b`.
+    A module's own packages are left out: Python runs them before any module in them, so
+    `from losona.models import pricing` inside losona.models is no circle.
+    """
+    files = {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in (root / PACKAGE).rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        imported = set()
+        for name in imported_modules(path):
+            while name and name not in files:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                imported.add(name)
+        graph[module] = imported
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each set of modules that import one another, round and back (size 2 or more)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            component = []
+            while (top := stack.pop()) != module:
+                component.append(top)
+            if component:
+                found.append(sorted([module, *component]))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_a_circle_is_found_also_through_an_import_inside_a_function(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "__init__.py").write_text("from losona.models.calls import send\n")
+    (package / "models" / "calls.py").write_text("from losona.models import batch\n")
+    (package / "models" / "batch.py").write_text(
+        "def go():\n    from losona.models.calls import send\n"
+    )
+    (package / "files.py").write_text("from losona.models import calls\n")
+    assert circles(import_graph(tmp_path)) == [["losona.models.batch", "losona.models.calls"]]
