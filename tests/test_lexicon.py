@@ -61,28 +61,40 @@ def test_every_catalog_norm_has_documented_rules() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda r: r["norms"].pop("binary_answer_norm"), "missing: ['binary_answer_norm']"),
-        (lambda r: r.pop("every_norm"), "expected exactly the top-level keys"),
-        (lambda r: r["norms"].update(made_up_norm=[]), "unknown: ['made_up_norm']"),
+        (
+            lambda r: r["norms"].pop("binary_answer_norm"),
+            "'norms.binary_answer_norm': expected the rules of this norm of the catalog",
+        ),
+        (
+            lambda r: r.pop("every_norm"),
+            "'every_norm': expected a list of rules (each a mapping with id, checks and one test), "
+            "found nothing",
+        ),
+        (
+            lambda r: r["norms"].update(made_up_norm=[]),
+            "'norms.made_up_norm': expected a mapping of norm ids to non-empty lists of rules",
+        ),
         (
             lambda r: r["norms"]["binary_answer_norm"][0].update(forbid=["x"]),
-            "norms.binary_answer_norm[0]: expected keys id, checks and exactly one of",
+            "'norms.binary_answer_norm.0': expected exactly one test of",
         ),
         (
             lambda r: r["norms"]["no_apology_culture_norm"][0].update(forbid=["{nonsense}"]),
-            "(no_apology) forbid: pattern '{nonsense}' names an unknown list 'nonsense'",
+            "'norms.no_apology_culture_norm.0.forbid.0': expected a pattern naming only lists",
         ),
         (
             lambda r: r["norms"]["no_apology_culture_norm"][0].update(forbid=["(unclosed"]),
-            "pattern '(unclosed' is not a valid regex",
+            "'norms.no_apology_culture_norm.0.forbid.0': expected a valid regular expression, "
+            "found '(unclosed'",
         ),
         (
             lambda r: r["norms"]["extreme_conciseness_norm"][0].update(max_words="ten"),
-            "(short): max_words must be a whole number, found 'ten'",
+            "'norms.extreme_conciseness_norm.0.max_words': expected an integer of at least 0, "
+            "found 'ten'",
         ),
         (
             lambda r: r["norms"]["binary_answer_norm"][0].pop("checks"),
-            "'checks' must be non-empty text",
+            "'norms.binary_answer_norm.0.checks': expected non-empty text, found nothing",
         ),
     ],
 )
@@ -93,6 +105,16 @@ def test_a_broken_rules_file_is_refused_with_the_place_named(edit: Any, message:
         parse_rules(raw, load_catalog())
     assert message in str(error.value)
     assert str(RULES_PATH) in str(error.value)
+
+
+def test_rules_for_a_norm_the_catalog_lacks_are_refused_with_the_norm_named() -> None:
+    raw = raw_rules()
+    raw["norms"]["made_up_norm"] = raw["norms"]["binary_answer_norm"]
+    with pytest.raises(LosonaError) as error:
+        parse_rules(raw, load_catalog())
+    assert str(error.value) == (
+        f"{RULES_PATH}: 'norms.made_up_norm': expected a norm of the catalog, found a norm it lacks"
+    )
 
 
 def test_text_drops_apostrophes_but_evidence_quotes_the_original() -> None:
@@ -388,12 +410,15 @@ def test_a_rule_can_count_a_negated_cue_when_its_norm_says_so() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda r: r["scope"].update(window="four"), "scope.window: expected a whole number"),
-        (lambda r: r["uptake"].pop("cues"), "uptake: expected exactly the keys"),
+        (
+            lambda r: r["scope"].update(window="four"),
+            "'scope.window': expected an integer of at least 1, found 'four'",
+        ),
+        (lambda r: r["uptake"].pop("cues"), "'uptake.cues': expected a non-empty list of patterns"),
         (lambda r: r["uptake"]["cues"].append("{nonsense}"), "names an unknown list 'nonsense'"),
         (
             lambda r: r["norms"]["binary_answer_norm"][0].update(negatable="no"),
-            "(bare_yes_or_no): negatable must be true or false",
+            "'norms.binary_answer_norm.0.negatable': expected true or false, found 'no'",
         ),
     ],
 )

@@ -123,10 +123,10 @@ def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | No
     """The schema holding the last field of `loc`, and that field's description."""
     model: type[BaseModel] | None = schema
     description = None
-    keyed = False  # the last field is a mapping or list of schemas: `part` is a key or index
+    keys = 0  # keys or indices still to pass before `part` names a field of `model` again
     for part in loc:
-        if keyed:
-            keyed = False
+        if keys:
+            keys -= 1
             continue  # the item's own schema applies to what follows
         if model is None:
             break  # inside a list or mapping: the enclosing field's words still apply
@@ -136,8 +136,20 @@ def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | No
         annotation = fields[part].annotation
         description = fields[part].description
         model = _model_in(annotation)
-        keyed = model is not None and get_origin(annotation) in (dict, list, tuple)
+        keys = _depth(annotation) if model is not None else 0
     return model, description
+
+
+def _depth(annotation: Any) -> int:
+    """How many keys or indices stand between a field and the schema it holds.
+
+    0 for a schema, 1 for a list or mapping of schemas, 2 for a mapping of lists of them.
+    """
+    origin = get_origin(annotation)
+    if origin in (dict, list, tuple):
+        return 1 + _depth(get_args(annotation)[-1 if origin is dict else 0])
+    # `X | None` or `Annotated[X, ...]`: what X holds.
+    return max((_depth(arg) for arg in get_args(annotation)), default=0)
 
 
 def _described(schema: type[BaseModel], loc: list[str]) -> str | None:

@@ -1,6 +1,8 @@
 """The lexicon judge's rules: the rules file read and checked, and one rule applied.
 
-The rules live in `losona/data/lexicon.yaml` (its header explains the format). A rule
+The rules live in `losona/data/lexicon.yaml` (its header explains the format); it is
+checked by pydantic schemas through the config checker (losona/config/), so a broken rule
+is refused in one line naming the file and the dotted place of the field. A rule
 tests a reply's normalised text (`Text`): a banned or required cue, or a word count; a
 `Scope` says when the speaker negates a cue ("no silver lining", "not sorry"), which then
 does not count; `Uptake` holds what the uptake check (losona/judges/uptake.py) reads.
@@ -15,20 +17,20 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
+
+from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
 from losona.catalog import Catalog, load_catalog
+from losona.config.checker import Refusal, check
+from losona.config.values import Count, Flag, Schema, WholeNumber
+from losona.config.values import Text as NonEmptyText  # `Text` here is a reply as rules see it
 from losona.errors import LosonaError
 from losona.files import read_yaml
 
 RULES_PATH = Path(str(resources.files("losona") / "data" / "lexicon.yaml"))
 
 _TESTS = ("forbid", "require", "max_words", "min_words")
-_TOP_LEVEL = ("version", "lists", "scope", "uptake", "every_norm", "norms")
-_SCOPE_KEYS = ("window", "negators", "conditionals", "clause_break")
-_UPTAKE_PATTERNS = ("filler", "cues")
-_UPTAKE_WORDS = ("common_words", "english", "other_language")
-_UPTAKE_NUMBERS = ("echo_min_words", "whole_echo_min_words", "stem_prefix", "terse_max_words")
 _LIST_REFERENCE = re.compile(r"\{([a-z_]+)\}")
 # Filled per case with the names of everyone else in the chat, and with the name of the
 # reply's own author (see the rules file).
@@ -181,158 +183,218 @@ def filled(source: str, members: tuple[str, ...], subject: str) -> re.Pattern[st
     )
 
 
-def _expand(pattern: Any, lists: Mapping[str, list[str]], where: str) -> str:
+def _expand(pattern: str, lists: Mapping[str, Sequence[str]]) -> str:
     """A pattern with its list references spelled out, checked to compile."""
-    if not isinstance(pattern, str) or not pattern:
-        raise LosonaError(f"{where}: expected a pattern (non-empty text), found {pattern!r}")
 
     def expand(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in (MEMBERS[1:-1], SUBJECT[1:-1]):
             return match.group(0)
         if name not in lists:
-            raise LosonaError(f"{where}: pattern {pattern!r} names an unknown list '{name}'")
+            raise Refusal(
+                f"a pattern naming only lists under 'lists' (or {MEMBERS}, {SUBJECT})",
+                f"{pattern!r}, which names an unknown list '{name}'",
+            )
         return "(?:" + "|".join(f"(?:{entry})" for entry in lists[name]) + ")"
 
     source = _LIST_REFERENCE.sub(expand, pattern)
     try:
         compiled(source, ("someone",), "author")
     except re.error as exc:
-        raise LosonaError(f"{where}: pattern {pattern!r} is not a valid regex ({exc})") from None
+        raise Refusal("a valid regular expression", f"{pattern!r} ({exc})") from None
     return source
 
 
-def _rule(raw: Any, lists: Mapping[str, list[str]], where: str) -> Rule:
-    if not isinstance(raw, dict):
-        raise LosonaError(f"{where}: expected a mapping with id, checks and one test")
-    unknown = set(raw) - {"id", "checks", "negatable", *_TESTS}
-    tests = [key for key in _TESTS if key in raw]
-    if unknown or len(tests) != 1:
-        raise LosonaError(
-            f"{where}: expected keys id, checks and exactly one of {list(_TESTS)} "
-            f"(and optionally negatable), found {sorted(raw)}"
-        )
+# -- the rules file as written, checked by the config checker (losona/config/) -----------
 
-    for key in ("id", "checks"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise LosonaError(f"{where}: '{key}' must be non-empty text, found {raw.get(key)!r}")
-    where = f"{where} ({raw['id']})"
-    negatable = raw.get("negatable", True)
-    if not isinstance(negatable, bool):
-        raise LosonaError(f"{where}: negatable must be true or false, found {negatable!r}")
-    test = tests[0]
-    value = raw[test]
+# Lists, not tuples: pydantic counts only a tuple's valid items against its min_length, so
+# one bad pattern would also be reported as a list too short.
+Pattern = Annotated[StrictStr, Field(min_length=1)]
+PATTERNS = "a non-empty list of patterns (each non-empty text)"
+Patterns = Annotated[list[Pattern], Field(min_length=1, description=PATTERNS)]
+Words = Annotated[
+    list[Annotated[StrictStr, Field(min_length=1)]],
+    Field(description="a list of words (each non-empty text)"),
+]
+WORD_COUNT = "an integer of at least 0"
+EACH_RULE = "each a mapping with id, checks and one test"
+
+
+class _RuleEntry(Schema):
+    """One rule as written: an id, a checks line and exactly one test (see the file's header)."""
+
+    id: NonEmptyText
+    checks: NonEmptyText
+    negatable: Flag = True
+    forbid: Annotated[Patterns | None, Field(description=PATTERNS)] = None
+    require: Annotated[Patterns | None, Field(description=PATTERNS)] = None
+    max_words: Annotated[WholeNumber | None, Field(description=WORD_COUNT)] = None
+    min_words: Annotated[WholeNumber | None, Field(description=WORD_COUNT)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_test(cls, node: Any) -> Any:
+        if isinstance(node, Mapping):
+            tests = [key for key in _TESTS if key in node]
+            if len(tests) != 1:
+                raise Refusal(f"exactly one test of {list(_TESTS)}", f"{tests}")
+        return node
+
+    @field_validator(*_TESTS, mode="before")
+    @classmethod
+    def _not_null(cls, value: Any, info: ValidationInfo) -> Any:
+        # None stands for a test not written (the default); a test written as null is refused.
+        if value is None:
+            raise Refusal(cls.model_fields[str(info.field_name)].description or "a value")
+        return value
+
+    @property
+    def test(self) -> str:
+        """The rule's one test (the validator above made sure there is exactly one)."""
+        return next(key for key in _TESTS if getattr(self, key) is not None)
+
+
+class _ScopeEntry(Schema):
+    """When a cue counts as negated (see Scope)."""
+
+    window: Count
+    negators: Words
+    conditionals: Words
+    clause_break: Annotated[Pattern, Field(description="a regular expression (non-empty text)")]
+
+    @field_validator("clause_break")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise Refusal("a valid regular expression", f"{pattern!r} ({exc})") from None
+        return pattern
+
+
+class _UptakeEntry(Schema):
+    """What the uptake check reads (see Uptake)."""
+
+    filler: Patterns
+    cues: Patterns
+    common_words: Words
+    english: Words
+    other_language: Words
+    echo_min_words: Count
+    whole_echo_min_words: Count
+    stem_prefix: Count
+    terse_max_words: Count
+
+
+class _RulesFile(Schema):
+    """The rules file as written: checked by the config checker, like every config."""
+
+    version: NonEmptyText
+    lists: Annotated[
+        dict[StrictStr, Patterns],
+        Field(description="a mapping of list names to non-empty lists of patterns"),
+    ]
+    scope: _ScopeEntry
+    uptake: _UptakeEntry
+    every_norm: Annotated[list[_RuleEntry], Field(description=f"a list of rules ({EACH_RULE})")]
+    norms: Annotated[
+        dict[StrictStr, Annotated[list[_RuleEntry], Field(min_length=1)]],
+        Field(description=f"a mapping of norm ids to non-empty lists of rules ({EACH_RULE})"),
+    ]
+
+    @model_validator(mode="after")
+    def _patterns_expand(self) -> Self:
+        # A list reference names a list of this file, and every pattern compiles.
+        for key, pattern in self.patterns():
+            try:
+                _expand(pattern, self.lists)
+            except Refusal as refusal:
+                raise Refusal(refusal.expected, refusal.found, key) from None
+        return self
+
+    def patterns(self) -> list[tuple[str, str]]:
+        """Every pattern of the rules and the uptake check, with its dotted place."""
+        placed = [
+            (f"uptake.{name}.{i}", pattern)
+            for name in ("filler", "cues")
+            for i, pattern in enumerate(getattr(self.uptake, name))
+        ]
+        rules = [(f"every_norm.{i}", rule) for i, rule in enumerate(self.every_norm)] + [
+            (f"norms.{norm_id}.{i}", rule)
+            for norm_id, norm_rules in self.norms.items()
+            for i, rule in enumerate(norm_rules)
+        ]
+        for where, rule in rules:
+            for test in ("forbid", "require"):
+                for i, pattern in enumerate(getattr(rule, test) or ()):
+                    placed.append((f"{where}.{test}.{i}", pattern))
+        return placed
+
+
+def _rule(entry: _RuleEntry, lists: Mapping[str, Sequence[str]]) -> Rule:
+    test = entry.test
     if test in ("max_words", "min_words"):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise LosonaError(f"{where}: {test} must be a whole number, found {value!r}")
-        return Rule(raw["id"], raw["checks"], test, limit=value)
-    if not isinstance(value, list) or not value:
-        raise LosonaError(f"{where}: {test} must be a non-empty list of patterns")
-    sources = tuple(_expand(p, lists, f"{where} {test}") for p in value)
-    return Rule(raw["id"], raw["checks"], test, sources=sources, negatable=negatable)
+        return Rule(entry.id, entry.checks, test, limit=getattr(entry, test))
+    sources = tuple(_expand(pattern, lists) for pattern in getattr(entry, test))
+    return Rule(entry.id, entry.checks, test, sources=sources, negatable=entry.negatable)
 
 
-def _words_list(raw: Any, where: str) -> frozenset[str]:
-    if not isinstance(raw, list) or not all(isinstance(w, str) and w for w in raw):
-        raise LosonaError(f"{where}: expected a list of words")
-    return frozenset(Text.of(w).normalized.lower() for w in raw)
+def _words(words: Sequence[str]) -> frozenset[str]:
+    return frozenset(Text.of(word).normalized.lower() for word in words)
 
 
-def _whole_number(raw: Any, where: str) -> int:
-    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
-        raise LosonaError(f"{where}: expected a whole number of at least 1, found {raw!r}")
-    return raw
-
-
-def _keys(raw: Any, keys: Sequence[str], where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict) or set(raw) != set(keys):
-        found = sorted(raw) if isinstance(raw, dict) else raw
-        raise LosonaError(f"{where}: expected exactly the keys {sorted(keys)}, found {found}")
-    return raw
-
-
-def _scope(raw: Any, origin: Path) -> Scope:
-    raw = _keys(raw, _SCOPE_KEYS, f"{origin}: scope")
-    conditionals = _words_list(raw["conditionals"], f"{origin}: scope.conditionals")
-    pattern = raw["clause_break"]
-    if not isinstance(pattern, str) or not pattern:
-        raise LosonaError(f"{origin}: scope.clause_break: expected a pattern")
-    try:
-        clause_break = re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise LosonaError(f"{origin}: scope.clause_break is not a valid regex ({exc})") from None
+def _scope(entry: _ScopeEntry) -> Scope:
+    conditionals = _words(entry.conditionals)
     return Scope(
-        window=_whole_number(raw["window"], f"{origin}: scope.window"),
-        negators=_words_list(raw["negators"], f"{origin}: scope.negators"),
+        window=entry.window,
+        negators=_words(entry.negators),
         conditionals=re.compile(
             r"\b(?:" + "|".join(re.escape(c) for c in sorted(conditionals)) + r")\b",
             re.IGNORECASE,
         ),
-        clause_break=clause_break,
+        clause_break=re.compile(entry.clause_break, re.IGNORECASE),
     )
 
 
-def _uptake(raw: Any, lists: Mapping[str, list[str]], origin: Path) -> Uptake:
-    keys = (*_UPTAKE_PATTERNS, *_UPTAKE_WORDS, *_UPTAKE_NUMBERS)
-    raw = _keys(raw, keys, f"{origin}: uptake")
-    patterns: dict[str, tuple[str, ...]] = {}
-    for key in _UPTAKE_PATTERNS:
-        where = f"{origin}: uptake.{key}"
-        if not isinstance(raw[key], list) or not raw[key]:
-            raise LosonaError(f"{where}: expected a non-empty list of patterns")
-        patterns[key] = tuple(_expand(p, lists, where) for p in raw[key])
-    words = {key: _words_list(raw[key], f"{origin}: uptake.{key}") for key in _UPTAKE_WORDS}
-    numbers = {key: _whole_number(raw[key], f"{origin}: uptake.{key}") for key in _UPTAKE_NUMBERS}
+def _uptake(entry: _UptakeEntry, lists: Mapping[str, Sequence[str]]) -> Uptake:
     return Uptake(
-        filler=patterns["filler"],
-        cues=patterns["cues"],
-        common_words=words["common_words"],
-        english=words["english"],
-        other_language=words["other_language"],
-        echo_min_words=numbers["echo_min_words"],
-        whole_echo_min_words=numbers["whole_echo_min_words"],
-        stem_prefix=numbers["stem_prefix"],
-        terse_max_words=numbers["terse_max_words"],
+        filler=tuple(_expand(pattern, lists) for pattern in entry.filler),
+        cues=tuple(_expand(pattern, lists) for pattern in entry.cues),
+        common_words=_words(entry.common_words),
+        english=_words(entry.english),
+        other_language=_words(entry.other_language),
+        echo_min_words=entry.echo_min_words,
+        whole_echo_min_words=entry.whole_echo_min_words,
+        stem_prefix=entry.stem_prefix,
+        terse_max_words=entry.terse_max_words,
     )
 
 
 def parse_rules(raw: Any, catalog: Catalog, origin: Path = RULES_PATH) -> Rulebook:
     """Build the rulebook, refusing a malformed rule or a norm without rules."""
-    keys = set(_TOP_LEVEL)
-    if not isinstance(raw, dict) or set(raw) != keys:
-        raise LosonaError(f"{origin}: expected exactly the top-level keys {sorted(keys)}")
-    lists = raw["lists"]
-    if not isinstance(lists, dict) or not all(
-        isinstance(v, list) and all(isinstance(e, str) for e in v) for v in lists.values()
-    ):
-        raise LosonaError(f"{origin}: 'lists' must map names to lists of patterns")
-    norms = raw["norms"]
-    if not isinstance(norms, dict):
-        raise LosonaError(f"{origin}: 'norms' must map norm ids to lists of rules")
-    unknown = sorted(set(norms) - set(catalog.norms))
-    missing = sorted(set(catalog.norms) - set(norms))
-    if unknown or missing:
-        raise LosonaError(
-            f"{origin}: the rules must cover exactly the catalog's norms; "
-            f"unknown: {unknown}, missing: {missing}"
-        )
-    if not isinstance(raw["every_norm"], list):
-        raise LosonaError(f"{origin}: 'every_norm' must be a list of rules")
-    shared = tuple(
-        _rule(r, lists, f"{origin}: every_norm[{i}]") for i, r in enumerate(raw["every_norm"])
-    )
-    rulebook: dict[str, tuple[Rule, ...]] = {}
-    for norm_id, rules in norms.items():
-        if not isinstance(rules, list) or not rules:
-            raise LosonaError(f"{origin}: norms.{norm_id}: expected a non-empty list of rules")
-        rulebook[norm_id] = shared + tuple(
-            _rule(r, lists, f"{origin}: norms.{norm_id}[{i}]") for i, r in enumerate(rules)
-        )
+    checked = check(_RulesFile, raw, origin=str(origin), key="")
+    # The rules cover exactly the catalog's norms (one line per norm, as the checker writes).
+    problems = [
+        f"{origin}: 'norms.{norm_id}': expected a norm of the catalog, found a norm it lacks"
+        for norm_id in checked.norms
+        if norm_id not in catalog.norms
+    ] + [
+        f"{origin}: 'norms.{norm_id}': expected the rules of this norm of the catalog, "
+        "found nothing (it is missing)"
+        for norm_id in catalog.norms
+        if norm_id not in checked.norms
+    ]
+    if problems:
+        raise LosonaError("\n  ".join(problems))
+    shared = tuple(_rule(entry, checked.lists) for entry in checked.every_norm)
     return Rulebook(
-        str(raw["version"]),
-        rulebook,
-        _uptake(raw["uptake"], lists, origin),
-        _scope(raw["scope"], origin),
+        checked.version,
+        {
+            norm_id: shared + tuple(_rule(entry, checked.lists) for entry in entries)
+            for norm_id, entries in checked.norms.items()
+        },
+        _uptake(checked.uptake, checked.lists),
+        _scope(checked.scope),
         shared,
     )
 
