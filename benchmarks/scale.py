@@ -1,6 +1,6 @@
 """The pipeline at scale: N synthetic scenarios x 4 conditions x 3 trials, subject and judge.
 
-    python benchmarks/scale.py                         # N = 1,000 then 10,000 (about 15 minutes idle)
+    python benchmarks/scale.py                         # N = 1,000, 10,000: 15 minutes idle
     python benchmarks/scale.py --scenarios 200 1000    # a smoke check in a few minutes
 
 For each N, in a fresh temporary folder with an empty call cache, it runs the stage

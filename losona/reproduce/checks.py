@@ -361,7 +361,6 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     published, file = layer.path, display_path(layer.path)
     calls = read_calls(published, remedy=layer.remedy)
     by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
-    missing = "(missing)"
     check_call_files(check, sweep_call_files(Paths.from_config(paths), sweep), file, by_key)
     prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
     messages = {
@@ -378,26 +377,26 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
             differences, compared = [], 0
             for row in responses.iter_rows(named=True):
                 sent = messages.get((row["scenario_id"], condition))
-                request = Request(messages=sent or (), trial=row["trial"])
-                key = call_key(spec, request)
-                call = by_key.get(key, {})
-                for column, response_column in RESPONSE_FROM_CALL.items():
-                    compared += 1
-                    if not same(row[response_column], call.get(column, missing)):
-                        where = (
-                            f"key {key} (subject_model={model}, condition={condition}, "
-                            f"scenario_id={row['scenario_id']}, trial={row['trial']})"
-                        )
-                        differences.append(
-                            Difference(
-                                file,
-                                where,
-                                column,
-                                row[response_column],
-                                call.get(column, missing),
-                            )
-                        )
+                key = call_key(spec, Request(messages=sent or (), trial=row["trial"]))
+                where = (
+                    f"key {key} (subject_model={model}, condition={condition}, "
+                    f"scenario_id={row['scenario_id']}, trial={row['trial']})"
+                )
+                compared += len(RESPONSE_FROM_CALL)
+                differences += response_against_call(row, by_key.get(key, {}), file, where)
             check.add(published, compared, differences)
+
+
+def response_against_call(
+    row: Mapping[str, Any], call: Mapping[str, Any], file: str, where: str
+) -> list[Difference]:
+    """Where a response row differs from the published call it came from (`{}`: no call)."""
+    missing = "(missing)"
+    return [
+        Difference(file, where, column, row[response_column], call.get(column, missing))
+        for column, response_column in RESPONSE_FROM_CALL.items()
+        if not same(row[response_column], call.get(column, missing))
+    ]
 
 
 def check_call_files(
@@ -735,22 +734,17 @@ def _check_second_replies(
         (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])
         for row in prompts.iter_rows(named=True)
     }
-    differences, compared, missing = [], 0, "(missing)"
+    differences, compared = [], 0
     file = display_path(published.path)
     for row in responses.iter_rows(named=True):
         key = call_key(
             spec,
             Request(sent.get((row["scenario_id"], row["trial"], row["arm"]), ()), row["trial"]),
         )
-        call = by_key.get(key, {})
-        for column, response_column in RESPONSE_FROM_CALL.items():
-            compared += 1
-            if not same(row[response_column], call.get(column, missing)):
-                where = (
-                    f"key {key} (dynamic, subject_model={model}, scenario_id={row['scenario_id']}, "
-                    f"trial={row['trial']}, arm={row['arm']})"
-                )
-                differences.append(
-                    Difference(file, where, column, row[response_column], call.get(column, missing))
-                )
+        where = (
+            f"key {key} (dynamic, subject_model={model}, scenario_id={row['scenario_id']}, "
+            f"trial={row['trial']}, arm={row['arm']})"
+        )
+        compared += len(RESPONSE_FROM_CALL)
+        differences += response_against_call(row, by_key.get(key, {}), file, where)
     check.add(published.path, compared, differences)
