@@ -75,7 +75,9 @@ def write_verdicts(root: Path, scenarios: pl.DataFrame, rng: np.random.Generator
             ).with_columns(
                 judge_status=pl.when(pl.col("complies").is_null())
                 .then(pl.lit("unparseable"))
-                .otherwise(pl.lit("ok"))
+                .otherwise(pl.lit("ok")),
+                # A breach that takes up no elicitor, as the lexicon judge marks one (about 1 in 4).
+                non_answer=pl.col("complies").not_() & pl.Series(rng.random(n * K) < 0.25),
             )
             write_parquet(
                 frame.cast(dict(VERDICT_SCHEMA)).select(VERDICT_SCHEMA.names()),
