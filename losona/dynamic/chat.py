@@ -12,8 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from losona.contracts import Scenario, Turn
-from losona.judges.base import NO_EARLIER_MESSAGES, JudgeCase
-from losona.prompts.render import format_transcript
+from losona.judges.base import JudgeCase
 from losona.scenarios.followups import Message
 
 
@@ -51,20 +50,6 @@ class SecondTurn:
 
     def judge_case(self, response: str | None) -> JudgeCase:
         """The second reply as the judge sees it: the same fields as a first-turn case."""
-        s = self.scenario
-        earlier = self.earlier
-        return JudgeCase(
-            scenario_id=s.scenario_id,
-            norm_id=s.norm_id,
-            norm_statement=s.norm_statement,
-            example_elicitor=s.example_elicitor,
-            example_compliant_response=s.example_compliant_response,
-            example_breaching_response=s.example_breaching_response,
-            prior_transcript=format_transcript(earlier) or NO_EARLIER_MESSAGES,
-            elicitor_actor=self.elicitor.actor,
-            elicitor_content=self.elicitor.content,
-            subject=s.subject,
-            response=response,
-            members=tuple(member.name for member in s.cast),
-            earlier_messages=tuple(turn.content for turn in earlier),
+        return JudgeCase.in_chat(
+            self.scenario, self.earlier, self.elicitor.actor, self.elicitor.content, response
         )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypedDict
 
-from losona.contracts import Scenario
+from losona.contracts import Scenario, Turn
 from losona.prompts.render import format_transcript
 
 # "ok": scored. The judge answered, but not with a verdict of its own, even after one
@@ -65,15 +65,30 @@ class JudgeCase:
     @classmethod
     def for_response(cls, scenario: Scenario, response: str | None) -> JudgeCase:
         """A subject's reply to the scenario's final elicitor, in the scenario's own chat."""
+        return cls.in_chat(
+            scenario, scenario.turns, scenario.elicitor_actor, scenario.elicitor_content, response
+        )
+
+    @classmethod
+    def in_chat(
+        cls,
+        scenario: Scenario,
+        earlier: Sequence[Turn],
+        elicitor_actor: str,
+        elicitor_content: str,
+        response: str | None,
+    ) -> JudgeCase:
+        """A subject's reply to this elicitor after these messages, under the scenario's norm
+        (the first turn's chat, or the second turn's, which goes on from it)."""
         return cls(
             **_norm_fields(scenario),
-            prior_transcript=format_transcript(scenario.turns) or NO_EARLIER_MESSAGES,
-            elicitor_actor=scenario.elicitor_actor,
-            elicitor_content=scenario.elicitor_content,
+            prior_transcript=format_transcript(earlier) or NO_EARLIER_MESSAGES,
+            elicitor_actor=elicitor_actor,
+            elicitor_content=elicitor_content,
             subject=scenario.subject,
             response=response,
             members=tuple(member.name for member in scenario.cast),
-            earlier_messages=tuple(turn.content for turn in scenario.turns),
+            earlier_messages=tuple(turn.content for turn in earlier),
         )
 
     @classmethod
