@@ -10,7 +10,6 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 from pathlib import Path
 
 import hydra
-import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
@@ -23,7 +22,7 @@ from losona.judges.llm import LLMJudge
 from losona.judges.run import (
     call_sources,
     judge_calls,
-    judge_table,
+    judge_responses,
     make_judge,
     status_counts,
     unscored_notes,
@@ -51,7 +50,7 @@ def main(cfg: DictConfig) -> None:
     responses_path = Path(paths.responses_dir) / model / f"{condition}.parquet"
     scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-    verdicts = judge_table(
+    verdicts = judge_responses(
         scenarios,
         responses,
         judge,
@@ -61,15 +60,17 @@ def main(cfg: DictConfig) -> None:
         origin=display_path(responses_path),
     )
     out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
-    # The scenarios are not needed to write the tables: let them go first. Each table is
-    # made a chunk at a time as it is written; the account below reads back the columns
-    # it needs.
+    # Only the verdicts are needed from here: the inputs go before they are written, and the
+    # verdicts (but the columns the account below reads) before the calls table is made.
     del scenarios, responses
     write_parquet(verdicts, out)
-    write_parquet(judge_calls(judge), judge_calls_file(paths, judge_name, model, condition))
-    outcomes = pl.read_parquet(out, columns=["complies", "judge_status", "reasoning"])
+    outcomes = verdicts.select("complies", "judge_status", "reasoning")
+    del verdicts
+    write_parquet(
+        judge_calls(judge).collect(), judge_calls_file(paths, judge_name, model, condition)
+    )
     print(
-        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
+        f"judge {judge_name} ({judge.model}) on {model}/{condition}: {outcomes.height} "
         f"verdicts, {status_counts(outcomes)} -> {out}"
     )
     for sign in degenerate_signs(outcomes, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypedDict
+from typing import Literal, Protocol, TypedDict, overload
+
+import polars as pl
 
 from losona.contracts import Scenario, Turn
+from losona.files import CHUNK
 from losona.prompts.render import format_transcript
 
 # "ok": scored. The judge answered, but not with a verdict of its own, even after one
@@ -181,6 +186,63 @@ class Judgement:
     def unscored(cls, status: Status, reasoning: str, evidence: str | None = None) -> Judgement:
         """A case the judge could not score, with why and whatever the judge did say."""
         return cls(None, None, None, evidence, reasoning, status)
+
+
+# A Judgement's fields as columns.
+JUDGEMENT_SCHEMA = pl.Schema(
+    {
+        "complies": pl.Boolean(),
+        "elicitor_uptake": pl.String(),
+        "norm_requirement": pl.String(),
+        "evidence": pl.String(),
+        "reasoning": pl.String(),
+        "status": pl.String(),
+        "non_answer": pl.Boolean(),
+    }
+)
+
+
+class JudgementTable(Sequence[Judgement]):
+    """Judgements kept as one compact table, a Judgement made of a row when asked for.
+
+    A long run's judgements take a few hundred bytes each here, and a verdict table is made
+    of these columns as they are (`judgement_columns`), without a copy.
+    """
+
+    def __init__(self, table: pl.DataFrame) -> None:
+        self.table = table
+
+    @classmethod
+    def of(cls, judgements: Iterable[Judgement]) -> JudgementTable:
+        """Judgements as they come, CHUNK at a time: no list of them all is ever made."""
+        chunks, judgements = [], iter(judgements)
+        while chunk := list(itertools.islice(judgements, CHUNK)):
+            rows = [dataclasses.asdict(j) for j in chunk]
+            chunks.append(pl.DataFrame(rows, schema=JUDGEMENT_SCHEMA))
+        return cls(pl.concat([JUDGEMENT_SCHEMA.to_frame(), *chunks], rechunk=True))
+
+    def __len__(self) -> int:
+        return self.table.height
+
+    @overload
+    def __getitem__(self, index: int) -> Judgement: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Judgement]: ...
+    def __getitem__(self, index: int | slice) -> Judgement | Sequence[Judgement]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        # range: negative indices, and an IndexError past the end (what ends iteration)
+        return Judgement(**self.table.row(range(len(self))[index], named=True))
+
+    def __iter__(self) -> Iterator[Judgement]:
+        return (Judgement(**row) for row in self.table.iter_rows(named=True))
+
+
+def judgement_columns(judgements: Sequence[Judgement]) -> pl.DataFrame:
+    """Judgements as JUDGEMENT_SCHEMA's columns: a JudgementTable's own, or made of a list."""
+    if isinstance(judgements, JudgementTable):
+        return judgements.table
+    return JudgementTable.of(judgements).table
 
 
 class Judge(Protocol):

@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
-
-import polars as pl
+from typing import Any
 
 from losona.errors import LosonaError
-from losona.files import CHUNK, OnDemand, sha256_text
-from losona.judges.base import JudgeCase, Judgement, Status
+from losona.files import OnDemand, sha256_text
+from losona.judges.base import JudgeCase, Judgement, JudgementTable, Status
 from losona.judges.prompt import (
     JUDGE_INSTRUCTIONS,
     JUDGE_JSON_SCHEMA,
@@ -471,44 +468,4 @@ class LLMJudge:
 
         # Every judgement now, kept as compact columns: the cases, and the scenarios and
         # prompts behind them, need not be kept for as long as the verdicts are.
-        return _Judgements(map(judgement, range(len(cases))))
-
-
-class _Judgements(Sequence[Judgement]):
-    """Judgements kept as one compact table, a Judgement made of a row when asked for."""
-
-    def __init__(self, judgements: Iterator[Judgement]) -> None:
-        chunks = []
-        while chunk := list(itertools.islice(judgements, CHUNK)):
-            chunks.append(pl.DataFrame([dataclasses.asdict(j) for j in chunk], schema=_SCHEMA))
-        self.table = pl.concat([_SCHEMA.to_frame(), *chunks], rechunk=True)
-
-    def __len__(self) -> int:
-        return self.table.height
-
-    @overload
-    def __getitem__(self, index: int) -> Judgement: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Judgement]: ...
-    def __getitem__(self, index: int | slice) -> Judgement | Sequence[Judgement]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        # range: negative indices, and an IndexError past the end (what ends iteration)
-        return Judgement(**self.table.row(range(len(self))[index], named=True))
-
-    def __iter__(self) -> Iterator[Judgement]:
-        return (Judgement(**row) for row in self.table.iter_rows(named=True))
-
-
-# A Judgement's fields as columns.
-_SCHEMA = pl.Schema(
-    {
-        "complies": pl.Boolean(),
-        "elicitor_uptake": pl.String(),
-        "norm_requirement": pl.String(),
-        "evidence": pl.String(),
-        "reasoning": pl.String(),
-        "status": pl.String(),
-        "non_answer": pl.Boolean(),
-    }
-)
+        return JudgementTable.of(map(judgement, range(len(cases))))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -24,9 +24,16 @@ from losona.contracts import (
     table,
 )
 from losona.errors import LosonaError
-from losona.files import CHUNK, Chunks, OnDemand
+from losona.files import Chunks, OnDemand
 from losona.formatting import percent
-from losona.judges.base import NOT_A_VERDICT, Judge, JudgeCase, Judgement, Status
+from losona.judges.base import (
+    NOT_A_VERDICT,
+    Judge,
+    JudgeCase,
+    Judgement,
+    Status,
+    judgement_columns,
+)
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge
 from losona.models import CallOptions, CallStore, answer_sources, calls_table, read_run_log
@@ -130,26 +137,10 @@ def judge_responses(
     """The verdict table for one responses table (one subject model x condition), sorted.
 
     `origin` names the responses file in error messages; every row must belong to the
-    cell (`model`, `condition`) and to a scenario of the scenario table.
+    cell (`model`, `condition`) and to a scenario of the scenario table. Each case is built
+    when its judge asks for it, and the table is made of the judgements' own columns
+    beside the responses', so a cell of any size holds no prompt, and no row twice.
     """
-    return judge_table(
-        scenarios, responses, judge, name, model=model, condition=condition, origin=origin
-    ).collect()
-
-
-def judge_table(
-    scenarios: pl.DataFrame,
-    responses: pl.DataFrame,
-    judge: Judge,
-    name: str,
-    *,
-    model: str,
-    condition: str,
-    origin: str,
-) -> Chunks:
-    """`judge_responses`, for writing: every judge call is made here, then the table is made
-    a chunk at a time as it is written, each case and verdict built when it is needed, so a
-    cell of any size never holds every prompt, reply or verdict at once."""
     if responses.is_empty():
         raise LosonaError(f"{origin}: holds no responses; rerun sample")
     for column, expected in (("subject_model", model), ("condition", condition)):
@@ -166,22 +157,26 @@ def judge_table(
             f"{origin}: scenario '{first['scenario_id']}' has trial {first['trial']} more than "
             "once; rerun sample"
         )
-    rows = responses.sort("scenario_id", "trial")
-    known = _Scenarios(scenarios)
-    ids = rows["scenario_id"].to_list()
-    unknown = next((sid for sid in ids if sid not in known), None)
-    if unknown is not None:
+    unknown = responses.filter(~pl.col("scenario_id").is_in(scenarios["scenario_id"].implode()))
+    if not unknown.is_empty():
         raise LosonaError(
-            f"{origin}: scenario '{unknown}' is not in the scenario table; rerun sample after fetch"
+            f"{origin}: scenario '{unknown['scenario_id'].min()}' is not in the scenario table; "
+            "rerun sample after fetch"
         )
-    texts = rows["response"]
+    # Sample writes its rows in this order: sorting them again would hold them twice.
+    order = responses.select(pl.arg_sort_by("scenario_id", "trial")).to_series()
+    rows = responses if order.equals(pl.int_range(len(order), eager=True)) else responses[order]
+    scenario = _scenarios_by_id(scenarios)
+    ids, texts = rows["scenario_id"], rows["response"]
     cases = OnDemand(
-        len(ids), lambda i: JudgeCase.for_response(known.get(ids[i]), texts.slice(i, 1).item())
+        len(ids),
+        lambda i: JudgeCase.for_response(
+            scenario(ids.slice(i, 1).item()), texts.slice(i, 1).item()
+        ),
     )
-    judgements = judge.judge(cases)
-    # Writing needs these columns of each row, not its scenario: the tables hold no prompt.
-    verdict_keys = rows.select("scenario_id", "trial", "response").join(
-        # The last row of an id wins, as in `_Scenarios`.
+    judged = judgement_columns(judge.judge(cases))
+    keys = rows.select("scenario_id", "trial", "response").join(
+        # The last row of an id wins, as in `_scenarios_by_id`.
         scenarios.select("scenario_id", "event_type", "norm_id").unique(
             "scenario_id", keep="last", maintain_order=True
         ),
@@ -189,45 +184,47 @@ def judge_table(
         how="left",
         maintain_order="left",
     )
+    verdicts = pl.concat(
+        [
+            keys.select(
+                "scenario_id",
+                "event_type",
+                "norm_id",
+                pl.lit(condition, pl.String).alias("condition"),
+                pl.lit(model, pl.String).alias("subject_model"),
+                "trial",
+                "response",
+            ),
+            judged.select(
+                pl.lit(name, pl.String).alias("judge"),
+                pl.lit(judge.model, pl.String).alias("judge_model"),
+                pl.lit(judge.version, pl.String).alias("judge_version"),
+                pl.exclude("status", "non_answer"),
+                pl.col("status").alias("judge_status"),
+                "non_answer",
+            ),
+        ],
+        how="horizontal",
+    )
+    assert verdicts.schema == VERDICT_SCHEMA, verdicts.schema
+    # One chunk per column, as a table made of rows has: the bytes written depend on it.
+    return verdicts.rechunk()
 
-    def chunks() -> Iterator[pl.DataFrame]:
-        for start in range(0, verdict_keys.height, CHUNK):
-            keys = verdict_keys.slice(start, CHUNK).iter_rows(named=True)
-            numbers = range(start, min(start + CHUNK, verdict_keys.height))
-            fields = verdict_fields(judge, name, [judgements[i] for i in numbers])
-            verdicts = [
-                {
-                    "scenario_id": key["scenario_id"],
-                    "event_type": key["event_type"],
-                    "norm_id": key["norm_id"],
-                    "condition": condition,
-                    "subject_model": model,
-                    "trial": key["trial"],
-                    "response": key["response"],
-                    **field,
-                }
-                for key, field in zip(keys, fields, strict=True)
-            ]
-            yield table(verdicts, VERDICT_SCHEMA, sort_by=[])
 
-    return Chunks(VERDICT_SCHEMA, verdict_keys.height, chunks)
-
-
-class _Scenarios:
+def _scenarios_by_id(scenarios: pl.DataFrame) -> Callable[[str], Scenario]:
     """A scenario table's scenarios by id, each built when asked for, the last few kept: a
     cell's cases come a scenario's trials together, so each is built about once."""
+    # The last row of an id wins, as in a dict built from the rows.
+    row_of = {sid: row for row, sid in enumerate(scenarios["scenario_id"].to_list())}
 
-    def __init__(self, scenarios: pl.DataFrame) -> None:
-        self.scenarios = scenarios
-        # The last row of an id wins, as in a dict built from the rows.
-        self.row_of = {sid: row for row, sid in enumerate(scenarios["scenario_id"].to_list())}
-        self.get = functools.lru_cache(maxsize=8)(self._build)
+    # A closure, not a cached method of an object that holds the table: such a cache
+    # refers back to its object, a cycle only the garbage collector breaks, and the whole
+    # scenario table would outlive the judging for as long as it waits.
+    @functools.lru_cache(maxsize=8)
+    def scenario(scenario_id: str) -> Scenario:
+        return Scenario.from_row(scenarios.row(row_of[scenario_id], named=True))
 
-    def __contains__(self, scenario_id: object) -> bool:
-        return scenario_id in self.row_of
-
-    def _build(self, scenario_id: str) -> Scenario:
-        return Scenario.from_row(self.scenarios.row(self.row_of[scenario_id], named=True))
+    return scenario
 
 
 def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataFrame:
