@@ -9,7 +9,8 @@ that does only that, on the same files, gives what the tables themselves cost. B
 a cell may grow by the few small values the model layer keeps per call (its key, how it
 went): BOUND_KB per extra call. That is looser than the benchmark's 2 KB target
 (docs/scale.md), as a run this small still warms up its allocators: measured on
-2026-11-25, a judge cell grew 6 to 8 KB per call beyond its tables here, and 2.9 KB
+2026-11-25, before the judge's verdict table was made of its judgements' own columns
+(c844c5f), a judge cell grew 6 to 8 KB per call beyond its tables here, and 2.9 KB
 between the benchmark's 3,000 and 30,000 calls. A cell that keeps every prompt or reply,
 or their tokens, grows by tens of KB per call beyond its tables (before #25: 16 KB for a
 sample cell, 161 KB for a judge cell, at these sizes).

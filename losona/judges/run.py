@@ -159,8 +159,9 @@ def judge_responses(
         )
     unknown = responses.filter(~pl.col("scenario_id").is_in(scenarios["scenario_id"].implode()))
     if not unknown.is_empty():
+        first_unknown = unknown["scenario_id"].sort()[0]
         raise LosonaError(
-            f"{origin}: scenario '{unknown['scenario_id'].min()}' is not in the scenario table; "
+            f"{origin}: scenario '{first_unknown}' is not in the scenario table; "
             "rerun sample after fetch"
         )
     # Sample writes its rows in this order: sorting them again would hold them twice.
