@@ -66,6 +66,8 @@ def main(cfg: DictConfig) -> None:
     write_parquet(verdicts, out)
     outcomes = verdicts.select("complies", "judge_status", "reasoning")
     del verdicts
+    # Collected here rather than streamed: a cell's calls fit one row group, which the
+    # writer would hold whole anyway, and made on this thread they peaked a little lower.
     write_parquet(
         judge_calls(judge).collect(), judge_calls_file(paths, judge_name, model, condition)
     )
