@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypedDict, overload
+from typing import Literal, Protocol, TypedDict
 
 import polars as pl
 
 from losona.contracts import Scenario, Turn
-from losona.files import CHUNK
+from losona.files import CHUNK, OnDemand
 from losona.prompts.render import format_transcript
 
 # "ok": scored. The judge answered, but not with a verdict of its own, even after one
@@ -202,7 +202,7 @@ JUDGEMENT_SCHEMA = pl.Schema(
 )
 
 
-class JudgementTable(Sequence[Judgement]):
+class JudgementTable(OnDemand[Judgement]):
     """Judgements kept as one compact table, a Judgement made of a row when asked for.
 
     A long run's judgements take a few hundred bytes each here, and a verdict table is made
@@ -210,6 +210,7 @@ class JudgementTable(Sequence[Judgement]):
     """
 
     def __init__(self, table: pl.DataFrame) -> None:
+        super().__init__(table.height, lambda i: Judgement(**table.row(i, named=True)))
         self.table = table
 
     @classmethod
@@ -220,22 +221,6 @@ class JudgementTable(Sequence[Judgement]):
             rows = [dataclasses.asdict(j) for j in chunk]
             chunks.append(pl.DataFrame(rows, schema=JUDGEMENT_SCHEMA))
         return cls(pl.concat([JUDGEMENT_SCHEMA.to_frame(), *chunks], rechunk=True))
-
-    def __len__(self) -> int:
-        return self.table.height
-
-    @overload
-    def __getitem__(self, index: int) -> Judgement: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Judgement]: ...
-    def __getitem__(self, index: int | slice) -> Judgement | Sequence[Judgement]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        # range: negative indices, and an IndexError past the end (what ends iteration)
-        return Judgement(**self.table.row(range(len(self))[index], named=True))
-
-    def __iter__(self) -> Iterator[Judgement]:
-        return (Judgement(**row) for row in self.table.iter_rows(named=True))
 
 
 def judgement_columns(judgements: Sequence[Judgement]) -> pl.DataFrame:

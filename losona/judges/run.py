@@ -103,25 +103,24 @@ def call_sources(judge: Judge) -> str | None:
     return answer_sources(*(read_run_log(log) for log in judge.run_logs))
 
 
+def verdict_columns(judge: Judge, name: str, judgements: Sequence[Judgement]) -> pl.DataFrame:
+    """The verdict columns (VERDICT_SCHEMA's judge part) of each judgement, in order: the
+    judgements' own columns (no copy of a JudgementTable's) beside the judge's name."""
+    return judgement_columns(judgements).select(
+        pl.lit(name, pl.String).alias("judge"),
+        pl.lit(judge.model, pl.String).alias("judge_model"),
+        pl.lit(judge.version, pl.String).alias("judge_version"),
+        pl.exclude("status", "non_answer"),
+        pl.col("status").alias("judge_status"),
+        "non_answer",
+    )
+
+
 def verdict_fields(
     judge: Judge, name: str, judgements: Sequence[Judgement]
 ) -> list[dict[str, Any]]:
-    """The verdict columns (VERDICT_SCHEMA's judge part) of each judgement, in order."""
-    return [
-        {
-            "judge": name,
-            "judge_model": judge.model,
-            "judge_version": judge.version,
-            "complies": j.complies,
-            "elicitor_uptake": j.elicitor_uptake,
-            "norm_requirement": j.norm_requirement,
-            "evidence": j.evidence,
-            "reasoning": j.reasoning,
-            "judge_status": j.status,
-            "non_answer": j.non_answer,
-        }
-        for j in judgements
-    ]
+    """`verdict_columns` as one dict per judgement, for tables made of rows."""
+    return verdict_columns(judge, name, judgements).to_dicts()
 
 
 def judge_responses(
@@ -175,7 +174,6 @@ def judge_responses(
             scenario(ids.slice(i, 1).item()), texts.slice(i, 1).item()
         ),
     )
-    judged = judgement_columns(judge.judge(cases))
     keys = rows.select("scenario_id", "trial", "response").join(
         # The last row of an id wins, as in `_scenarios_by_id`.
         scenarios.select("scenario_id", "event_type", "norm_id").unique(
@@ -196,14 +194,7 @@ def judge_responses(
                 "trial",
                 "response",
             ),
-            judged.select(
-                pl.lit(name, pl.String).alias("judge"),
-                pl.lit(judge.model, pl.String).alias("judge_model"),
-                pl.lit(judge.version, pl.String).alias("judge_version"),
-                pl.exclude("status", "non_answer"),
-                pl.col("status").alias("judge_status"),
-                "non_answer",
-            ),
+            verdict_columns(judge, name, judge.judge(cases)),
         ],
         how="horizontal",
     )
