@@ -137,16 +137,23 @@ def drop_followup(repo: Path, scenario_id: str) -> None:
     target.write_text(text.split("\nfollowup:", 1)[0] + "\n", encoding="utf-8")
 
 
+# What a run in this checkout writes where git does not ignore it (the lock, DVC's metrics):
+# a run's record, not the repository's. Copied, a lock would name outputs the copy lacks.
+RUN_RECORDS = ("dvc.lock", "data/", "reports/")
+
+
 def copy_repo(target: Path) -> Path:
-    """Copy the repository's files (tracked and new, not ignored) to `target`, a new git repo."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\0")
-    for name in filter(None, listed):
+    """Copy the repository's files (tracked, and new ones but a run's records, not ignored)
+    to `target`, a new git repo: the same after `make repro` as on a fresh clone."""
+
+    def git_files(*flags: str) -> list[str]:
+        listed = subprocess.run(
+            ["git", "ls-files", *flags, "-z"], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        return list(filter(None, listed.stdout.split("\0")))
+
+    new = git_files("--others", "--exclude-standard")
+    for name in git_files() + [n for n in new if not n.startswith(RUN_RECORDS)]:
         source = REPO / name
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
