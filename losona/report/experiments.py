@@ -6,26 +6,53 @@
 `dvc exp show` prints every param and every metric of every file as a column, hundreds of
 them here, and a terminal shows "..." for most. This reads the same data (`dvc exp show
 --json`) and keeps what a reader compares: the settings that differ between runs (dataset,
-K, subset, sweep) and the headline numbers (accuracy-at-K with its interval and the paired
-effect against naive per judge, model and condition; each judge's validity controls; the
-agreement of each pair of judges), as rows, with one column per experiment.
+K, subset, sweep and panels) and the headline numbers (accuracy-at-K with its interval and
+the paired effect against naive per judge, model and condition; each judge's validity
+controls; the agreement of each pair of judges), as rows, with one column per experiment.
+
+A row compares like with like: accuracy and its effect are one row per K (Acc@1, Acc@2),
+since Acc@K is a vote over K trials and a K = 1 run beside a K = 2 run would show the K
+change as the model's. Runs over different scenarios share rows, but a line starting "!"
+says so. The table fits in WIDTH columns: long cells wrap, and the experiments that do not
+fit beside the labels go on in another block below.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from losona.audit import files as audit_files
 from losona.cli import USER_ERROR_EXIT
-from losona.config import PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
+from losona.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
 from losona.provenance.dvc_json import dvc_json
 from losona.results import aggregate
+
+# The sweep's judge panels (`panels`): a params file of its own, for the reason it gives.
+PANELS_FILE = CONF_DIR / "panels.yaml"
+
+# The widest line printed: a terminal folds a wider one, and the columns no longer line up.
+WIDTH = 120
+# How wide a row's label and a cell may be before their text wraps onto further lines. With
+# LABEL_WIDTH + len(GAP) + CELL_WIDTH <= WIDTH, one experiment always fits beside the labels.
+LABEL_WIDTH = 40
+CELL_WIDTH = 24
+GAP = "  "
+# An accuracy or effect cell of a run whose K is another: that run is in its own K's row.
+OTHER_K = "-"
+# The K of a run for which DVC recorded no sampling.trials (a failed or an older run).
+UNKNOWN_K = "?"
+
+# A row: its label and one cell per experiment; a section: its title and its rows.
+Row = tuple[str, list[str]]
+Section = tuple[str, list[Row]]
 
 
 @dataclass(frozen=True)
@@ -118,7 +145,63 @@ def _names(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else MISSING
 
 
-def settings_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str]]]:
+def _param(e: Experiment, file: Path, *keys: str) -> Any:
+    return _get(e.params.get(str(file)) or {}, *keys)
+
+
+def trials(e: Experiment) -> str:
+    """An experiment's K (conf/run.yaml's sampling.trials) as rows name it, or UNKNOWN_K."""
+    k = _param(e, RUN_FILE, "sampling", "trials")
+    return UNKNOWN_K if k is None else str(k)
+
+
+def distinct_ks(experiments: Sequence[Experiment]) -> list[str]:
+    """The Ks of these runs, each once, smallest first (an unknown K last)."""
+    return sorted({trials(e) for e in experiments}, key=lambda k: (not k.isdigit(), k.zfill(9)))
+
+
+def scenario_settings(e: Experiment) -> dict[str, Any]:
+    """The settings that decide which scenarios a run covers, by the key a user sets."""
+    limit = _param(e, RUN_FILE, "dataset", "limit")
+    return {
+        "dataset": _param(e, PARAMS_FILE, "dataset"),
+        "dataset.limit": limit,
+        # The seed chooses the scenarios a limit keeps; with no limit it chooses nothing.
+        "dataset.limit_seed": None
+        if limit is None
+        else _param(e, RUN_FILE, "dataset", "limit_seed"),
+        # Which ids decide the subset, not the order they are listed in.
+        "dataset.scenario_ids": sorted(
+            map(str, _param(e, RUN_FILE, "dataset", "scenario_ids") or [])
+        ),
+    }
+
+
+def unlike_notes(experiments: Sequence[Experiment]) -> list[str]:
+    """What makes these runs not like with like, one line each: a K or a scenario setting
+    that differs between them. None when they agree on both."""
+    if not experiments:
+        return []
+    notes = []
+    ks = distinct_ks(experiments)
+    if len(ks) > 1:
+        notes.append(
+            f"! K differs (sampling.trials: {', '.join(ks)}): Acc@K is a vote over K trials, "
+            "so each accuracy and effect row holds the runs of one K "
+            f"({', '.join(f'Acc@{k}' for k in ks)}) and '{OTHER_K}' marks a run of another K; "
+            "compare within a row, not across K"
+        )
+    settings = [scenario_settings(e) for e in experiments]
+    differ = [key for key in settings[0] if any(s[key] != settings[0][key] for s in settings)]
+    if differ:
+        notes.append(
+            f"! not the same scenarios (the runs differ in {', '.join(differ)}): a difference "
+            "in their numbers may be the scenarios', not the model's or the judge's"
+        )
+    return notes
+
+
+def settings_rows(experiments: Sequence[Experiment]) -> list[Row]:
     """What each run covered and how: dataset, K, subset, models, conditions, judges."""
 
     def subset(e: Experiment) -> str:
@@ -129,22 +212,25 @@ def settings_rows(experiments: Sequence[Experiment]) -> list[tuple[str, list[str
             parts.append(f"limit {limit}, seed {_get(run, 'dataset', 'limit_seed')}")
         return "; ".join(parts) or "all scenarios"
 
-    def param(e: Experiment, *keys: str) -> Any:
-        return _get(e.params.get(str(PARAMS_FILE), {}), *keys)
+    def judges(e: Experiment) -> str:
+        # A panel's numbers are rows of their own below, like a judge's: say where it is from.
+        named = _names(_param(e, PARAMS_FILE, "sweep", "judges"))
+        panels = _param(e, PANELS_FILE, "panels")
+        return f"{named}; panels: {_names(panels)}" if panels else named
+
+    def sweep(e: Experiment, key: str) -> str:
+        return _names(_param(e, PARAMS_FILE, "sweep", key))
 
     return [
-        ("dataset", [str(param(e, "dataset") or MISSING) for e in experiments]),
+        ("dataset", [str(_param(e, PARAMS_FILE, "dataset") or MISSING) for e in experiments]),
         (
             "K (sampling.trials)",
-            [
-                str(_get(e.params.get(str(RUN_FILE), {}), "sampling", "trials") or MISSING)
-                for e in experiments
-            ],
+            [str(_param(e, RUN_FILE, "sampling", "trials") or MISSING) for e in experiments],
         ),
         ("subset", [subset(e) for e in experiments]),
-        ("models", [_names(param(e, "sweep", "models")) for e in experiments]),
-        ("conditions", [_names(param(e, "sweep", "conditions")) for e in experiments]),
-        ("judges", [_names(param(e, "sweep", "judges")) for e in experiments]),
+        ("models", [sweep(e, "models") for e in experiments]),
+        ("conditions", [sweep(e, "conditions") for e in experiments]),
+        ("judges", [judges(e) for e in experiments]),
     ]
 
 
@@ -159,65 +245,90 @@ def _cells(experiments: Sequence[Experiment], results: str) -> list[tuple[str, s
     return list(seen)
 
 
-def headline_rows(
-    experiments: Sequence[Experiment], files: MetricsFiles
-) -> list[tuple[str, list[str]]]:
-    """Accuracy-at-K and the paired effect per cell, each judge's controls, judge agreement."""
+def _acc(found: Mapping[str, Any] | None) -> str:
+    if found is None or found.get("acc_at_k") is None:
+        return MISSING
+    low, high = found.get("acc_low"), found.get("acc_high")
+    interval = f" [{number(low)}, {number(high)}]" if low is not None else ""
+    return f"{number(found['acc_at_k'])}{interval}"
+
+
+def _delta(found: Mapping[str, Any] | None) -> str:
+    return MISSING if found is None or found.get("delta") is None else signed(found["delta"])
+
+
+def headline_sections(experiments: Sequence[Experiment], files: MetricsFiles) -> list[Section]:
+    """Per judge and model, Acc@K and the paired effect vs naive per condition, one row per
+    K; then each judge's controls and each pair of judges' agreement."""
     cells = _cells(experiments, files.results)
-    rows: list[tuple[str, list[str]]] = []
+    ks = distinct_ks(experiments)
 
     def value(e: Experiment, cell: tuple[str, str, str]) -> Mapping[str, Any] | None:
         judge, model, condition = cell
         found = _get(e.metrics.get(files.results), judge, "models", model, condition)
         return found if isinstance(found, Mapping) else None
 
-    def acc(found: Mapping[str, Any] | None) -> str:
-        if found is None or found.get("acc_at_k") is None:
-            return MISSING
-        low, high = found.get("acc_low"), found.get("acc_high")
-        interval = f" [{number(low)}, {number(high)}]" if low is not None else ""
-        return f"{number(found['acc_at_k'])}{interval}"
+    def of_k(
+        k: str, cell: tuple[str, str, str], show: Callable[[Mapping[str, Any] | None], str]
+    ) -> list[str] | None:
+        """K's row of a cell: OTHER_K for a run of another K; None when no run of K has it."""
+        if all(value(e, cell) is None for e in experiments if trials(e) == k):
+            return None
+        return [show(value(e, cell)) if trials(e) == k else OTHER_K for e in experiments]
 
-    def delta(found: Mapping[str, Any] | None) -> str:
-        return MISSING if found is None or found.get("delta") is None else signed(found["delta"])
+    sections: list[Section] = []
+    for judge, model in dict.fromkeys((judge, model) for judge, model, _ in cells):
+        conditions = [c for j, m, c in cells if (j, m) == (judge, model)]
+        rows: list[Row] = []
+        for k in ks:
+            for condition in conditions:
+                found = of_k(k, (judge, model, condition), _acc)
+                if found is not None:
+                    rows.append((f"Acc@{k}: {condition}", found))
+        for k in ks:
+            for condition in conditions:
+                found = of_k(k, (judge, model, condition), _delta)
+                # naive itself, and runs without naive, have no effect: no row of n/a only.
+                if found is not None and set(found) - {MISSING, OTHER_K}:
+                    rows.append((f"Acc@{k} effect: {condition}", found))
+        title = f"{judge} / {model} (judge / model): Acc@K (%) and its effect vs naive (points)"
+        sections.append((title, rows))
 
-    rows += [
-        (f"Acc@K (%): {' / '.join(cell)}", [acc(value(e, cell)) for e in experiments])
-        for cell in cells
-    ]
-    rows += [
-        (
-            f"effect vs naive (points): {' / '.join(cell)}",
-            [delta(value(e, cell)) for e in experiments],
-        )
-        for cell in cells
-        if any(delta(value(e, cell)) != MISSING for e in experiments)
-    ]
     judges = list(dict.fromkeys(judge for judge, _, _ in cells))
-    for judge in judges:
-        path = f"{files.controls_dir}{judge}.json"
-        rows.append(
-            (
-                f"controls right (%): {judge}",
-                [number(_get(e.metrics.get(path), judge, "all", "accuracy")) for e in experiments],
-            )
+    controls = [
+        (
+            judge,
+            [
+                number(
+                    _get(
+                        e.metrics.get(f"{files.controls_dir}{judge}.json"), judge, "all", "accuracy"
+                    )
+                )
+                for e in experiments
+            ],
         )
+        for judge in judges
+    ]
+    if controls:
+        sections.append(("controls right (%), per judge", controls))
     pairs = list(
         dict.fromkeys(
             p for e in experiments for p in (_get(e.metrics.get(files.audit), "judge_pairs") or {})
         )
     )
-    for pair in pairs:
-        rows.append(
-            (
-                f"judge agreement % (kappa): {pair.replace('_vs_', ' vs ')}",
-                [
-                    _agreement(_get(e.metrics.get(files.audit), "judge_pairs", pair))
-                    for e in experiments
-                ],
-            )
+    agreement = [
+        (
+            pair.replace("_vs_", " vs "),
+            [
+                _agreement(_get(e.metrics.get(files.audit), "judge_pairs", pair))
+                for e in experiments
+            ],
         )
-    return rows
+        for pair in pairs
+    ]
+    if agreement:
+        sections.append(("judge agreement % (kappa)", agreement))
+    return sections
 
 
 def _title(e: Experiment) -> str:
@@ -231,34 +342,107 @@ def _agreement(pair: Any) -> str:
     return f"{number(pair['agreement'])} ({number(pair.get('kappa'), 3)})"
 
 
-def table_lines(experiments: Sequence[Experiment], files: MetricsFiles) -> list[str]:
-    """The comparison as text: a header of experiment names, then a row per setting or number."""
-    header = ("", [_title(e) for e in experiments])
-    sections = [
-        ("settings", settings_rows(experiments)),
-        ("numbers", headline_rows(experiments, files)),
-    ]
-    failed = [(f"failed: {e.name}", e.error) for e in experiments if e.error]
-    rows = [header, *[row for _, part in sections for row in part]]
-    first = max(len(label) for label, _ in rows)
-    widths = [max(len(cells[i]) for _, cells in rows) for i in range(len(experiments))]
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """Text in lines of at most `width`, broken at spaces, else hyphens, else anywhere."""
+    return textwrap.wrap(text, width, subsequent_indent=indent) or [""]
 
-    def line(label: str, cells: Iterable[str]) -> str:
-        return "  ".join(
-            [f"{label:<{first}}", *(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))]
+
+def _blocks(label_width: int, widths: Sequence[int]) -> list[list[int]]:
+    """The experiments' columns in blocks that fit in WIDTH beside the labels, in order."""
+    blocks: list[list[int]] = [[]]
+    used = label_width
+    for i, width in enumerate(widths):
+        if blocks[-1] and used + len(GAP) + width > WIDTH:
+            blocks.append([])
+            used = label_width
+        blocks[-1].append(i)
+        used += len(GAP) + width
+    return blocks
+
+
+def _row_lines(row: Row, label_width: int, widths: Sequence[int]) -> list[str]:
+    """A row as text: its label left, its cells right-aligned, each wrapped to its width."""
+    label, cells = row
+    texts = [_wrap(label, label_width), *(_wrap(c, w) for c, w in zip(cells, widths, strict=True))]
+    return [
+        GAP.join(
+            [
+                f"{(texts[0][n : n + 1] or [''])[0]:<{label_width}}",
+                *(
+                    f"{(t[n : n + 1] or [''])[0]:>{w}}"
+                    for t, w in zip(texts[1:], widths, strict=True)
+                ),
+            ]
         ).rstrip()
+        for n in range(max(map(len, texts)))
+    ]
 
-    lines = [line(*header)]
-    for title, part in sections:
-        lines.append(f"-- {title}")
-        lines += [line(label, cells) for label, cells in part]
-    lines += [f"{what}: {why}" for what, why in failed]
-    return lines
+
+def table_lines(experiments: Sequence[Experiment], files: MetricsFiles) -> list[str]:
+    """The comparison as text of at most WIDTH columns: any note that the runs are not like
+    with like, then a header of experiment names and a row per setting or number."""
+    header: Row = ("", [_title(e) for e in experiments])
+    sections = [("settings", settings_rows(experiments)), *headline_sections(experiments, files)]
+    rows = [header, *(row for _, part in sections for row in part)]
+    label_width = min(LABEL_WIDTH, max(len(label) for label, _ in rows))
+    widths = [
+        min(CELL_WIDTH, max(len(cells[i]) for _, cells in rows)) for i in range(len(experiments))
+    ]
+    lines = [n for note in unlike_notes(experiments) for n in _wrap(note, WIDTH, "  ")]
+    for block in _blocks(label_width, widths):
+        if lines:
+            lines.append("")
+
+        def shown(row: Row, block: list[int] = block) -> list[str]:
+            label, cells = row
+            kept = [cells[i] for i in block]
+            # A K none of this block's runs has: its row would say nothing here.
+            if kept and all(c == OTHER_K for c in kept):
+                return []
+            return _row_lines((label, kept), label_width, [widths[i] for i in block])
+
+        lines += shown(header)
+        for title, part in sections:
+            lines += _wrap(f"-- {title}", WIDTH, "   ")
+            lines += [line for row in part for line in shown(row)]
+    failed = [f"failed: {e.name}: {e.error}" for e in experiments if e.error]
+    return lines + [line for said in failed for line in _wrap(said, WIDTH, "  ")]
+
+
+DESCRIPTION = """\
+Print DVC experiments side by side, one column each: the settings that tell runs apart
+(dataset, K, subset, models, conditions, judges and panels) and their headline numbers
+(Acc@K with its interval and the effect vs naive per judge, model and condition; each
+judge's validity controls; the agreement of each pair of judges). It reads
+`dvc exp show --json` in the current directory, the project's root.
+
+Each accuracy and effect row holds runs of one K (Acc@1, Acc@2): a run of another K shows
+'-' there and has its own row. A line starting '!' says when the runs differ in K or in
+the scenarios they cover (dataset, dataset.limit, dataset.limit_seed, dataset.scenario_ids).
+Lines fit in 120 columns: experiments that do not fit beside the labels follow in a block
+of their own."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m losona.experiments",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: python -m losona.experiments conic-maid erect-cyma",
+    )
+    parser.add_argument(
+        "experiments",
+        nargs="*",
+        metavar="EXPERIMENT",
+        help="an experiment's name or a revision (or its prefix), compared in the order given; "
+        "default: the workspace, the last commit and each of its experiments",
+    )
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print the experiments named (default: all that `dvc exp show` lists) side by side."""
-    wanted = list(sys.argv[1:] if argv is None else argv)
+    wanted: list[str] = _parser().parse_args(argv).experiments
     try:
         files = MetricsFiles.of(default_paths())
         experiments = select(dvc_experiments(), wanted)
