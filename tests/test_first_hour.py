@@ -137,16 +137,19 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
         assert re.search(r"^subset\s+limit 2, seed 0\s+limit 2, seed 0$", compared.stdout, re.M)
         assert re.search(r"^judges\s+lexicon, local_openai\s+lexicon$", compared.stdout, re.M)
         assert re.search(
-            r"^judge agreement % \(kappa\): lexicon vs local_openai\s+"
+            r"^-- judge agreement % \(kappa\)\nlexicon vs local_openai\s+"
             r"[\d.]+ \(([-\d.]+|n/a)\)\s+n/a$",
             compared.stdout,
             re.M,
         ), compared.stdout
+        # One K (no "!" line): its accuracy rows are named Acc@1.
         assert re.search(
-            r"^Acc@K \(%\): local_openai / my_llamacpp / naive\s+[\d.]+ \[[\d.]+, [\d.]+\]\s+n/a$",
+            r"^-- local_openai / my_llamacpp \(judge / model\).*\n"
+            r"Acc@1: naive\s+[\d.]+ \[[\d.]+, [\d.]+\]\s+n/a$",
             compared.stdout,
             re.M,
         ), compared.stdout
+        assert not re.search(r"^!", compared.stdout, re.M)
         columns = run_dvc("exp", "show", "--csv", cwd=repo, env=env).stdout.splitlines()[0]
         print(
             f"dvc exp show: {columns.count(',') + 1} columns; losona.experiments: {len(rows)} lines"
