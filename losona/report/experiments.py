@@ -157,7 +157,10 @@ def trials(e: Experiment) -> str:
 
 def distinct_ks(experiments: Sequence[Experiment]) -> list[str]:
     """The Ks of these runs, each once, smallest first (an unknown K last)."""
-    return sorted({trials(e) for e in experiments}, key=lambda k: (not k.isdigit(), k.zfill(9)))
+    return sorted(
+        {trials(e) for e in experiments},
+        key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0),
+    )
 
 
 def scenario_settings(e: Experiment) -> dict[str, Any]:
@@ -179,7 +182,7 @@ def scenario_settings(e: Experiment) -> dict[str, Any]:
 
 def unlike_notes(experiments: Sequence[Experiment]) -> list[str]:
     """What makes these runs not like with like, one line each: a K or a scenario setting
-    that differs between them. None when they agree on both."""
+    that differs between them; none when they agree on both."""
     if not experiments:
         return []
     notes = []
