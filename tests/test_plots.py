@@ -215,7 +215,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     assert metrics["lexicon"]["models"]["model_a"]["naive"]["acc_at_k"] == 50.0
 
     plots = json.loads(run_dvc("plots", "show", "--json", cwd=repo_copy).stdout)
-    assert {"reports/figures/fig2_accuracy.csv", "reports/figures/heatmap.png"} <= set(
+    assert {"reports/figures/fig2_accuracy.csv", "reports/figures/heatmap_lexicon.png"} <= set(
         plots["data"]
     )
     drawn = plots["data"]["reports/figures/fig2_accuracy.csv"][0]["content"]["data"]["values"]

@@ -389,7 +389,7 @@ HEATMAP_MAX_H = 24.0
 HEATMAP_LABEL_PT = 8.0
 # Room for tick labels, per character, at HEATMAP_LABEL_PT (generous: the saved figure is
 # cropped to what it draws).
-ROW_LABEL_IN, COLUMN_LABEL_IN = 0.065, 0.07
+ROW_LABEL_IN, COLUMN_LABEL_IN = 0.065, 0.06
 
 
 def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
