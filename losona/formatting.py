@@ -4,6 +4,7 @@ Percentages are 0 to 100 with one decimal, as in the paper's Table 1; a value th
 not exist (no scenario scored, no human label) reads "n/a", never 0. A test double (a
 model or judge served by the project's test server, `test_double: true` in its config)
 carries TEST_DOUBLE in its display label, so every table and figure that names it says so.
+Trials are counted from 1 wherever a person reads them; the tables keep their 0-based index.
 """
 
 from __future__ import annotations
@@ -41,3 +42,8 @@ def display_label(label: str, test_double: bool) -> str:
 def is_test_double(label: str) -> bool:
     """Whether a display label (from `display_label`) marks a test double."""
     return label.endswith(TEST_DOUBLE)
+
+
+def trial_number(index: int) -> int:
+    """A trial as a page shows it, counted from 1: the tables' `trial` index is 0-based."""
+    return index + 1

@@ -591,6 +591,16 @@ def test_the_stage_writes_the_reports_and_dvc_metrics(
     assert not (workdir / "other").exists()
 
 
+def test_a_panel_with_a_test_double_member_is_marked_as_one(workdir: Path) -> None:
+    # The repo's own panels: offline_panel pools the lexicon rules and the scripted judge
+    # (a test double), so its verdicts are partly scripted; paper_panel's members are real.
+    labels = config_labels("judge", ["offline_panel", "paper_panel"])
+    assert labels == {
+        "offline_panel": "Lexicon and scripted judge (panel) [TEST DOUBLE]",
+        "paper_panel": "Gemini 3.1 Pro and Claude Opus 4.8 (panel)",
+    }
+
+
 def test_judges_are_labelled_and_a_test_double_is_marked_in_the_tables(workdir: Path) -> None:
     # The repo's own configs: the scripted judge's says `test_double: true`.
     labels = config_labels("judge", ["lexicon", "local_openai", "gone"])

@@ -173,8 +173,9 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     assert "Subset: this run covers 2 of 44 scenarios" in text
     assert "sample: My model (llama.cpp) / Naive 2" in text  # run facts: the cell's 2 calls
     drawn = figures_text(page)
-    assert drawn.count("N = 2 scenarios, K = 1 trials each") == 4
-    assert drawn.count("SUBSET: 2 of 44 scenarios") == 4
+    # Figures 2-4 and a heatmap per judge (lexicon, local_openai).
+    assert drawn.count("N = 2 scenarios, K = 1 trials each") == 5
+    assert drawn.count("SUBSET: 2 of 44 scenarios") == 5
     assert "judge: Scripted judge (local test server) [TEST DOUBLE]" in drawn
 
     # Publish: only a clean run. A judge config written afterwards and used nowhere keeps

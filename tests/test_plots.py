@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -79,7 +80,7 @@ def test_four_figures_as_png_svg_and_csv_naming_the_judge(
         "fig2_accuracy",
         "fig3_paired_effect",
         "fig4_flips",
-        "heatmap",
+        "heatmap_lexicon",
     ]
     for figure in figures:
         image = matplotlib.image.imread(io.BytesIO(figure.png), format="png")
@@ -111,12 +112,23 @@ def test_figures_are_byte_identical_on_rerun(drawn: tuple[Reports, list[Figure]]
         assert a.data.equals(b.data)
 
 
-def test_every_judge_gets_its_own_panel() -> None:
+def test_every_judge_gets_its_own_panel_and_its_own_heatmap() -> None:
     figures = draw_figures(reports_of(run(judges=("lexicon", "gemini_pro"))))
-    for figure in figures:
+    assert [f.name for f in figures][3:] == ["heatmap_gemini_pro", "heatmap_lexicon"]
+    for figure in figures[:3]:
         text = svg_text(figure.svg)
         assert "judge: lexicon" in text and "judge: gemini_pro" in text, figure.name
     assert figures[0].data["label"][0] == "gemini_pro · model_a · naive"
+    # A heatmap is one judge's: its title, caption and numbers name no other.
+    for figure, judge, other in zip(
+        figures[3:], ("gemini_pro", "lexicon"), ("lexicon", "gemini_pro"), strict=True
+    ):
+        text = svg_text(figure.svg)
+        assert f"judge: {judge}" in text and f"judge: {other}" not in text, figure.name
+        assert f"judge {judge}:" in figure.caption
+        assert figure.data["judge"].unique().to_list() == [judge]
+        assert figure.data.height == 6 * 2 * 3  # scenarios x models x conditions
+        assert figure.full_size and not any(f.full_size for f in figures[:3])
 
 
 def test_a_run_without_naive_still_draws_and_says_why_effects_are_missing() -> None:
@@ -203,7 +215,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     assert metrics["lexicon"]["models"]["model_a"]["naive"]["acc_at_k"] == 50.0
 
     plots = json.loads(run_dvc("plots", "show", "--json", cwd=repo_copy).stdout)
-    assert {"reports/figures/fig2_accuracy.csv", "reports/figures/heatmap.png"} <= set(
+    assert {"reports/figures/fig2_accuracy.csv", "reports/figures/heatmap_lexicon.png"} <= set(
         plots["data"]
     )
     drawn = plots["data"]["reports/figures/fig2_accuracy.csv"][0]["content"]["data"]["values"]
@@ -281,7 +293,7 @@ def heatmap_of(scenarios: int) -> Figure:
         for k, c in enumerate(COUNTS)
     }
     reports = aggregate(verdict_table(labels, frame), frame, bootstrap=BOOTSTRAP)
-    (heatmap,) = [f for f in draw_figures(reports) if f.name == "heatmap"]
+    (heatmap,) = [f for f in draw_figures(reports) if f.name == "heatmap_lexicon"]
     return heatmap
 
 
@@ -319,3 +331,21 @@ def test_figure_2s_legend_covers_no_bar_or_interval(drawn: tuple[Reports, list[F
     for ax in figure.axes:
         legend = ax.get_legend().get_window_extent()
         assert not legend.overlaps(ax.get_window_extent()), "the legend is over the panel"
+
+
+def font_sizes(svg: str) -> list[float]:
+    """Every text's size in the SVG's own units (points: matplotlib sizes the SVG in pt)."""
+    return [float(size) for size in re.findall(r"font(?:-size)?:\s*(?:[a-z]+\s+)*([\d.]+)px", svg)]
+
+
+def test_a_heatmaps_smallest_text_reads_at_10_px_or_more() -> None:
+    # The report shows a heatmap at its own size (full_size), where 1 pt is 4/3 px. At 5
+    # scenarios with three judges, one image held them all, shown at about 38%: labels of
+    # about 5 px (issue 30).
+    heatmap = heatmap_of(5)
+    root = ET.fromstring(heatmap.svg)
+    assert root.get("width", "").endswith("pt")
+    sizes = font_sizes(heatmap.svg)
+    assert len(sizes) > 10
+    assert min(sizes) * 4 / 3 >= 10
+    assert heatmap.full_size

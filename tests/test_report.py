@@ -277,10 +277,133 @@ def test_judges_are_named_by_label_and_a_test_double_is_marked_everywhere(
     row = judges[judges.index('<tr class="double">') :].split("</tr>")[0]
     assert "Scripted judge [TEST DOUBLE]" in row and "<code>scripted</code>" in row
     assert ">2/3<" in row and ">3/3<" in row and ">83.3<" in row
+    # Every figure that shows the double's verdicts (a heatmap is one judge's) marks it.
     for figure in draw_figures(reports):
         svg = figure.svg
-        assert "Scripted judge [TEST DOUBLE]" in svg and "Test server [TEST DOUBLE]" in svg
+        assert "Test server [TEST DOUBLE]" in svg, figure.name
+        if figure.name != "heatmap_lexicon":
+            assert "Scripted judge [TEST DOUBLE]" in svg, figure.name
 
 
 def test_a_run_without_test_doubles_says_nothing_of_them(page: str) -> None:
     assert "Test doubles" not in page and "TEST DOUBLE" not in page
+
+
+# -- a run at K = 1 with three judges, one a panel, as issue 30 tried it ------------------------
+
+
+@pytest.fixture(scope="module")
+def three_judges() -> tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]:
+    """Five scenarios, K = 1, two models, four conditions; a lexicon judge, a test double and
+    a panel of both, labelled as their configs would (the panel marked for its member)."""
+    rows = [
+        BASE_ROW | {"scenario_id": f"standup__binary_answer_norm__{i}", "source": "test"}
+        for i in range(5)
+    ]
+    scenarios = table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    conditions = ("naive", "elicitor_only", "style_adaptation", "norm_informed")
+    # lexicon passes scenario 0 everywhere; the test double passes it nowhere; the panel
+    # passes it under naive only: pooled, scenario 0 would pass in 16 + 2 = 18 of 24 cells.
+    passes = {
+        "lexicon": lambda i, c: i == 0,
+        "scripted": lambda i, c: False,
+        "panel": lambda i, c: i == 0 and c == "naive",
+    }
+    labels = {
+        (judge, model, condition): [[passes[judge](i, condition)] for i in range(5)]
+        for judge in passes
+        for model in ("model_a", "model_b")
+        for condition in conditions
+    }
+    verdicts = verdict_table(labels, scenarios)
+    reports = aggregate(
+        verdicts,
+        scenarios,
+        bootstrap=BOOTSTRAP,
+        presentation=Presentation(
+            judge_labels={
+                "lexicon": "Lexicon rules (offline)",
+                "scripted": "Scripted judge [TEST DOUBLE]",
+                "panel": "Lexicon and scripted judge (panel) [TEST DOUBLE]",
+            },
+        ),
+    )
+    return reports, draw_figures(reports), verdicts, scenarios
+
+
+@pytest.fixture(scope="module")
+def three_judges_page(
+    three_judges: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame],
+) -> str:
+    return build_report(*three_judges)
+
+
+def visible(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def test_consistency_is_shown_only_where_k_is_above_1(page: str, three_judges_page: str) -> None:
+    # K = 1: no column of 100.0 in any judge's table, and the reason once, under them.
+    results = three_judges_page[
+        three_judges_page.index('id="results"') : three_judges_page.index('id="judges"')
+    ]
+    assert results.count("<h3>Judge: ") == 3
+    assert '<th class="num">Consistency</th>' not in results
+    assert visible(results).count("Consistency is left out: at K = 1") == 1
+    # Every row still has its five cells under five headings: nothing shifted.
+    rows = [row for row in re.findall(r"<tr[^>]*>(.*?)</tr>", results) if "<td" in row]
+    assert len(rows) == 3 * (2 * 4 + 4)  # per judge: model x condition rows, then the means
+    for row in rows:
+        assert row.count("<td") == 5
+    # K = 3: the column and its definition, as before.
+    at_3 = page[page.index('id="results"') : page.index('id="judges"')]
+    assert '<th class="num">Consistency</th>' in at_3
+    assert "Consistency: share of scenarios whose trial labels all agree" in visible(at_3)
+    assert "Consistency is left out" not in at_3
+
+
+def test_the_browser_counts_each_judges_passes_apart(three_judges_page: str) -> None:
+    browser = three_judges_page[three_judges_page.index('id="browser"') :]
+    summaries = [visible(s) for s in re.findall(r"<summary>(.*?)</summary>", browser)]
+    first = next(s for s in summaries if s.startswith("standup__binary_answer_norm__0"))
+    assert first.endswith(
+        "passes in 8 of 8 model \N{MULTIPLICATION SIGN} condition cells "
+        "under Lexicon rules (offline); "
+        "2 of 8 under Lexicon and scripted judge (panel) [TEST DOUBLE]; "
+        "0 of 8 under Scripted judge [TEST DOUBLE]"
+    )
+    assert "of 24" not in browser  # never pooled over judges
+
+
+def test_a_single_judges_browser_counts_without_naming_it(page: str) -> None:
+    browser = page[page.index('id="browser"') :]
+    summaries = [visible(s) for s in re.findall(r"<summary>(.*?)</summary>", browser)]
+    # One judge: scenario 0 passes under naive (3/3) only, of 2 cells.
+    assert any(
+        s.startswith("standup__binary_answer_norm__0")
+        and s.endswith("passes in 1 of 2 model \N{MULTIPLICATION SIGN} condition cells")
+        for s in summaries
+    )
+
+
+def test_trials_are_numbered_from_1_on_the_page(
+    page: str, inputs: tuple[Reports, list[Figure], pl.DataFrame, pl.DataFrame]
+) -> None:
+    verdicts = inputs[2]
+    assert sorted(verdicts["trial"].unique()) == [0, 1, 2]  # the table keeps its index
+    for start, end in (('id="casebook"', 'id="breakdowns"'), ('id="browser"', "</main>")):
+        section = page[page.index(start) : page.index(end)]
+        shown = re.findall(r"<tr>(?:<td>[^<]*</td>)*?<td>(\d+)</td><td><span class=\"v ", section)
+        assert shown and set(shown) == {"1", "2", "3"}, start
+
+
+def test_a_heatmap_per_judge_is_shown_at_its_own_size(three_judges_page: str) -> None:
+    figures = three_judges_page[
+        three_judges_page.index('id="figures"') : three_judges_page.index('id="effects"')
+    ]
+    for judge in ("lexicon", "scripted", "panel"):
+        assert f'<figure id="heatmap_{judge}" class="full">' in figures
+    # Figures 2-4 still fit the page; only the heatmaps keep their size and scroll.
+    assert '<figure id="fig2_accuracy">' in figures
+    assert "figure.full{overflow-x:auto}" in three_judges_page
+    assert "figure.full img{max-width:none}" in three_judges_page

@@ -19,6 +19,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from losona.formatting import trial_number
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 ENVIRONMENT = Environment(
@@ -29,6 +31,8 @@ ENVIRONMENT = Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
 )
+# `{{ row.trial | trial }}`: a trial's index as people count, from 1 (losona.formatting).
+ENVIRONMENT.filters["trial"] = trial_number
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,9 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
         tables.append(
             {
                 "judge": judge_heading(str(judge), rows["judge_label"][0], rows["judge_model"][0]),
+                # At K = 1 every scenario's one trial agrees with itself: a column of 100.0
+                # would say nothing, so the table leaves it out (the note says why).
+                "consistency": (rows["k"] > 1).any(),
                 "rows": [
                     {
                         "model": r["model_label"],
@@ -111,7 +114,7 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
                         "acc": _acc(r),
                         "undetermined": r["undetermined"],
                         "compliance": _num(r["compliance"]),
-                        "consistency": _num(r["consistency"]),
+                        "consistency": _consistency(r),
                         "non_answers": _num(r["non_answer_share"]),
                     }
                     for r in rows.iter_rows(named=True)
@@ -210,11 +213,12 @@ def _correction_basis(row: Mapping[str, Any] | None) -> str | None:
 
 
 def figures_section(figures: Sequence[Figure]) -> Section:
-    """Every figure, embedded as SVG, with its caption."""
+    """Every figure, embedded as SVG, with its caption; a full-size one scrolls, unshrunk."""
     shown = [
         {
             "name": f.name,
             "caption": f.caption,
+            "full_size": f.full_size,
             "src": "data:image/svg+xml;base64,"
             + base64.b64encode(f.svg.encode("utf-8")).decode("ascii"),
         }
@@ -426,24 +430,43 @@ def browser_section(view: _View) -> Section:
 
 
 def browser_items(view: _View) -> list[dict[str, Any]]:
-    """Every scenario in id order, with how often it passes and all its responses."""
-    outcomes = view.reports["outcomes.csv"]
-    passes = {
-        sid: (passed, cells)
-        for sid, passed, cells in outcomes.group_by("scenario_id")
-        .agg(pl.col("passed").sum(), pl.len())
-        .iter_rows()
-    }
+    """Every scenario in id order, with how often each judge passes it and all its responses."""
     return [
         {
             "scenario": view.scenarios[sid],
             "anchor": _anchor(sid),
-            "passed": passes.get(sid, (0, 0))[0],
-            "cells": passes.get(sid, (0, 0))[1],
+            "passes": passes,
             "responses": view.responses(view.verdicts[sid]),
         }
-        for sid in sorted(view.scenarios)
+        for sid, passes in scenario_passes(view.reports, sorted(view.scenarios)).items()
     ]
+
+
+def scenario_passes(
+    reports: Reports, scenario_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per scenario, per judge in the reports' order: its label, and in how many model x
+    condition cells it passes out of how many.
+
+    Never pooled over judges: a test double's or a panel's passes would count as the other
+    judges' (issue 30).
+    """
+    judges = reports["results.csv"].select("judge", "judge_label").unique(maintain_order=True)
+    counts = {
+        (sid, judge): (passed, cells)
+        for sid, judge, passed, cells in reports["outcomes.csv"]
+        .group_by("scenario_id", "judge")
+        .agg(pl.col("passed").sum(), pl.len())
+        .iter_rows()
+    }
+    return {
+        sid: [
+            {"judge": label, "passed": passed, "cells": cells}
+            for judge, label in judges.iter_rows()
+            for passed, cells in [counts.get((sid, judge), (0, 0))]
+        ]
+        for sid in scenario_ids
+    }
 
 
 # -- small helpers -----------------------------------------------------------------------------
@@ -466,6 +489,11 @@ def _p(value: float | None) -> str:
     if value is None:
         return "n/a"
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def _consistency(row: Mapping[str, Any]) -> str:
+    """A cell's consistency, or n/a for a cell of one trial per scenario (K = 1)."""
+    return _num(row["consistency"] if row["k"] > 1 else None)
 
 
 def _acc(row: Mapping[str, Any]) -> str:

@@ -1,9 +1,11 @@
 """The paper's Figures 2, 3 and 4 and a scenario x condition heatmap, drawn from the report tables.
 
-Each figure is one matplotlib figure with a row of panels per judge (the judge named in
-every panel title), saved as PNG and SVG, with the numbers it shows as a CSV beside it
-for `dvc plots show` / `dvc plots diff` (definitions in dvc.yaml). Rendering settings are
-fixed so that the same tables give byte-identical files.
+Figures 2 to 4 are one matplotlib figure each with a row of panels per judge (the judge
+named in every panel title); the heatmap is one figure per judge (`heatmap_<judge>`), so
+that each is shown at its own size and its labels stay readable. Each is saved as PNG and
+SVG, with the numbers it shows as a CSV beside it for `dvc plots show` / `dvc plots diff`
+(definitions in dvc.yaml). Rendering settings are fixed so that the same tables give
+byte-identical files.
 """
 
 from __future__ import annotations
@@ -60,10 +62,13 @@ class Figure:
     png: bytes
     svg: str
     data: pl.DataFrame
+    # Shown at its own size, scrolled rather than shrunk to the page: a heatmap's labels
+    # are small already, and shrinking made them unreadable (issue 30).
+    full_size: bool = False
 
 
 def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
-    """Figures 2, 3 and 4 and the heatmap for every judge in the reports.
+    """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge.
 
     Each figure says over how many scenarios and trials it was drawn and, when `subset`
     (losona.contracts.subset_note) says the run covers part of its dataset, that too.
@@ -72,7 +77,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     k, level = _k_label(results), reports.confidence
     judges = _judges(results)
     scope = scope_line(reports, subset)
-    drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame]] = [
+    drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame, bool]] = [
         (
             "fig2_accuracy",
             f"Figure 2. Accuracy-at-{k} per model and prompt condition; error bars are "
@@ -81,6 +86,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             _labelled(results, judges).select(
                 "judge", "subject_model", "condition", "label", "acc_at_k", "acc_low", "acc_high"
             ),
+            False,
         ),
         (
             "fig3_paired_effect",
@@ -90,6 +96,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             _labelled(deltas, judges).select(
                 "judge", "subject_model", "condition", "label", "delta", "delta_low", "delta_high"
             ),
+            False,
         ),
         (
             "fig4_flips",
@@ -97,18 +104,24 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             f"regressions (Naive passes, the condition fails), by accuracy-at-{k} per scenario.",
             lambda: _flips(deltas, judges),
             _flip_data(_labelled(deltas, judges)),
+            False,
         ),
-        (
-            "heatmap",
-            "Scenario x condition: the share of each scenario's scored trials judged compliant, "
-            f"per model and condition; a dot marks a pass under accuracy-at-{k}, a cross a "
-            "scenario left undetermined by unscored trials.",
-            lambda: _heatmap(reports, judges),
-            _heatmap_data(reports),
+        *(
+            (
+                f"heatmap_{judge[0]}",
+                f"Scenario x condition, judge {judge[2]}: the share of each scenario's scored "
+                f"trials judged compliant, per model and condition; a dot marks a pass under "
+                f"accuracy-at-{k}, a cross a scenario left undetermined by unscored trials.",
+                # Bound now: a lambda reads its loop variable when called, not when made.
+                lambda judge=judge: _heatmap(reports, judge),
+                _heatmap_data(reports, judge),
+                True,
+            )
+            for judge in judges
         ),
     ]
     figures = []
-    for name, caption, draw, data in drawings:
+    for name, caption, draw, data, full_size in drawings:
         with matplotlib.rc_context(STYLE):
             figure = draw()
             figure.suptitle(
@@ -118,7 +131,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
                 fontweight="bold" if subset else "normal",
             )
             png, svg = _render(figure)
-        figures.append(Figure(name, caption, png, svg, data))
+        figures.append(Figure(name, caption, png, svg, data, full_size))
     return figures
 
 
@@ -341,12 +354,15 @@ def _flip_data(deltas: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _heatmap_data(reports: Reports) -> pl.DataFrame:
+def _heatmap_data(reports: Reports, judge: Judge) -> pl.DataFrame:
+    """One judge's heatmap numbers: each scenario's share of compliant trials per cell."""
     labels = reports["results.csv"].select(
         "judge", "subject_model", "condition", "model_label", "condition_label"
     )
-    outcomes = reports["outcomes.csv"].join(
-        labels, on=["judge", "subject_model", "condition"], how="left", maintain_order="left"
+    outcomes = (
+        reports["outcomes.csv"]
+        .filter(pl.col("judge") == judge[0])
+        .join(labels, on=["judge", "subject_model", "condition"], how="left", maintain_order="left")
     )
     return outcomes.select(
         "judge",
@@ -364,17 +380,21 @@ def _heatmap_data(reports: Reports) -> pl.DataFrame:
 
 # The heatmap's cells in inches, whatever the number of scenarios: at 5 scenarios as at 44
 # a cell is a cell, not a strip. Past LABELLED_ROWS scenarios the rows lose their labels and
-# markers, and the panels stop growing at HEATMAP_MAX_H.
+# markers, and the panel stops growing at HEATMAP_MAX_H.
 CELL_W, CELL_H = 0.42, 0.2
 LABELLED_ROWS = 150
 HEATMAP_MAX_H = 24.0
-# Room for tick labels, per character, at their font sizes (generous: the saved figure is
+# Its smallest text in points: the report shows a heatmap at its own size (1 pt = 4/3 px),
+# so 8 pt reads as about 10.7 px; a scenario row (0.2 in = 14.4 pt) still holds one.
+HEATMAP_LABEL_PT = 8.0
+# Room for tick labels, per character, at HEATMAP_LABEL_PT (generous: the saved figure is
 # cropped to what it draws).
-ROW_LABEL_IN, COLUMN_LABEL_IN = 0.05, 0.055
+ROW_LABEL_IN, COLUMN_LABEL_IN = 0.065, 0.06
 
 
-def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
-    data = _heatmap_data(reports)
+def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
+    data = _heatmap_data(reports, judge)
+    # Every judge's heatmap has the same rows and columns, so that they read side by side.
     results = reports["results.csv"]
     columns = list(
         results.select("subject_model", "condition", "model_label", "condition_label")
@@ -382,77 +402,73 @@ def _heatmap(reports: Reports, judges: Sequence[Judge]) -> MplFigure:
         .iter_rows()
     )
     column_labels = [f"{c[2]}{SEP}{c[3]}" for c in columns]
-    scenarios = sorted(data["scenario_id"].unique().to_list())
+    scenarios = sorted(reports["outcomes.csv"]["scenario_id"].unique().to_list())
     labelled_rows = len(scenarios) <= LABELLED_ROWS
-    # Every length in inches, fixed: the panels' size follows the cells, not the figure.
+    # Every length in inches, fixed: the panel's size follows the cells, not the figure.
     grid_w = CELL_W * len(columns)
     grid_h = min(HEATMAP_MAX_H, CELL_H * len(scenarios))
     rows_w = ROW_LABEL_IN * max(map(len, scenarios)) if labelled_rows else 0.5
     below = COLUMN_LABEL_IN * max(map(len, column_labels)) + 0.2
-    bar_w = max(3.0, len(judges) * grid_w + (len(judges) - 1) * (rows_w + 0.3))
-    widths = [Size.Fixed(rows_w)]
-    for j in range(len(judges)):
-        widths += [Size.Fixed(grid_w), Size.Fixed(0.3 + (rows_w if j < len(judges) - 1 else 0))]
-    widths[-1] = Size.Fixed(
-        max(0.3, bar_w - len(judges) * grid_w - (len(judges) - 1) * (rows_w + 0.3))
-    )
+    # The colour bar spans the panel and what it needs beyond it to be 3 inches wide.
+    widths = [Size.Fixed(rows_w), Size.Fixed(grid_w), Size.Fixed(max(0.3, 3.0 - grid_w))]
     heights = [
         Size.Fixed(0.9),
-        Size.Fixed(0.14),
+        Size.Fixed(0.16),
         Size.Fixed(below),
         Size.Fixed(grid_h),
-        Size.Fixed(1.0),
+        Size.Fixed(1.1),
     ]
     figure = MplFigure(
         figsize=(sum(w.fixed_size for w in widths), sum(h.fixed_size for h in heights))
     )
     divider = Divider(figure, (0, 0, 1, 1), widths, heights, aspect=False)
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
-    image: Any = None
-    for j, judge in enumerate(judges):
-        ax = figure.add_axes((0, 0, 1, 1), axes_locator=divider.new_locator(nx=1 + 2 * j, ny=3))
-        part = data.filter(pl.col("judge") == judge[0])
-        grid = np.full((len(scenarios), len(columns)), np.nan)
-        passed = np.zeros_like(grid, dtype=bool)
-        undetermined = np.zeros_like(grid, dtype=bool)
-        row_of = {s: i for i, s in enumerate(scenarios)}
-        col_of = {(c[0], c[1]): j for j, c in enumerate(columns)}
-        for r in part.iter_rows(named=True):
-            i, k = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
-            grid[i, k] = np.nan if r["complying_share"] is None else r["complying_share"]
-            passed[i, k] = r["passed"] is True
-            undetermined[i, k] = r["passed"] is None
-        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        if labelled_rows:
-            ys, xs = np.nonzero(passed)
-            ax.scatter(xs, ys, s=12, c="white", marker="o", edgecolors="#111111", linewidths=0.7)
-            ys, xs = np.nonzero(undetermined)
-            ax.scatter(xs, ys, s=16, c="#111111", marker="x", linewidths=0.9)
-            ax.set_yticks(range(len(scenarios)), scenarios, fontsize=6.5)
-        else:
-            ax.set_yticks([])
-            ax.set_ylabel(f"{len(scenarios)} scenarios")
-        ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=7)
-        for k in range(1, len(columns)):
-            if columns[k][0] != columns[k - 1][0]:
-                ax.axvline(k - 0.5, color="white", linewidth=1.5)
-        ax.set_title(_judge_title("Scenario x condition", judge), fontsize=9)
-        ax.spines[:].set_visible(False)
-    # A colour bar of its own, under the panels and at least 3 inches wide, at any size.
+    ax = figure.add_axes((0, 0, 1, 1), axes_locator=divider.new_locator(nx=1, ny=3))
+    grid = np.full((len(scenarios), len(columns)), np.nan)
+    passed = np.zeros_like(grid, dtype=bool)
+    undetermined = np.zeros_like(grid, dtype=bool)
+    row_of = {s: i for i, s in enumerate(scenarios)}
+    col_of = {(c[0], c[1]): j for j, c in enumerate(columns)}
+    for r in data.iter_rows(named=True):
+        i, j = row_of[r["scenario_id"]], col_of[(r["subject_model"], r["condition"])]
+        grid[i, j] = np.nan if r["complying_share"] is None else r["complying_share"]
+        passed[i, j] = r["passed"] is True
+        undetermined[i, j] = r["passed"] is None
+    image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    if labelled_rows:
+        ys, xs = np.nonzero(passed)
+        ax.scatter(xs, ys, s=14, c="white", marker="o", edgecolors="#111111", linewidths=0.7)
+        ys, xs = np.nonzero(undetermined)
+        ax.scatter(xs, ys, s=18, c="#111111", marker="x", linewidths=0.9)
+        ax.set_yticks(range(len(scenarios)), scenarios, fontsize=HEATMAP_LABEL_PT)
+    else:
+        ax.set_yticks([])
+        ax.set_ylabel(f"{len(scenarios)} scenarios", fontsize=HEATMAP_LABEL_PT)
+    ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=HEATMAP_LABEL_PT)
+    for j in range(1, len(columns)):
+        if columns[j][0] != columns[j - 1][0]:
+            ax.axvline(j - 0.5, color="white", linewidth=1.5)
+    ax.set_title(_judge_title("Scenario x condition", judge), fontsize=10)
+    ax.spines[:].set_visible(False)
+    # A colour bar of its own, under the panel and at least 3 inches wide, at any size.
     cax = figure.add_axes(
         (0, 0, 1, 1), axes_locator=divider.new_locator(nx=1, nx1=len(widths), ny=1)
     )
     bar = figure.colorbar(image, cax=cax, orientation="horizontal")
     bar.set_ticks([0, 0.25, 0.5, 0.75, 1])
-    bar.set_label("share of scored trials judged compliant", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    bar.set_label("share of scored trials judged compliant", fontsize=HEATMAP_LABEL_PT + 0.5)
+    bar.ax.tick_params(labelsize=HEATMAP_LABEL_PT)
     if labelled_rows:
         marks = [
             Line2D([], [], ls="", marker="o", mfc="white", mec="#111111", label="pass (Acc@K)"),
             Line2D([], [], ls="", marker="x", color="#111111", label="undetermined"),
         ]
         cax.legend(
-            handles=marks, loc="upper center", bbox_to_anchor=(0.5, -3.2), ncols=2, fontsize=7
+            handles=marks,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -3.4),
+            ncols=2,
+            fontsize=HEATMAP_LABEL_PT,
         )
     return figure
 

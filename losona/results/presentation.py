@@ -103,5 +103,21 @@ def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
             continue
         checked = option(group, name)
         label = checked.label or name
-        labels[name] = display_label(label, bool(getattr(checked, "test_double", False)))
+        labels[name] = display_label(label, _test_double(checked))
     return labels
+
+
+def _test_double(checked: Any) -> bool:
+    """Whether a model's or judge's numbers are a test double's: its config says so, or it
+    is a panel with a test-double member, whose scripted votes its verdicts are made of.
+
+    A panel's members are judges that score the responses themselves (panels of panels are
+    refused, losona/judges/panels.py), so one level down is all there is to look.
+    """
+    if getattr(checked, "test_double", False):
+        return True
+    members = getattr(checked, "members", None) or ()
+    return any(
+        option_file("judge", member).is_file() and option("judge", member).test_double
+        for member in members
+    )
