@@ -7,6 +7,12 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 # litellm must not fetch its price map at import: no network is assumed anywhere.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# llama.cpp builds for every instruction the build machine's CPU lists. Some list AMX that
+# the kernel does not grant a process unasked, and the embedded model then dies of SIGILL
+# (exit -4) at its first call; so on x86-64 it is built for AVX2, which every machine here has.
+ifeq ($(shell uname -m),x86_64)
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+endif
 
 .PHONY: install repro test
 

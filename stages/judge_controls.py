@@ -5,7 +5,10 @@ python stages/judge_controls.py judge=gemini_pro
 
 Writes data/judge_controls/<judge>.parquet (one verdict per example) and
 reports/judge_controls/<judge>.json (how many it got right, a DVC metric), so a broken
-judge shows itself at once.
+judge shows itself at once. Every judge cell depends on its judge's controls, so DVC runs
+them first; a judge that cannot judge them (most unscored, or one verdict for every
+example) stops the run here, before its cells are paid for, and writes nothing, unless
+judge_controls.judge_anyway=true (conf/run.yaml). Its calls stay in the call cache.
 """
 
 from pathlib import Path
@@ -16,8 +19,9 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA
+from losona.errors import LosonaError
 from losona.files import read_parquet, write_json, write_parquet
-from losona.judges.health import TRUSTWORTHY_PERCENT
+from losona.judges.health import TRUSTWORTHY_PERCENT, cannot_judge
 from losona.judges.run import (
     call_sources,
     control_summary,
@@ -48,6 +52,16 @@ def main(cfg: DictConfig) -> None:
     controls = judge_controls(scenarios, judge, name)
     summary = control_summary(controls)
     out = Path(paths.judge_controls_dir)
+    signs = cannot_judge(controls)
+    if signs and not chosen(cfg, "judge_controls").judge_anyway:
+        raise LosonaError(
+            f"judge {name} ({judge.model}) cannot judge: {'; '.join(signs)} "
+            f"({status_counts(controls)}). Its cells would cost their calls for verdicts "
+            "that measure the judge, so the run stops before them; nothing was written, and "
+            "the calls made are kept in the call cache. Try structured_output in "
+            f"conf/judge/{name}.yaml (docs/judges.md), or a larger judge model; to judge "
+            "with it anyway: dvc exp run -S conf/run.yaml:judge_controls.judge_anyway=true"
+        )
     write_parquet(controls, out / f"{name}.parquet")
     write_parquet(judge_calls(judge), controls_calls(paths, name))
     # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.

@@ -21,6 +21,7 @@ from losona.config.schemas import (
     AggregateSettings,
     AuditSettings,
     ConditionConfig,
+    ControlsSettings,
     DatasetConfig,
     DynamicSettings,
     GenerationSettings,
@@ -45,6 +46,7 @@ GROUPS: dict[str, type[Schema]] = {
     "generation": GenerationSettings,
     "paths": Paths,
     "dynamic": DynamicSettings,
+    "judge_controls": ControlsSettings,
 }
 # Options whose `name` names their outputs: it must be the file's name.
 NAMED = ("dataset", "model", "judge", "condition")

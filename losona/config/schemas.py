@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from losona.config.checker import Refusal
-from losona.config.loading import ROOT_FILE
+from losona.config.loading import ROOT_FILE, RUN_FILE
 from losona.config.values import (
     AnyInteger,
     CostCap,
@@ -219,6 +219,16 @@ class SamplingSettings(_Batched):
     trials: Count  # conf/run.yaml
     dry_run: Flag
     max_cost_usd: CostCap
+
+
+class ControlsSettings(Schema):
+    """What a judge that cannot judge its validity controls does (conf/run.yaml)."""
+
+    KEY: ClassVar[str] = "judge_controls"
+    FILE: ClassVar[str] = str(RUN_FILE)
+
+    # false: such a judge stops the run before its cells (losona/judges/health.py).
+    judge_anyway: Flag
 
 
 class AggregateSettings(Schema):

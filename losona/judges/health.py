@@ -81,3 +81,29 @@ def uniform_verdict(verdicts: pl.DataFrame) -> bool | None:
     scored = verdicts["complies"].drop_nulls()
     labels = set(scored.to_list())
     return labels.pop() if len(labels) == 1 and scored.len() >= MIN_SCORED else None
+
+
+def cannot_judge(controls: pl.DataFrame) -> list[str]:
+    """Why a judge's validity controls show it cannot judge at all, one phrase per sign.
+
+    Its controls are the catalog's example responses, half compliant and half breaching:
+    a judge that leaves most of them unscored, or gives every one it scores the same verdict,
+    cannot tell a kept norm from a broken one, and its cells would cost their calls for
+    numbers that measure the judge. A judge that is merely wrong on some is left to the
+    accuracy warning and the audit.
+    """
+    if controls.is_empty():
+        return []
+    signs = []
+    unscored = controls["complies"].null_count()
+    if unscored > MOST * controls.height:
+        signs.append(f"{unscored} of its {controls.height} validity controls are unscored")
+    label = uniform_verdict(controls)
+    if label is not None:
+        scored = controls.height - unscored
+        signs.append(
+            f"every one of its {scored} scored validity controls is "
+            f"{'comply' if label else 'breach'}, though half the examples comply and half "
+            "breach"
+        )
+    return signs

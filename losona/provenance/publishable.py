@@ -1,33 +1,59 @@
-"""Is this run fit to publish? Only when `dvc status` is clean: every stage up to date.
+"""Is this run fit to publish? Only when another machine can get it and rerun it.
 
-    python -m losona.publishable        # in the run's repository root, before git commit
+    python -m losona.publishable        # in the run's repository root, after git commit
+                                        # and dvc push, before git push
 
-A run whose status is not clean is not the run its files say: a config, a param or an
-output changed after the stage that uses it last ran, and whoever checks it out reads
-`changed deps` in their own `dvc status` (docs/reproducing.md, "Publish a run"). This
-refuses such a run, exit 3, naming each stage and each changed file; where DVC names only
-a folder (conf/condition, say), the files git sees changed in it. Exit 0 when the run is
-clean, 2 when there is no DVC pipeline here or DVC cannot say.
+A run is publishable when all of these hold, and each refusal names the file and the
+command that mends it:
+
+- `dvc status` is clean: every stage is up to date with what it read. Otherwise the files
+  are not the run they claim to be, and whoever checks it out reads `changed deps`.
+- git holds, committed, every file the run rests on: dvc.yaml and dvc.lock, the settings
+  files (params.yaml, conf/run.yaml, ...), every config, code file and folder a stage of
+  dvc.lock depends on that DVC does not track itself, and the scenario file of a run on
+  its own dataset. An untracked model config or an uncommitted params.yaml is a run
+  nobody else can rerun.
+- dvc.lock's outputs are the files on disk, and dvc.lock is git HEAD's: the one lock check
+  `python -m losona.reproduce` applies too (losona/provenance/lock.py).
+- Where a DVC remote is set, it holds every output (`dvc push`).
+
+Exit 0 when publishable, 3 when not, 2 when there is no DVC pipeline here or DVC cannot say.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from losona.cli import USER_ERROR_EXIT
 from losona.errors import LosonaError
+from losona.provenance.call_files import LOCK_FILE
 from losona.provenance.dvc_json import dvc_json
+from losona.provenance.lock import check_lock
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
+PIPELINE_FILE = Path("dvc.yaml")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason a run may not be published: what is wrong, each case, and the mend."""
+
+    reason: str
+    lines: tuple[str, ...]
+    advice: str
 
 
 def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
     """`dvc status --json` of the pipeline in `root`: each stage that is not up to date."""
-    if not (root / "dvc.yaml").is_file():
+    if not (root / PIPELINE_FILE).is_file():
         raise LosonaError(f"no dvc.yaml in {root.resolve()}: run this in the run's repository root")
     status: dict[str, list[Any]] = dvc_json(
         ["status"], root, dict, "dvc status could not say whether the run is up to date"
@@ -37,20 +63,50 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
 
 def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
     """The files git sees changed in a folder (new, modified, deleted), as 'path (how)'."""
+    return [f"{path} ({how})" for path, how in git_changes([folder], root).items()]
+
+
+# Every file HEAD does not hold as it is: new ones (listed one by one) and ignored ones too.
+GIT_STATUS = (
+    *("git", "status", "--porcelain=v1", "-z"),
+    *("--untracked-files=all", "--ignored=matching"),
+)
+GIT_STATES = {
+    "??": "new",
+    "!!": "ignored",
+    "M": "modified",
+    "A": "added",
+    "D": "deleted",
+    "R": "renamed",
+}
+
+
+def git_changes(paths: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
+    """What git sees of the files at or under `paths` that HEAD does not hold as they are:
+    each file's path and how ('new', 'ignored', 'modified', 'added' but not committed, ...)."""
+    if not paths:
+        return {}
     done = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--", folder],
+        [*GIT_STATUS, "--", *paths],
         cwd=root,
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        return []
-    how = {"??": "new", "M": "modified", "A": "added", "D": "deleted", "R": "renamed"}
-    found = []
-    for line in done.stdout.splitlines():
-        code, path = line[:2].strip(), line[3:]
-        found.append(f"{path} ({how.get(code, how.get(code[:1], code))})")
+        return {}
+    found: dict[str, str] = {}
+    entries = iter(done.stdout.split("\0"))
+    for entry in entries:
+        if not entry:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code.startswith("R"):
+            next(entries, None)  # a rename is followed by the path it came from
+        how = GIT_STATES.get(code) or GIT_STATES.get(code.strip()[:1], code.strip())
+        if code[0] in "AMR" and code[1] == " ":
+            how = f"{how}, not committed"  # staged: `git add` done, `git commit` not
+        found[path] = how
     return found
 
 
@@ -80,25 +136,181 @@ def describe(status: Mapping[str, Sequence[Any]], root: Path = Path(".")) -> lis
     return lines
 
 
+def rested_on(root: Path = Path(".")) -> list[str]:
+    """Every file or folder the recorded run rests on that git, not DVC, must hold.
+
+    dvc.yaml, dvc.lock, and each dependency and params file of every stage dvc.lock
+    records, except what stages write (DVC holds it); and the scenario file of a
+    run on its own dataset, which fetch reads through its config.
+    """
+    lock = root / LOCK_FILE
+    record = yaml.safe_load(lock.read_text(encoding="utf-8")) if lock.is_file() else {}
+    stages = (record or {}).get("stages") or {}
+    outputs = {entry["path"] for stage in stages.values() for entry in stage.get("outs") or []}
+    needed = {PIPELINE_FILE.as_posix(), LOCK_FILE.as_posix()}
+    for stage in stages.values():
+        needed.update(entry["path"] for entry in stage.get("deps") or [])
+        needed.update(stage.get("params") or {})
+    needed.update(_dataset_file(root))
+
+    def made_by_stages(path: str) -> bool:
+        # An output, inside one, or a folder of outputs (aggregate reads data/verdicts whole).
+        return any(
+            path == out or path.startswith(f"{out}/") or out.startswith(f"{path}/")
+            for out in outputs
+        )
+
+    return sorted(path for path in needed if not made_by_stages(path))
+
+
+def _dataset_file(root: Path) -> list[str]:
+    """The scenario file a run on its own dataset reads (conf/dataset/<name>.yaml's path)."""
+    try:
+        params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")) or {}
+        config = root / "conf" / "dataset" / f"{params.get('dataset')}.yaml"
+        path = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("path")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []  # dvc status and the preflight name a broken params.yaml or config
+    return [str(path)] if isinstance(path, str) and path != "???" else []
+
+
+def git_refusal(root: Path = Path(".")) -> Refusal | None:
+    """Files the run rests on that git does not hold as they are, committed."""
+    if subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, check=False
+    ).returncode:
+        return Refusal(
+            "this is not a git repository with a commit, so no one else can get the run:",
+            ("no commit holds dvc.yaml, dvc.lock and the configs",),
+            "Commit the run (git init; git add -A; git commit), then check again.",
+        )
+    needed = rested_on(root)
+    changed = git_changes(needed, root)
+    missing = [path for path in needed if not (root / path).exists() and path not in changed]
+    lines = [f"{path} ({how})" for path, how in sorted(changed.items())]
+    lines += [f"{path} (missing: neither on disk nor in git)" for path in missing]
+    if not lines:
+        return None
+    return Refusal(
+        f"git does not hold, committed, {len(lines)} file(s) the run rests on, so no one else "
+        "can rerun it:",
+        tuple(lines),
+        "Commit them: git add <file> && git commit (a new or changed config, params.yaml, "
+        "dvc.lock, a scenario file); a file git ignores: git add -f <file>, or track it with "
+        "dvc add; a change you did not mean: git checkout HEAD -- <file>. Then check again.",
+    )
+
+
+def lock_refusal(root: Path = Path(".")) -> Refusal | None:
+    """dvc.lock against the files on disk and against git HEAD's (reproduce's check too)."""
+    found = check_lock(root)
+    if found is None:
+        return Refusal(
+            "there is no dvc.lock: the run was never recorded.",
+            (),
+            "Run it (dvc repro), commit dvc.lock, then check again.",
+        )
+    lines = [f"{d.path}: md5 {d.found}, dvc.lock records {d.expected}" for d in found.drifted]
+    lines += [
+        f"{d.path}: dvc.lock records md5 {d.found}, git HEAD's dvc.lock {d.expected}"
+        for d in found.recomputed
+    ]
+    if not lines:
+        return None
+    return Refusal(
+        f"{len(lines)} output(s) are not the run dvc.lock and git HEAD record "
+        "(the check python -m losona.reproduce applies):",
+        tuple(lines),
+        "Get the recorded outputs back (dvc checkout), or record and commit the new run "
+        "(dvc repro; git add dvc.lock && git commit), then check again.",
+    )
+
+
+def default_remote(root: Path = Path(".")) -> str | None:
+    """The name of the default DVC remote, None where none is set."""
+    remote = subprocess.run(
+        [sys.executable, "-m", "dvc", "remote", "default"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return (remote.stdout.strip() or None) if remote.returncode == 0 else None
+
+
+def remote_refusal(root: Path = Path(".")) -> Refusal | None:
+    """Outputs the default DVC remote lacks, where one is set."""
+    name = default_remote(root)
+    if name is None:
+        return None  # no remote: how the data travels is the user's choice (docs)
+    status = dvc_json(
+        ["status", "--cloud"], root, dict, f"dvc status --cloud could not reach remote '{name}'"
+    )
+    lines = sorted(
+        f"{path} ({how})"
+        for stage in status.values()
+        for change in stage
+        if isinstance(change, dict)
+        for path, how in change.get("changed outs", {}).items()
+    ) or sorted(f"{path} ({how})" for path, how in status.items() if isinstance(how, str))
+    if not lines:
+        return None
+    return Refusal(
+        f"DVC remote '{name}' lacks {len(lines)} output(s), so no one else can pull the run:",
+        tuple(lines),
+        "Send them: dvc push, then check again.",
+    )
+
+
+def refusals(status: Mapping[str, Sequence[Any]], root: Path = Path(".")) -> list[Refusal]:
+    """Every reason the run here may not be published, the stale stages first."""
+    found = []
+    if status:
+        found.append(
+            Refusal(
+                f"dvc status is not clean: {len(status)} stage(s) are not up to date with what "
+                "they read, so the files are not the run they claim to be:",
+                tuple(describe(status, root)),
+                "Rerun them (dvc repro), or undo the change (git checkout HEAD -- <file>; a new "
+                "file the sweep does not need: move it out of the folder), then check again.",
+            )
+        )
+    checks: Iterable[Callable[[Path], Refusal | None]] = (
+        git_refusal,
+        lock_refusal,
+        remote_refusal,
+    )
+    found.extend(refusal for check in checks if (refusal := check(root)) is not None)
+    return found
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Say whether the run here may be published; the exit status says it too."""
-    del argv  # no options: the run is the repository in the working directory
+    argparse.ArgumentParser(
+        prog="python -m losona.publishable",
+        description=(
+            "Say whether the run in this repository may be published: dvc status clean, "
+            "every file it rests on committed in git, dvc.lock matching the outputs and git "
+            "HEAD, and the outputs pushed to the DVC remote where one is set. Exit 0: yes; "
+            "3: no, with each reason and its mend; 2: no DVC pipeline here, or DVC failed."
+        ),
+    ).parse_args(argv)
     try:
-        status = dvc_status()
+        found = refusals(dvc_status())
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
-    if not status:
-        out("publishable: yes. dvc status is clean: every stage is up to date with its inputs.")
+    if not found:
+        out(
+            "publishable: yes. dvc status is clean: every stage is up to date with its inputs; "
+            "git holds every file the run rests on, committed; the outputs are dvc.lock's"
+            + ("" if default_remote() is None else ", and the DVC remote holds them")
+            + "."
+        )
         return 0
-    out(
-        f"publishable: no. dvc status is not clean: {len(status)} stage(s) are not up to date "
-        "with what they read, so the files are not the run they claim to be:"
-    )
-    for line in describe(status):
-        out(f"  {line}")
-    out(
-        "Rerun them (dvc repro), or undo the change (git checkout -- <file>; a new file the "
-        "sweep does not need: move it out of the folder), then check again."
-    )
+    for number, refusal in enumerate(found):
+        out(f"publishable: no. {refusal.reason}" if number == 0 else f"Also, {refusal.reason}")
+        for line in refusal.lines:
+            out(f"  {line}")
+        out(refusal.advice)
     return NOT_CLEAN_EXIT

@@ -6,7 +6,6 @@ provenance record (the whole list: losona/reproduce/__init__.py).
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import yaml
 
 from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit import METRICS as AUDIT_METRICS
@@ -60,8 +58,8 @@ from losona.models import (
     call_key,
     read_calls,
 )
-from losona.models.published_calls import md5_file
-from losona.provenance.call_files import LOCK_FILE, lock_outputs, recorded_md5, sweep_call_files
+from losona.provenance.call_files import LOCK_FILE, recorded_md5, sweep_call_files
+from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
 from losona.reproduce.compare import (
     Check,
@@ -425,20 +423,6 @@ def check_call_files(
         check.add(cell_file, cell_count(cell), differences)
 
 
-def committed_lock() -> str | None:
-    """dvc.lock as committed at git HEAD, None outside a git work tree or without one."""
-    try:
-        shown = subprocess.run(
-            ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:  # no git on this machine: there is no commit to compare with
-        return None
-    return shown.stdout if shown.returncode == 0 else None
-
-
 def check_lock(check: Check) -> None:
     """Every output file against the md5 dvc.lock records, and dvc.lock against git HEAD's.
 
@@ -446,37 +430,26 @@ def check_lock(check: Check) -> None:
     recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
     its files agree with each other, but they are no longer the run that was published.
     A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
+    The check itself is `losona.provenance.lock`'s, which publishable applies too.
     """
-    if not LOCK_FILE.is_file():
+    found = lock_check()
+    if found is None:
         return
     file = display_path(LOCK_FILE)
-    text = LOCK_FILE.read_text(encoding="utf-8")
-    recorded = lock_outputs(yaml.safe_load(text), LOCK_FILE)
-    differences, compared = [], 0
-    for path, md5 in sorted(recorded.items()):
-        if md5.endswith(".dir"):
-            continue
-        compared += 1
-        found = md5_file(path) if Path(path).is_file() else "(missing)"
-        if found != md5:
-            differences.append(Difference(file, f"out {path}", "md5", md5, found))
-    check.add(LOCK_FILE, compared, differences)
-    committed = committed_lock()
-    if committed is None or committed == text:
+    check.add(
+        LOCK_FILE,
+        found.compared,
+        [Difference(file, f"out {d.path}", "md5", d.expected, d.found) for d in found.drifted],
+    )
+    if not found.lock_changed or found.committed_outputs is None:
         return
-    published = lock_outputs(yaml.safe_load(committed), f"{file} at git HEAD")
     changed = [
         Difference(
-            file,
-            f"out {path} (expected: as committed at git HEAD)",
-            "md5",
-            published.get(path, "(missing)"),
-            recorded.get(path, "(missing)"),
+            file, f"out {d.path} (expected: as committed at git HEAD)", "md5", d.expected, d.found
         )
-        for path in sorted(set(published) | set(recorded))
-        if published.get(path) != recorded.get(path)
+        for d in found.recomputed
     ]
-    check.add(f"{file} at git HEAD", len(published), changed)
+    check.add(f"{file} at git HEAD", found.committed_outputs, changed)
     check.notes.append(
         f"{file} differs from the one committed at git HEAD"
         + (

@@ -26,6 +26,7 @@ from typing import Any
 
 from losona.catalog import load_catalog
 from losona.judges.lexicon import judge_text
+from losona.judges.prompt import JUDGE_JSON_SHAPE
 from losona.judges.rules import load_rules
 from losona.testing.openai_server import default_reply
 
@@ -96,3 +97,13 @@ class ScriptedJudge:
             "reasoning": reasoning,
             "complies": complies,
         }
+
+
+def template_copy(body: dict[str, Any]) -> str:
+    """A reply hook for OpenAIServer: a judge that copies its answer template (JUDGE_JSON_SHAPE,
+    "..." in every text field), as a model too small to judge does. Every such verdict is
+    unscored, so its validity controls show it cannot judge before its cells are paid for."""
+    texts = [str(message.get("content", "")) for message in body.get("messages") or []]
+    if not any(_JUDGED.search(text) for text in texts):  # not a judge's prompt, nor its repair
+        return default_reply(body)
+    return JUDGE_JSON_SHAPE.replace("true | false", "true")

@@ -1,0 +1,156 @@
+"""The whole run checked before any stage runs: every setting, every name of the sweep.
+
+DVC removes a stage's outputs before it runs the stage, so a setting that a stage refuses
+(`dvc exp run -S conf/run.yaml:sampling.trials=0`) used to cost the committed outputs of
+that stage, and a name with no config (`-S 'sweep.models=[smollm2,nosuch]'`) failed only
+when DVC reached it. The preflight stage, which every first stage of the pipeline depends
+on, runs this first: it reads every setting of the run as the stages will, collects every
+problem, and refuses the run with one message before DVC touches an output.
+
+Plain values in, a list of problems out: the stage script (stages/preflight.py) turns them
+into one message and an exit code.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from losona.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
+from losona.config.reading import chosen, option
+from losona.config.schemas import DynamicSettings
+from losona.errors import LosonaError
+
+# The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
+RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
+# The groups every run reads, checked as the stages check them.
+RUN_GROUPS = ("paths", "dataset", "sampling", "judge_controls", "aggregate", "audit", "dynamic")
+# What the preflight stage writes: always these bytes, so that the stages downstream of it
+# run after it but never rerun because of it.
+CHECKED_MARK = "checked by stages/preflight.py before any stage of this run ran\n"
+
+
+def run_problems(cfg: DictConfig) -> list[str]:
+    """Every problem of the run the composed config describes, one message each."""
+    problems: list[str] = []
+    for group in RUN_GROUPS:
+        _collect(problems, partial(chosen, cfg, group))
+    sweep = plain(cfg.sweep)
+    for key, group in (("models", "model"), ("conditions", "condition"), ("judges", "judge")):
+        _check_names(problems, f"{PARAMS_FILE}: 'sweep.{key}'", group, sweep[key])
+    panels = sweep.get("panels") or []
+    _check_names(problems, f"{CONF_DIR / 'panels.yaml'}: 'panels'", "judge", panels)
+    for panel in panels:
+        _collect(problems, partial(_check_panel, panel, sweep["judges"]))
+    _collect(problems, lambda: _check_dynamic(cfg, sweep))
+    return list(dict.fromkeys(problems))
+
+
+def _collect(problems: list[str], check: Callable[[], Any]) -> None:
+    """Run one check; a refusal becomes one problem (its lines kept together)."""
+    try:
+        check()
+    except LosonaError as exc:
+        problems.append(str(exc))
+
+
+def _check_names(problems: list[str], where: str, group: str, names: Sequence[Any]) -> None:
+    """Each name of a list has its config, and the config is valid; repeats are refused."""
+    if not isinstance(names, list):
+        problems.append(f"{where}: expected a list of {group} names, found {names!r}")
+        return
+    repeated = sorted({str(name) for name in names if names.count(name) > 1})
+    if repeated:
+        problems.append(f"{where}: expected each name once, found {repeated} more than once")
+    unknown = [str(name) for name in names if not option_file(group, str(name)).is_file()]
+    if unknown:
+        files = ", ".join(str(option_file(group, name)) for name in unknown)
+        problems.append(
+            f"{where}: no config for {unknown} (no {files}); "
+            f"the {group} configs here are {available(group)}"
+        )
+    for name in names:
+        if str(name) not in unknown:
+            _collect(problems, partial(option, group, str(name)))
+
+
+def available(group: str) -> list[str]:
+    """The options of a config group: the names a sweep may use."""
+    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
+
+
+def _check_panel(panel: str, judges: Sequence[str]) -> None:
+    config = option("judge", panel)
+    where = f"{option_file('judge', panel)}"
+    if config.kind != "panel":
+        raise LosonaError(
+            f"{CONF_DIR / 'panels.yaml'}: 'panels': expected judges of kind panel, found "
+            f"'{panel}' of kind {config.kind} (a judge of the sweep goes in params.yaml's "
+            "sweep.judges)"
+        )
+    outside = [member for member in config.members if member not in judges]
+    if outside:
+        raise LosonaError(
+            f"{where}: 'judge.members': expected judges of {PARAMS_FILE}'s sweep.judges "
+            f"{list(judges)} (a panel combines their verdicts), found {outside}"
+        )
+
+
+def _check_dynamic(cfg: DictConfig, sweep: Mapping[str, Sequence[str]]) -> None:
+    settings: DynamicSettings = chosen(cfg, "dynamic")
+    if not settings.on:
+        return
+    settings.check_sweep(sweep, where=DynamicSettings.FILE)
+    if settings.source == "simulated" and not option_file("model", settings.group_model).is_file():
+        raise LosonaError(
+            f"{DynamicSettings.FILE}: 'dynamic.group_model': expected one of the model configs "
+            f"{available('model')}, found '{settings.group_model}'"
+        )
+    if settings.source == "simulated":
+        option("model", settings.group_model)
+
+
+def refusal(problems: Iterable[str], changed: Sequence[str]) -> str:
+    """The one message that stops a run: each problem, then how to get the committed run back."""
+    lines = list(problems)
+    message = [
+        f"this run's settings have {len(lines)} problem(s); no stage ran and no output was "
+        "touched:",
+        *(f"  {line}" for line in lines),
+    ]
+    if changed:
+        # touch first: DVC rewrites a file in place, and an edit of the same size within
+        # the same second is one git's stat cache misses, so a plain checkout keeps it.
+        files = " ".join(changed)
+        message.append(
+            "  Fix the setting and run again, or get back the settings git holds: "
+            f"touch {files} && git checkout HEAD -- {files}"
+        )
+    return "\n".join(message)
+
+
+def changed_settings_files(root: Path = Path(".")) -> list[str]:
+    """The run's settings files whose bytes differ from git HEAD's (what a failed `-S` left).
+
+    Compared by content, not by git's stat cache: DVC rewrites a file in place, and a
+    rewrite within the same second and size is one git's index would not notice.
+    """
+    changed = []
+    for path in RUN_SETTINGS_FILES:
+        committed = subprocess.run(
+            ["git", "show", f"HEAD:{path.as_posix()}"],
+            cwd=root,
+            capture_output=True,
+            check=False,
+        )
+        if committed.returncode != 0:
+            continue  # no commit, or git does not hold the file: nothing to go back to
+        here = root / path
+        if not here.is_file() or here.read_bytes() != committed.stdout:
+            changed.append(str(path))
+    return changed

@@ -1,0 +1,38 @@
+"""preflight: the whole run checked before any other stage runs.
+
+python stages/preflight.py        # what dvc repro and dvc exp run start with
+
+Every setting of the run (conf/run.yaml, params.yaml, conf/panels.yaml, the dynamic node)
+and every model, condition, judge and panel the sweep names, checked as the stages will
+read them. On any problem: one message naming each (file, key, what was expected), the
+command that gets the committed settings back, exit 2, and nothing written, so DVC stops
+before it removes any output. Otherwise it writes the same few bytes every time
+(data/configs/run.checked): the first stages depend on that file so that DVC runs this
+first, and nothing reruns because of it.
+"""
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from losona.cli import launch, reports_user_errors
+from losona.config import chosen
+from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
+from losona.errors import LosonaError
+from losona.files import write_text
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+@reports_user_errors
+def main(cfg: DictConfig) -> None:
+    problems = run_problems(cfg)
+    if problems:
+        raise LosonaError(refusal(problems, changed_settings_files()))
+    out = Path(chosen(cfg, "paths").configs_dir) / "run.checked"
+    write_text(CHECKED_MARK, out)
+    print(f"preflight: every setting and name of the run checked -> {out}")
+
+
+if __name__ == "__main__":
+    launch(main)

@@ -1,0 +1,242 @@
+"""Nothing a user types breaks a committed run, and `publishable` means rerunnable elsewhere.
+
+On a committed run in a temporary copy of the repository (two scenarios, K = 1, one
+condition, the lexicon judge; the responses written by the test and recorded with `dvc
+commit`, as tests/test_judge_pipeline.py does, so no model runs): each mistyped `dvc exp
+run -S` of issue 30 is refused by the preflight, naming the key, with every output byte
+left as it was; a judge that cannot judge its validity controls stops the run before its
+cells; `python -m losona.publishable` refuses a run another machine could not rerun.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from conftest import copy_repo, run_dvc
+from test_judge import responses_table
+
+from losona.files import write_parquet
+from losona.models import calls_table
+from losona.testing.openai_server import OpenAIServer
+from losona.testing.scripted_judge import template_copy
+
+pytestmark = pytest.mark.slow
+
+CELL = "smollm2-naive"
+
+
+def git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def machine(home: Path) -> dict[str, str]:
+    """An environment of its own: its HOME, so its own call cache and git identity."""
+    home.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "HOME": str(home)}
+
+
+def outputs(repo: Path) -> dict[str, str]:
+    """Every file under data/ and reports/ with its sha256: what a committed run is."""
+    return {
+        str(path.relative_to(repo)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for folder in ("data", "reports")
+        for path in sorted((repo / folder).rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A committed run: two scenarios, K = 1, smollm2 x naive, the lexicon judge."""
+    repo = copy_repo(tmp_path_factory.mktemp("committed") / "repo")
+    env = machine(repo.parent / "home")
+    git("config", "user.email", "user@example.org", cwd=repo)
+    git("config", "user.name", "a user", cwd=repo)
+    run = repo / "conf" / "run.yaml"
+    run.write_text(
+        run.read_text().replace("trials: 3", "trials: 1").replace("limit: null", "limit: 2")
+    )
+    params = {
+        "dataset": "bundled",
+        "sweep": {"models": ["smollm2"], "conditions": ["naive"], "judges": ["lexicon"]},
+    }
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    run_dvc("repro", "render", cwd=repo, env=env)
+    ids = pl.read_parquet(repo / "data" / "scenarios.parquet")["scenario_id"].to_list()
+    write_parquet(
+        responses_table([(sid, 0, "Yes.") for sid in ids]),
+        repo / "data" / "responses" / "smollm2" / "naive.parquet",
+    )
+    # Written by hand, these responses rest on no model call: the cell's calls file is empty.
+    write_parquet(
+        calls_table("", []), repo / "data" / "calls" / "sample" / "smollm2" / "naive.parquet"
+    )
+    run_dvc("commit", "--force", f"sample@{CELL}", cwd=repo, env=env)
+    run_dvc("repro", cwd=repo, env=env)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "a committed run", cwd=repo)
+    return repo
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path) -> Path:
+    """A copy of the committed run, so each test starts from it."""
+    copy = tmp_path / "repo"
+    shutil.copytree(committed, copy, symlinks=True)
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("conf/run.yaml:sampling.trials=0", "conf/run.yaml: 'sampling.trials': expected"),
+        ("conf/run.yaml:dataset.limit=-3", "conf/run.yaml: 'dataset.limit': expected"),
+        ("sweep.models=[nosuch_model]", "params.yaml: 'sweep.models': no config"),
+        ("sweep.judges=[nosuch_judge]", "params.yaml: 'sweep.judges': no config"),
+    ],
+)
+def test_a_mistyped_experiment_leaves_the_committed_run_as_it_was(
+    repo: Path, tmp_path: Path, setting: str, named: str
+) -> None:
+    env = machine(tmp_path / "home")
+    before = outputs(repo)
+    failed = run_dvc("exp", "run", "-S", setting, cwd=repo, env=env, check=False)
+    said = failed.stdout + failed.stderr
+    assert failed.returncode != 0, said
+    assert named in said
+    assert "no stage ran and no output was touched" in said
+    assert outputs(repo) == before  # every output there, byte for byte
+    # The message's own command gets the committed settings back.
+    (restore,) = re.findall(r"touch [^\n]+ && git checkout HEAD -- [^\n]+", said)
+    subprocess.run(restore, shell=True, cwd=repo, check=True)
+    assert git("status", "--porcelain", cwd=repo) == ""
+    assert "Data and pipelines are up to date." in run_dvc("status", cwd=repo, env=env).stdout
+
+
+@pytest.fixture
+def template_server() -> Iterator[OpenAIServer]:
+    """A judge that copies its answer template: it cannot judge anything."""
+    with OpenAIServer(reply=template_copy) as server:
+        yield server
+
+
+def test_a_judge_that_cannot_judge_stops_before_its_cells(
+    repo: Path, tmp_path: Path, template_server: OpenAIServer
+) -> None:
+    env = machine(tmp_path / "home")
+    judge = {
+        "name": "copier",
+        "label": "A judge that copies the template",
+        "kind": "llm",
+        "model": template_server.model_config("copier", seed_per_trial=False),
+    }
+    (repo / "conf" / "judge" / "copier.yaml").write_text(yaml.safe_dump(judge))
+    before = outputs(repo)
+    stopped = run_dvc(
+        "exp", "run", "-S", "sweep.judges=[lexicon,copier]", cwd=repo, env=env, check=False
+    )
+    said = stopped.stdout + stopped.stderr
+    assert stopped.returncode != 0, said
+    assert "error: judge copier (openai/test-model) cannot judge: 4 of its 4 validity" in said
+    assert "judge_controls.judge_anyway=true" in said
+    assert "structured_output" in said
+    # Stopped at its controls: no cell of it ran, and they wrote nothing.
+    assert "Running stage 'judge@copier" not in said
+    # (DVC makes its outputs' folders when it reads the pipeline: they stay empty.)
+    assert not [p for p in (repo / "data" / "verdicts" / "copier").rglob("*") if p.is_file()]
+    assert not (repo / "data" / "judge_controls" / "copier.parquet").exists()
+    assert {k: v for k, v in outputs(repo).items() if k in before} == before
+    paid = template_server.request_count
+    assert paid > 0
+    # Told to go on, it judges (every verdict unscored), and its controls cost no call again.
+    went_on = run_dvc(
+        "exp", "run", "-S", "conf/run.yaml:judge_controls.judge_anyway=true", cwd=repo, env=env
+    )
+    assert "Running stage 'judge@copier-smollm2-naive'" in went_on.stdout
+    verdicts = pl.read_parquet(repo / "data" / "verdicts" / "copier" / "smollm2" / "naive.parquet")
+    assert verdicts["complies"].null_count() == verdicts.height == 2
+    controls_calls = 4 * 2  # each control: the call and its one repair
+    assert template_server.request_count == paid + verdicts.height * 2
+    assert paid == controls_calls
+
+
+def python(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    bin_dir = str(Path(sys.executable).parent)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={
+            **env,
+            "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            "PYTHONPATH": str(repo),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "DVC_NO_ANALYTICS": "1",
+        },
+        check=False,
+    )
+
+
+def test_publishable_refuses_a_run_no_one_else_could_rerun(repo: Path, tmp_path: Path) -> None:
+    env = machine(tmp_path / "home")
+    assert python(repo, env, "-m", "losona.publishable").returncode == 0
+    # A model config of the user's own, put in the sweep and run, but left out of git; a
+    # remote set up, but nothing pushed to it.
+    mine = yaml.safe_load((repo / "conf" / "model" / "smollm2.yaml").read_text())
+    (repo / "conf" / "model" / "mine.yaml").write_text(
+        yaml.safe_dump(mine | {"name": "mine", "label": "Mine"})
+    )
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["sweep"]["models"] = ["smollm2", "mine"]
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    shutil.copy(
+        repo / "data" / "responses" / "smollm2" / "naive.parquet",
+        tmp_path / "responses.parquet",
+    )
+    mine_responses = pl.read_parquet(tmp_path / "responses.parquet").with_columns(
+        subject_model=pl.lit("mine")
+    )
+    write_parquet(mine_responses, repo / "data" / "responses" / "mine" / "naive.parquet")
+    no_calls = repo / "data" / "calls" / "sample" / "mine" / "naive.parquet"
+    write_parquet(calls_table("", []), no_calls)
+    run_dvc("repro", "render", cwd=repo, env=env)
+    run_dvc("commit", "--force", "sample@mine-naive", cwd=repo, env=env)
+    run_dvc("repro", cwd=repo, env=env)
+    assert "Data and pipelines are up to date." in run_dvc("status", cwd=repo, env=env).stdout
+    run_dvc("remote", "add", "--default", "storage", str(tmp_path / "remote"), cwd=repo, env=env)
+
+    refused = python(repo, env, "-m", "losona.publishable")
+    said = refused.stdout
+    assert refused.returncode == 3, said + refused.stderr
+    assert said.startswith("publishable: no. git does not hold, committed,")
+    assert "  conf/model/mine.yaml (new)" in said
+    assert "  params.yaml (modified)" in said
+    assert "  dvc.lock (modified)" in said
+    assert "git add <file> && git commit" in said
+    assert "Also, DVC remote 'storage' lacks" in said
+    assert "data/responses/mine/naive.parquet" in said
+    assert "dvc push" in said
+
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "my model too", cwd=repo)
+    refused = python(repo, env, "-m", "losona.publishable")
+    assert refused.returncode == 3
+    assert refused.stdout.startswith("publishable: no. DVC remote 'storage' lacks")
+    run_dvc("push", cwd=repo, env=env)
+    ready = python(repo, env, "-m", "losona.publishable")
+    assert ready.returncode == 0, ready.stdout + ready.stderr
+    assert ready.stdout.startswith("publishable: yes.")
+    assert "the DVC remote holds them" in ready.stdout

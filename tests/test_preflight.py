@@ -1,0 +1,113 @@
+"""The preflight: the whole run checked before any stage runs, every problem in one message.
+
+In-process against the composed config (tests/test_experiment_safety.py runs the same
+settings through `dvc exp run -S` on a committed run).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig
+
+from losona.config.preflight import changed_settings_files, refusal, run_problems
+
+
+def test_the_shipped_run_has_no_problem(make_cfg: Callable[..., DictConfig]) -> None:
+    assert run_problems(make_cfg()) == []
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("sampling.trials=0", "'sampling.trials': expected an integer of at least 1, found 0"),
+        ("dataset.limit=-3", "'dataset.limit': expected"),
+        ("judge_controls.judge_anyway=maybe", "'judge_controls.judge_anyway': expected"),
+        ("aggregate.confidence=2", "'aggregate.confidence': expected"),
+    ],
+)
+def test_a_bad_setting_is_named_with_its_key(
+    make_cfg: Callable[..., DictConfig], override: str, expected: str
+) -> None:
+    (problem,) = run_problems(make_cfg(override))
+    assert expected in problem
+
+
+def test_a_name_with_no_config_lists_the_ones_there_are(
+    make_cfg: Callable[..., DictConfig],
+) -> None:
+    problems = run_problems(
+        make_cfg("sweep.models=[smollm2,nosuch_model]", "sweep.judges=[lexicon,nosuch_judge]")
+    )
+    assert len(problems) == 2
+    models, judges = problems
+    assert models.startswith("params.yaml: 'sweep.models': no config for ['nosuch_model']")
+    assert "conf/model/nosuch_model.yaml" in models and "'smollm2'" in models
+    assert judges.startswith("params.yaml: 'sweep.judges': no config for ['nosuch_judge']")
+    assert "'lexicon'" in judges and "'offline_panel'" in judges
+
+
+def test_every_problem_is_named_at_once(make_cfg: Callable[..., DictConfig]) -> None:
+    problems = run_problems(
+        make_cfg(
+            "sampling.trials=0",
+            "sweep.conditions=[naive,naive,nosuch_condition]",
+            "panels=[lexicon]",
+            "dynamic.judges=[lexicon]",
+            "dynamic.models=[other_model]",
+        )
+    )
+    text = "\n".join(problems)
+    assert "'sampling.trials'" in text
+    assert "'sweep.conditions': expected each name once, found ['naive']" in text
+    assert "no config for ['nosuch_condition']" in text
+    assert "'panels': expected judges of kind panel, found 'lexicon' of kind lexicon" in text
+    assert "'dynamic.models': expected names from sweep.models" in text
+    assert len(problems) == 5
+
+
+def test_a_panel_member_outside_the_sweep_is_named(make_cfg: Callable[..., DictConfig]) -> None:
+    (problem,) = run_problems(make_cfg("panels=[offline_panel]", "sweep.judges=[lexicon]"))
+    assert problem.startswith("conf/judge/offline_panel.yaml: 'judge.members'")
+    assert "found ['local_openai']" in problem
+
+
+def test_a_simulated_group_needs_a_model_config(make_cfg: Callable[..., DictConfig]) -> None:
+    (problem,) = run_problems(
+        make_cfg(
+            "dynamic.judges=[lexicon]",
+            "dynamic.conditions=[naive]",
+            "dynamic.source=simulated",
+            "dynamic.group_model=x",
+        )
+    )
+    assert "'dynamic.group_model': expected one of the model configs" in problem
+
+
+def git(*args: str, cwd: Path) -> None:
+    identity = ["-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_the_refusal_gives_the_command_that_restores_the_committed_settings(
+    tmp_path: Path,
+) -> None:
+    for name in ("params.yaml", "conf/run.yaml", "conf/panels.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("a: 1\n")
+    git("init", "-q", cwd=tmp_path)
+    git("add", "-A", cwd=tmp_path)
+    git("commit", "-qm", "run", cwd=tmp_path)
+    assert changed_settings_files(tmp_path) == []
+    # What `dvc exp run -S` leaves: the same size, rewritten within the same second.
+    (tmp_path / "conf/run.yaml").write_text("a: 2\n")
+    changed = changed_settings_files(tmp_path)
+    assert changed == ["conf/run.yaml"]
+    message = refusal(["conf/run.yaml: 'a': expected 1, found 2"], changed)
+    assert message.splitlines()[0].endswith("no stage ran and no output was touched:")
+    assert message.splitlines()[-1].endswith(
+        "touch conf/run.yaml && git checkout HEAD -- conf/run.yaml"
+    )
