@@ -183,8 +183,10 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     (repo / "conf" / "judge" / "written_later.yaml").write_text(
         "name: written_later\nkind: lexicon\n"
     )
-    ready = python(repo, env, "-m", "losona.publishable")
-    assert ready.returncode == 0 and ready.stdout.startswith("publishable: yes."), ready.stdout
+    # Not yet: git holds none of it (the copy's first commit is still to come).
+    unready = python(repo, env, "-m", "losona.publishable")
+    assert unready.returncode == 3, unready.stdout
+    assert "no commit holds dvc.yaml, dvc.lock and the configs" in unready.stdout
     bare, remote = tmp_path / "run.git", tmp_path / "dvc-remote"
     git("init", "-q", "--bare", str(bare), cwd=tmp_path)
     run_dvc("remote", "add", "--default", "storage", str(remote), cwd=repo, env=env)
@@ -195,9 +197,11 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
         "my first run: 2 scenarios, K = 1, my llama.cpp model, two judges",
         cwd=repo,
     )
+    run_dvc("push", cwd=repo, env=env)
+    ready = python(repo, env, "-m", "losona.publishable")
+    assert ready.returncode == 0 and ready.stdout.startswith("publishable: yes."), ready.stdout
     git("tag", "run-1", cwd=repo)
     git("push", "-q", str(bare), "HEAD:refs/heads/main", "run-1", cwd=repo)
-    run_dvc("push", cwd=repo, env=env)
 
     print(f"published after {time.monotonic() - started:.0f} s")
     # A colleague checks it: another machine, an empty cache, and no server running at all,
@@ -250,4 +254,12 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
         in refused.stdout
     )
     assert "conf/run.yaml (sampling.trials modified)" in refused.stdout
+    # ... and git does not hold them as they are (docs/reproducing.md shows this output).
+    assert "Also, git does not hold, committed, 3 file(s) the run rests on" in refused.stdout
+    for line in (
+        "conf/condition/written_later.yaml (new)",
+        "conf/model/my_llamacpp.yaml (modified)",
+        "conf/run.yaml (modified)",
+    ):
+        assert f"\n  {line}\n" in refused.stdout
     assert "conf/judge" not in refused.stdout

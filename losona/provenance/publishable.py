@@ -39,6 +39,7 @@ from losona.provenance.dvc_json import dvc_json
 from losona.provenance.lock import check_lock
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
+MAX_LINES = 12  # of one reason's cases: the count says how many more
 PIPELINE_FILE = Path("dvc.yaml")
 
 
@@ -63,7 +64,9 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
 
 def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
     """The files git sees changed in a folder (new, modified, deleted), as 'path (how)'."""
-    return [f"{path} ({how})" for path, how in git_changes([folder], root).items()]
+    changes = git_changes([folder], root).items()
+    # What git ignores there is a stage's output (DVC's to hold), not a change to a folder.
+    return [f"{path} ({how})" for path, how in changes if how != "ignored"]
 
 
 # Every file HEAD does not hold as it is: new ones (listed one by one) and ignored ones too.
@@ -211,15 +214,19 @@ def lock_refusal(root: Path = Path(".")) -> Refusal | None:
             "Run it (dvc repro), commit dvc.lock, then check again.",
         )
     lines = [f"{d.path}: md5 {d.found}, dvc.lock records {d.expected}" for d in found.drifted]
-    lines += [
-        f"{d.path}: dvc.lock records md5 {d.found}, git HEAD's dvc.lock {d.expected}"
-        for d in found.recomputed
-    ]
+    if found.recomputed:
+        shown = ", ".join(d.path for d in found.recomputed[:3])
+        more = len(found.recomputed) - 3
+        lines.append(
+            f"dvc.lock: {len(found.recomputed)} output(s) recorded otherwise than in git HEAD's "
+            f"dvc.lock ({shown}{f', and {more} more' if more > 0 else ''}): the run was "
+            "recomputed since it was committed"
+        )
     if not lines:
         return None
     return Refusal(
-        f"{len(lines)} output(s) are not the run dvc.lock and git HEAD record "
-        "(the check python -m losona.reproduce applies):",
+        "the outputs are not the run dvc.lock and git HEAD's dvc.lock record (the check "
+        "python -m losona.reproduce applies):",
         tuple(lines),
         "Get the recorded outputs back (dvc checkout), or record and commit the new run "
         "(dvc repro; git add dvc.lock && git commit), then check again.",
@@ -310,7 +317,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         return 0
     for number, refusal in enumerate(found):
         out(f"publishable: no. {refusal.reason}" if number == 0 else f"Also, {refusal.reason}")
-        for line in refusal.lines:
+        for line in refusal.lines[:MAX_LINES]:
             out(f"  {line}")
+        if len(refusal.lines) > MAX_LINES:
+            out(f"  ... and {len(refusal.lines) - MAX_LINES} more")
         out(refusal.advice)
     return NOT_CLEAN_EXIT
