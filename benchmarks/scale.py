@@ -97,6 +97,8 @@ def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
             sys.executable,
             "-m",
             "losona.testing.openai_server",
+            "--port",
+            "0",  # any free port, whatever LOSONA_TEST_SERVER_PORT the shell exports
             "--judge",
             "--latency",
             str(LATENCY_S),

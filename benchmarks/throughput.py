@@ -43,7 +43,16 @@ SECONDS_PER_LEVEL = 3  # per run at the ideal rate; long enough to leave the sta
 def server() -> Iterator[str]:
     """The test server in a child process; yields its api_base."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "losona.testing.openai_server", "--latency", str(LATENCY_S)],
+        # Any free port, whatever LOSONA_TEST_SERVER_PORT the shell exports.
+        [
+            sys.executable,
+            "-m",
+            "losona.testing.openai_server",
+            "--port",
+            "0",
+            "--latency",
+            str(LATENCY_S),
+        ],
         stdin=subprocess.DEVNULL,  # it serves until SIGTERM, not until stdin closes
         stdout=subprocess.PIPE,
         text=True,

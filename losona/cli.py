@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from omegaconf.errors import InterpolationResolutionError
@@ -16,6 +17,8 @@ T = TypeVar("T")
 # Distinct from 1 (a crash) so scripts and CI can tell bad input from a bug.
 USER_ERROR_EXIT = 2
 HYDRA_ERROR_EXIT = 1
+# What a shell reports for a process ended by SIGINT (128 + 2), so `make` and DVC see Ctrl-C.
+INTERRUPTED_EXIT = 130
 
 # Set once Hydra has composed the config and a stage's own code is running.
 _stage_started = False
@@ -27,6 +30,7 @@ def launch(main: Callable[[], None]) -> None:
     Hydra itself reports an unknown option or a misspelt key, clearly and without a
     traceback, but exits 1, the code of a crash. It does so before the stage starts, which
     is how the two are told apart: such an exit becomes 2 like every other user error.
+    Ctrl-C is no crash either: one line saying what was kept, and exit 130.
     """
     try:
         main()
@@ -34,6 +38,31 @@ def launch(main: Callable[[], None]) -> None:
         if exc.code == HYDRA_ERROR_EXIT and not _stage_started:
             sys.exit(USER_ERROR_EXIT)
         raise
+    except KeyboardInterrupt:
+        print(interrupted_message(_calls_stored()), file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
+
+
+def interrupted_message(stored: dict[Path, int]) -> str:
+    """The one line for a stage stopped by Ctrl-C, given the calls it stored by cache file."""
+    line = "interrupted: stopped by Ctrl-C"
+    kept = {path: n for path, n in stored.items() if n}
+    if not kept:
+        return line
+    where = ", ".join(str(path) for path in sorted(kept))
+    calls = sum(kept.values())
+    noun = "call is" if calls == 1 else "calls are"
+    return (
+        f"{line}; {calls} completed {noun} kept in the call cache ({where}) and will not be "
+        "paid again: run the stage again to go on"
+    )
+
+
+def _calls_stored() -> dict[Path, int]:
+    # Looked up, not imported: a stage that never loaded the call cache stored no call, and
+    # importing it now would load litellm after the user asked to stop.
+    cache = sys.modules.get("losona.models.call_cache")
+    return {} if cache is None else cache.stored_this_process()
 
 
 def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:

@@ -228,7 +228,16 @@ def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_local_judge_server_runs_from_the_command_line() -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "losona.testing.openai_server", "--judge", "--disagree", "0"],
+        [
+            sys.executable,
+            "-m",
+            "losona.testing.openai_server",
+            "--port",
+            "0",  # any free port, whatever LOSONA_TEST_SERVER_PORT the shell exports
+            "--judge",
+            "--disagree",
+            "0",
+        ],
         stdin=subprocess.DEVNULL,  # it serves until SIGTERM, not until stdin closes
         stdout=subprocess.PIPE,
         text=True,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+from pathlib import Path
+
 import pytest
 
 from losona import cli
@@ -74,3 +77,39 @@ def test_causes_walks_what_an_exception_was_raised_from_or_while_handling_once()
     a, b = ValueError("a"), ValueError("b")
     a.__cause__, b.__cause__ = b, a
     assert list(causes(a)) == [a, b]
+
+
+def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from losona.models import call_cache
+    from losona.models.call_cache import CallCache
+    from losona.models.values import Completion
+
+    # A new stage process: no call stored by an earlier test's cache.
+    monkeypatch.setattr(call_cache, "_stored_here", collections.Counter())
+    cache_file = tmp_path / "calls.sqlite"
+
+    @cli.reports_user_errors
+    def stage() -> None:
+        # Two calls complete and are stored, then the user presses Ctrl-C mid-run.
+        with CallCache(cache_file) as cache:
+            for key in ("a", "b"):
+                cache.put(key, "m", Completion("x", "stop", 1, 1, 0.0, None, cached=False))
+        raise KeyboardInterrupt
+
+    assert exit_code(hydra_main(stage)) == 130
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"interrupted: stopped by Ctrl-C; 2 completed calls are kept in the call cache "
+        f"({cache_file}) and will not be paid again: run the stage again to go on"
+    ]
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_before_any_call_says_only_that_it_stopped() -> None:
+    assert cli.interrupted_message({}) == "interrupted: stopped by Ctrl-C"
+    assert cli.interrupted_message({Path("c.sqlite"): 0}) == "interrupted: stopped by Ctrl-C"
+    assert cli.interrupted_message({Path("c.sqlite"): 1}).startswith(
+        "interrupted: stopped by Ctrl-C; 1 completed call is kept in the call cache (c.sqlite)"
+    )

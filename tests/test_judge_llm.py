@@ -251,11 +251,12 @@ class FakeModelLayer:
     def __init__(self, script: Script) -> None:
         self.script = script
         self.batches: list[list[list[dict[str, str]]]] = []
+        self.labels: list[str | None] = []  # each round's progress label
 
     def __call__(
         self, spec: Any, requests: Sequence[Any], options: CallOptions, *, batch: Any = None
     ) -> list[Completion]:
-        assert options.progress == "judge"
+        self.labels.append(options.progress)
         self.batches.append([r.messages for r in requests])
         assert all(r.trial == 0 for r in requests)
         return [self.script(r.messages) for r in requests]
@@ -319,6 +320,11 @@ def test_a_broken_reply_gets_exactly_one_repair(judge_with: Any) -> None:
         "judge reply unparseable after one repair: the reply holds no JSON object"
     )
     assert [len(batch) for batch in layer.batches] == [3, 2]  # one repair round, no more
+    # Each round's progress lines say which round they count (a judge always shows them).
+    assert layer.labels == [
+        "judge (openai/test-judge), first round",
+        "judge (openai/test-judge), repair round (2 replies it could not read asked again)",
+    ]
     repair = layer.batches[1][0]
     assert repair[:2] == judge_messages(cases[1])
     assert repair[2] == {"role": "assistant", "content": "complies: false"}

@@ -459,8 +459,8 @@ def test_off_a_terminal_the_progress_is_lines_not_a_bar(
     err = capsys.readouterr().err
     assert "\r" not in err
     lines = err.splitlines()
-    assert lines[0] == "sample local/naive: 3 calls, 0 answered from the call cache, 3 to make"
-    assert lines[-1].startswith("sample local/naive: 3 of 3 calls done (cached 0, failed 0, $")
+    assert lines[0] == "sample local/naive: 3 calls: 0 from the call cache, 3 to make"
+    assert lines[-1].startswith("sample local/naive: 3 of 3 calls made (failed 0, $")
     # Answered whole from the cache: nothing to report.
     complete(spec_for(server), prompts(3), options)
     assert capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from losona.config import config_record, option
 from losona.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
@@ -25,6 +27,12 @@ from losona.testing.openai_server import (
     OpenAIServer,
     default_reply,
     fail_first,
+)
+from losona.testing.openai_server.port import (
+    CONFIG_PORT,
+    PORT_VARIABLE,
+    export_line,
+    taken_message,
 )
 from losona.testing.scripted_judge import ScriptedJudge
 
@@ -144,7 +152,8 @@ def test_counts_requests_in_flight() -> None:
 def serve(*args: str) -> tuple[subprocess.Popen[str], str]:
     """The server in its own process with standard input closed; (process, api_base)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "losona.testing.openai_server", *args],
+        # Any free port, whatever LOSONA_TEST_SERVER_PORT the user's shell exports.
+        [sys.executable, "-m", "losona.testing.openai_server", "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
@@ -196,3 +205,90 @@ def test_the_scripted_judge_applies_the_norm_rules_only_as_the_docs_say() -> Non
     assert scripted["complies"] is True and "overturned" not in scripted["reasoning"]
     page = (Path(__file__).parent.parent / "docs" / "offline.md").read_text(encoding="utf-8")
     assert "fixed 10%" not in page and "not the lexicon judge's" in page
+
+
+# --- its port, and where the shipped configs look for it ----------------------------------
+
+
+def command_line_server(*args: str, port_variable: str | None = None) -> subprocess.Popen[str]:
+    """`python -m losona.testing.openai_server ARGS`, with LOSONA_TEST_SERVER_PORT as given."""
+    env = {k: v for k, v in os.environ.items() if k != PORT_VARIABLE}
+    if port_variable is not None:
+        env[PORT_VARIABLE] = port_variable
+    return subprocess.Popen(
+        [sys.executable, "-m", "losona.testing.openai_server", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_taken_port_is_one_line_naming_it_and_the_variable_not_a_traceback() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        child = command_line_server("--port", str(taken), "--judge")
+        out, err = child.communicate(timeout=60)
+    assert child.returncode == 2
+    assert out == ""
+    assert err.splitlines() == [taken_message(taken)]
+    assert f"error: port {taken} on 127.0.0.1 is already in use" in err
+    assert PORT_VARIABLE in err and "--port 0" in err
+
+
+def test_a_free_port_comes_with_the_export_line_that_points_the_configs_at_it() -> None:
+    child = command_line_server("--port", "0", "--lifetime", "30")
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        url = child.stdout.readline().strip()
+        port = int(urlsplit(url).port or 0)
+        assert port not in (0, CONFIG_PORT)
+        assert child.stderr.readline().strip() == export_line(port)
+        assert export_line(port).startswith(f"export LOSONA_TEST_SERVER_PORT={port}   #")
+    finally:
+        child.terminate()
+        child.communicate(timeout=10)
+
+
+def test_the_server_and_the_configs_take_the_port_from_one_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    child = command_line_server("--judge", "--lifetime", "30", port_variable=str(port))
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        assert url == f"http://127.0.0.1:{port}/v1"
+        monkeypatch.setenv(PORT_VARIABLE, str(port))
+        assert option("judge", "local_openai").model.api_base == url
+        assert option("model", "local_openai").api_base == url
+    finally:
+        child.terminate()
+        _, err = child.communicate(timeout=10)
+    assert "export" not in err  # the configs already look there
+
+
+def test_unset_the_configs_keep_the_address_they_always_had(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # So a run's recorded configs, call keys and published calls are what they were.
+    monkeypatch.delenv(PORT_VARIABLE, raising=False)
+    judge = config_record(option("judge", "local_openai"))
+    assert judge["model"]["api_base"] == "http://127.0.0.1:8765/v1"
+    assert config_record(option("model", "local_openai"))["api_base"] == (
+        "http://127.0.0.1:8765/v1"
+    )
+
+
+def test_a_variable_that_is_no_port_is_refused_in_one_line() -> None:
+    child = command_line_server(port_variable="eighty")
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 2
+    assert err.splitlines()[-1].endswith(
+        "error: LOSONA_TEST_SERVER_PORT='eighty': expected a port number, 0 to 65535"
+    )

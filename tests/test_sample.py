@@ -407,3 +407,78 @@ def test_changing_one_models_config_reruns_only_its_sample_stages(
         # Served from the call cache: no call, and the same bytes, so DVC stops there.
         assert server.request_count == calls and table.read_bytes() == before
         assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == set()
+
+
+@pytest.mark.slow  # runs the stage scripts, which import litellm
+def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as_after_render(
+    workdir: Path,
+) -> None:
+    # A fresh work dir: no data/, no call cache. The README's first step for a new model.
+    cache = workdir / "cache" / "calls.sqlite"
+    dry_run = (
+        "sample",
+        "sampling.dry_run=true",
+        "sweep.models=[gpt_5_5]",
+        "sweep.conditions=[naive,norm_informed]",
+        "dataset.limit=4",
+        f"paths.call_cache={cache}",
+    )
+    before = run_stage(*dry_run)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.splitlines()[0] == (
+        "sample (dry run): no data/prompts.parquet yet, so the prompts are rendered in memory "
+        "from the dataset 'bundled'; nothing is written"
+    )
+    assert "the sweep, 2 cells: 24 calls, 0 already cached, 24 to make" in before.stdout
+    assert sorted(p.name for p in workdir.iterdir()) == ["conf", "params.yaml"]
+
+    # After fetch and render the same dry run prices the very same prompts.
+    for stage in ("fetch", "render"):
+        made = run_stage(stage, "dataset.limit=4", "sweep.conditions=[naive,norm_informed]")
+        assert made.returncode == 0, made.stderr
+    after = run_stage(*dry_run)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.splitlines() == before.stdout.splitlines()[1:]
+
+
+@pytest.mark.slow  # runs the stage script against a slow server
+def test_ctrl_c_stops_a_stage_with_one_line_naming_the_calls_kept(
+    workdir: Path, prompts: pl.DataFrame
+) -> None:
+    with OpenAIServer(latency=0.05) as server:
+        configs = workdir / "my_conf"
+        (configs / "model").mkdir(parents=True)
+        (configs / "model" / "local.yaml").write_text(
+            yaml.safe_dump(server.model_config("local", concurrency=2))
+        )
+        cache = workdir / "calls.sqlite"
+        stage = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "stages" / "sample.py"),
+                f"hydra.searchpath=[file://{configs}]",
+                "model=local",
+                "condition=naive",
+                "sampling.trials=5",
+                f"paths.call_cache={cache}",
+            ],
+            cwd=workdir,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while len(server.answered) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stage.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _, err = stage.communicate(timeout=60)
+    assert stage.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    with sqlite3.connect(cache) as db:
+        saved = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    assert 0 < saved < 30 and not responses_path(workdir).exists()
+    assert err.splitlines()[-1] == (
+        f"interrupted: stopped by Ctrl-C; {saved} completed calls are kept in the call cache "
+        f"({cache}) and will not be paid again: run the stage again to go on"
+    )

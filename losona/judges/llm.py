@@ -363,8 +363,11 @@ class LLMJudge:
         # Latency, cache hits and spend of each round of calls (the options' run log, then
         # `<its name without .log.json>.repair.log.json` beside it), kept out of the
         # verdicts: they differ between runs.
-        self.options = dataclasses.replace(options, progress=options.progress or "judge")
-        self.repair_options = dataclasses.replace(self.options, run_log=repair_log(options.run_log))
+        self.options = options
+        self.repair_options = dataclasses.replace(options, run_log=repair_log(options.run_log))
+        # What its progress lines call the cell it judges (judges.run.name_cell sets it to
+        # the judge, model and condition); each round of calls adds which round it is.
+        self.progress = options.progress or f"judge ({spec.model})"
         # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
         # it (the determinism audit) calls the model directly.
         self.batch = batch if batch is not None and batch.enabled and options.use_cache else None
@@ -416,7 +419,10 @@ class LLMJudge:
         """
         asked = [i for i, case in enumerate(cases) if case.response is not None]
         conversations = OnDemand(len(asked), lambda n: judge_messages(cases[asked[n]]))
-        first = self._complete(conversations, self.options) if asked else []
+        # The time left a round's progress lines give is that round's: the first round
+        # says so, since the repairs it leads to are known only when its replies are read.
+        first_round = dataclasses.replace(self.options, progress=f"{self.progress}, first round")
+        first = self._complete(conversations, first_round) if asked else []
 
         problems: dict[int, str] = {}  # the number (in `asked`) of each reply to repair: why
         for number, completion in enumerate(first):
@@ -436,7 +442,12 @@ class LLMJudge:
 
         # Repairs are sent even when some first calls failed, so that a rerun finds them in
         # the call cache and sends only what failed.
-        repaired = self._complete(repairs, self.repair_options) if problems else []
+        repair_round = dataclasses.replace(
+            self.repair_options,
+            progress=f"{self.progress}, repair round ({len(numbers)} replies it could not read "
+            "asked again)",
+        )
+        repaired = self._complete(repairs, repair_round) if problems else []
         try:
             require_every_call(
                 first, repaired, to=f"the judge '{self.spec.name}'", run_log=self.options.run_log

@@ -123,6 +123,12 @@ def verdict_fields(
     return verdict_columns(judge, name, judgements).to_dicts()
 
 
+def name_cell(judge: Judge, cell: str) -> None:
+    """Have an LLM judge's progress lines name what it judges (rules make no calls to show)."""
+    if isinstance(judge, LLMJudge):
+        judge.progress = cell
+
+
 def judge_responses(
     scenarios: pl.DataFrame,
     responses: pl.DataFrame,
@@ -163,6 +169,7 @@ def judge_responses(
             f"{origin}: scenario '{first_unknown}' is not in the scenario table; "
             "rerun sample after fetch"
         )
+    name_cell(judge, f"judge {name} on {model}/{condition}")
     # Sample writes its rows in this order: sorting them again would hold them twice.
     order = responses.select(pl.arg_sort_by("scenario_id", "trial")).to_series()
     rows = responses if order.equals(pl.int_range(len(order), eager=True)) else responses[order]
@@ -238,6 +245,7 @@ def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataF
                     "response": response,
                 }
             )
+    name_cell(judge, f"judge_controls {name}")
     fields = verdict_fields(judge, name, judge.judge(cases))
     rows = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
     return table(rows, CONTROL_SCHEMA, sort_by=["scenario_id", "example"])

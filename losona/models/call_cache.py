@@ -20,6 +20,7 @@ lacks is copied into it; a cached answer that differs is left alone and counted
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,6 +38,16 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0
 # SQLite limits the number of parameters per statement.
 _CHUNK = 500
+
+# The calls this process made and stored, by cache file: what a stage stopped by Ctrl-C
+# says it leaves behind (losona/cli.py). Published calls copied in were never paid for, so
+# they do not count.
+_stored_here: collections.Counter[Path] = collections.Counter()
+
+
+def stored_this_process() -> dict[Path, int]:
+    """How many completed calls this process stored, by call cache file."""
+    return dict(_stored_here)
 
 
 @dataclass(frozen=True)
@@ -221,6 +232,7 @@ class CallCache:
                 ),
             ).rowcount
         if inserted:
+            _stored_here[self.path] += 1
             return completion
         kept = self.get_many([key])[key]
         return dataclasses.replace(kept, cached=False, attempts=completion.attempts)

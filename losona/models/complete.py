@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from losona.config import BatchSettings, ModelSpec
@@ -80,6 +81,7 @@ async def acomplete(
             options.progress,
             total=len(requests),
             done=len(requests) - len(pending),  # cache hits and repeats of a request
+            answered=found.answered(),
         )
         # What this run's calls came to. A completed call's reply is in the cache: only how
         # it went is kept (`made`), so a run holds no reply. Failed calls, and calls made
@@ -99,7 +101,7 @@ async def acomplete(
                 cache.put(key, spec.model, completion)
                 held[key] = completion
 
-        sender = Sender(prepared, options.max_cost_usd, bar, found.hits)
+        sender = Sender(prepared, options.max_cost_usd, bar)
         with bar:
             await sender.run(requests, list(pending.values()), found.keys, keep)
     stats = sender.stats
@@ -133,6 +135,13 @@ class _Found:
     hits: int = 0  # requests served from the cache (or the run's published calls)
     published: int = 0  # of them, the ones the published calls answered
     hits_usd: float = 0.0  # their list cost
+
+    def answered(self) -> str:
+        """Where the requests answered before any call is made came from, for the first line."""
+        said = runlog.hit_sources(self.published, self.hits - self.published)
+        # A request asked twice in one run is sent once: its second asking waits for it.
+        repeats = len(self.keys) - self.hits - len(self.missing)
+        return f"{said}, {repeats} repeating a call of this run" if repeats else said
 
     def tally(self, made: dict[str, Receipt], held: dict[str, Completion]) -> runlog.Tally:
         """What became of each request, for the run log."""
@@ -254,8 +263,7 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     """For dry runs: how many calls, how many the cache already holds, estimated cost."""
     prepared = prepare(spec)
     keyed = [prepared.key_and_params(r) for r in requests]
-    with CallCache.open(cache_path) as cache:
-        found = cache.get_many([k for k, _ in keyed])
+    found = _held([k for k, _ in keyed], cache_path)
     todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
     todo = {key: request for key, request in todo.items() if key not in found}
     tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
@@ -284,6 +292,19 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
         with_batch_usd=three.batch_usd,
         pricing_basis=describe_estimate(prepared, three),
     )
+
+
+def _held(keys: Sequence[str], cache_path: CacheLocation) -> set[str]:
+    """The keys the call cache or the run's published calls hold.
+
+    A dry run writes nothing: with no call cache yet (before any run) it creates none, and
+    only the published calls, if any, are looked in.
+    """
+    store = cache_path if isinstance(cache_path, CallStore) else CallStore(cache_path)
+    if Path(store.path).expanduser().exists():
+        with CallCache.open(cache_path) as cache:
+            return set(cache.get_many(keys))
+    return set(store.published.get_many(keys)) if store.published is not None else set()
 
 
 def estimate_prices(prepared: Prepared, requests: Sequence[Request]) -> pricing.Estimate:

@@ -3,11 +3,14 @@
 On a terminal, tqdm draws its bar. Under DVC, in a CI log or behind `nohup`, standard
 error is no terminal: a bar there is nothing at all (tqdm is disabled) or a flood of
 carriage returns, and a cell of the embedded model or of a CPU server stays silent for
-minutes. So off a terminal a `LineProgress` prints one line when the calls start, one
-every `interval_s` seconds while they run (from a timer, so a slow call cannot hold it
-back) and one when they end: calls done of the total, how many came from the call cache
-and the other facts the caller keeps in its postfix (failures, spend), the rate of this
-run's calls and the time left at that rate.
+minutes. So off a terminal a `LineProgress` prints one line when the calls start (how many
+there are, where the ones already answered came from, in the words of the stage's closing
+line: the run's published calls, the call cache; and how many are to make), one every
+`interval_s` seconds while they run (from a timer, so a slow call cannot hold it back) and
+one when they end: calls made of those to make, the other facts the caller keeps in its
+postfix (failures, spend), the rate of this run's calls and the time left at that rate.
+The time left is that of this run of calls only: a caller with a second round (a judge's
+repairs) names each round in its label.
 
 `progress_bar` chooses between the two; both take the same three calls from the worker
 loop (`update`, `set_postfix_str`, closing), so the loop does not know which it feeds.
@@ -28,13 +31,14 @@ from tqdm import tqdm
 INTERVAL_S = 30.0
 
 
-def progress_bar(label: str | None, total: int, done: int) -> Any:
+def progress_bar(label: str | None, total: int, done: int, answered: str = "") -> Any:
     """A tqdm bar on a terminal, else a `LineProgress`; nothing shown without a label.
 
-    `done` calls of `total` are answered before any is sent (from the call cache).
+    `done` calls of `total` are answered before any is sent; `answered` says where from
+    (e.g. "5 from the run's published calls, 0 from the call cache").
     """
     if label is not None and not sys.stderr.isatty():
-        return LineProgress(label, total, done)
+        return LineProgress(label, total, done, answered=answered)
     return tqdm(
         total=total,
         initial=done,
@@ -64,11 +68,13 @@ class LineProgress:
         total: int,
         done: int,
         *,
+        answered: str = "",
         interval_s: float = INTERVAL_S,
         stream: TextIO | None = None,
         clock: Any = time.monotonic,
     ) -> None:
         self.label, self.total, self.n, self.initial = label, total, done, done
+        self.answered = answered or f"{done} answered before any call was made"
         self.interval_s = interval_s
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
@@ -82,8 +88,8 @@ class LineProgress:
     def __enter__(self) -> LineProgress:
         if not self.quiet:
             self._print(
-                f"{self.label}: {self.total} calls, {self.initial} answered from the call "
-                f"cache, {self.total - self.initial} to make"
+                f"{self.label}: {self.total} calls: {self.answered}, "
+                f"{self.total - self.initial} to make"
             )
             self._timer = threading.Thread(target=self._tick, daemon=True)
             self._timer.start()
@@ -98,7 +104,9 @@ class LineProgress:
         self._stop.set()
         if self._timer is not None:
             self._timer.join()
-            self._print(self.line(ended=True))
+            # Stopped (Ctrl-C, a failure): the calls made so far, not read as a finished run.
+            stopped = "" if error is None else ", stopped before the end"
+            self._print(self.line(ended=True) + stopped)
 
     def update(self, n: int = 1) -> None:
         """`n` more calls done (tqdm's name)."""
@@ -109,18 +117,22 @@ class LineProgress:
         self.postfix = text
 
     def line(self, *, ended: bool = False) -> str:
-        """The progress line as of now."""
+        """The progress line as of now: this run's calls, those answered before not counted.
+
+        Counting the answered ones as done would say "5 of 10 calls done, no call answered
+        yet" while no call of this run has come back.
+        """
         elapsed = self.clock() - self.started
-        made = self.n - self.initial
+        made, to_make = self.n - self.initial, self.total - self.initial
         facts = f" ({self.postfix})" if self.postfix else ""
-        text = f"{self.label}: {self.n} of {self.total} calls done{facts}"
+        text = f"{self.label}: {made} of {to_make} calls made{facts}"
         if made and elapsed > 0:
             rate = made / elapsed
             text += f", {rate:.2f} calls/s"
-            if not ended and self.n < self.total:
-                text += f", about {duration((self.total - self.n) / rate)} left"
+            if not ended and made < to_make:
+                text += f", about {duration((to_make - made) / rate)} left"
         elif not ended:
-            text += ", no call answered yet"
+            text += ", none answered yet"
         return f"{text} in {duration(elapsed)}" if ended else f"{text}, {duration(elapsed)} so far"
 
     def _tick(self) -> None:

@@ -166,14 +166,21 @@ def answer_sources(*run_logs: Mapping[str, Any]) -> str:
             total[fact] += int(log.get(fact, 0))
     published = total["from_published_calls"]
     differing = total["differing_in_call_cache"]
-    local = f"{total['cache_hits'] - published} from the call cache, {total['completed']} new calls"
-    if not published:  # a run with no published calls, or none of them needed
-        return local
     aside = (
         f" ({differing} of them answered differently in your call cache, which was not used)"
         if differing
         else ""
     )
+    found = hit_sources(published, total["cache_hits"] - published, aside=aside)
+    return f"{found}, {total['completed']} new calls"
+
+
+def hit_sources(published: int, cached: int, *, aside: str = "") -> str:
+    """Where cache hits came from, as both a run's first progress line and its closing line say
+    it: "5 from the run's published calls, 0 from the call cache"."""
+    local = f"{cached} from the call cache"
+    if not published:  # a run with no published calls, or none of them needed
+        return local
     return f"{published} from the run's published calls{aside}, {local}"
 
 

@@ -213,14 +213,11 @@ class Sender:
     """The sends of one run of `complete`: the queue, the workers, the retries, the limiter
     and the budget; the facts for the run log go to `stats`."""
 
-    def __init__(
-        self, prepared: Prepared, max_cost_usd: float | None, bar: tqdm[Any], cached: int
-    ) -> None:
+    def __init__(self, prepared: Prepared, max_cost_usd: float | None, bar: tqdm[Any]) -> None:
         self.prepared = prepared
         self.spec = prepared.spec
         self.budget = Budget(max_cost_usd)
         self.bar = bar
-        self.cached = cached
         self.stats = CallStats()
         self.stop: str | None = None
         self.failed = 0
@@ -290,7 +287,7 @@ class Sender:
                     self.failed += 1
                 keep(key, completion)
                 self.bar.set_postfix_str(
-                    f"cached {self.cached}, failed {self.failed}, ${self.budget.spent:.4f}",
+                    f"failed {self.failed}, ${self.budget.spent:.4f}",
                     refresh=False,
                 )
                 self.bar.update(1)

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import signal
+import sys
 import threading
 
+from losona.errors import LosonaError
 from losona.testing.openai_server import OpenAIServer, default_reply
+from losona.testing.openai_server.port import (
+    PORT_VARIABLE,
+    configs_port,
+    export_line,
+    port_from_environment,
+    taken_message,
+)
 from losona.testing.scripted_judge import ScriptedJudge
 
 
@@ -15,10 +26,22 @@ def main(argv: list[str] | None = None) -> None:
 
     It serves until SIGINT (Ctrl-C) or SIGTERM, or until `--lifetime` seconds have passed,
     and never reads standard input, so `&`, `nohup` and CI can run it in the background.
+    Its port is --port, else LOSONA_TEST_SERVER_PORT (which the shipped configs read too),
+    else any free one; when the configs would look elsewhere it prints the export line
+    that points them here (on standard error: standard output's first line is the URL).
     """
     parser = argparse.ArgumentParser(prog="python -m losona.testing.openai_server")
+    try:
+        from_environment = port_from_environment()
+    except LosonaError as exc:
+        parser.error(str(exc))
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=from_environment or 0,
+        help=f"port on 127.0.0.1 (default: ${PORT_VARIABLE}, else any free port; 0: any free)",
+    )
     parser.add_argument("--judge", action="store_true", help="answer judge prompts with verdicts")
     parser.add_argument(
         "--disagree", type=float, default=0.1, help="with --judge: share of messages overturned"
@@ -45,10 +68,18 @@ def main(argv: list[str] | None = None) -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
-    with OpenAIServer(
-        latency=args.latency, reply=reply, keep_bodies=False, port=args.port
-    ) as server:
+    server = OpenAIServer(latency=args.latency, reply=reply, keep_bodies=False, port=args.port)
+    with contextlib.ExitStack() as running:
+        try:
+            running.enter_context(server)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            print(taken_message(args.port), file=sys.stderr)
+            sys.exit(2)
         print(server.url, flush=True)
+        if server.port != configs_port():
+            print(export_line(server.port), file=sys.stderr, flush=True)
         stop.wait(args.lifetime)
     print("stopped", flush=True)
 

@@ -101,7 +101,12 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
 
     def __enter__(self) -> OpenAIServer:
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
+        except OSError:
+            # A port already taken: stop the loop, so that the caller may say so and exit.
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,49 @@
+"""Where the command-line test server listens, and where the shipped configs look for it.
+
+conf/model/local_openai.yaml and conf/judge/local_openai.yaml read the same environment
+variable (`${oc.env:LOSONA_TEST_SERVER_PORT,8765}` in their api_base), so one export moves
+the server and the configs together. Unset, the configs say 8765, as they always did: a
+run's recorded configs and call keys (which cover the api_base) stay what they were.
+"""
+
+from __future__ import annotations
+
+import os
+
+from losona.errors import LosonaError
+
+PORT_VARIABLE = "LOSONA_TEST_SERVER_PORT"
+# What the configs use when the variable is unset.
+CONFIG_PORT = 8765
+# The configs that point at the server, for the messages that tell the user to move them.
+CONFIGS = "conf/model/local_openai.yaml and conf/judge/local_openai.yaml"
+
+
+def port_from_environment(environ: dict[str, str] | None = None) -> int | None:
+    """The port the variable names, None when it is unset; a bad value is a LosonaError."""
+    value = (os.environ if environ is None else environ).get(PORT_VARIABLE)
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or int(value) > 65535:
+        raise LosonaError(f"{PORT_VARIABLE}={value!r}: expected a port number, 0 to 65535")
+    return int(value)
+
+
+def configs_port(environ: dict[str, str] | None = None) -> int:
+    """The port the shipped configs point at: the variable's, else 8765."""
+    port = port_from_environment(environ)
+    return CONFIG_PORT if port is None else port
+
+
+def export_line(port: int) -> str:
+    """What to run so that the configs point at a server on `port`."""
+    return f"export {PORT_VARIABLE}={port}   # so that {CONFIGS} point at this server"
+
+
+def taken_message(port: int) -> str:
+    """The one line for a port another process holds."""
+    return (
+        f"error: port {port} on 127.0.0.1 is already in use (another test server?); stop it, "
+        f"or choose a port with --port N or {PORT_VARIABLE}=N ({CONFIGS} read the same "
+        "variable), or --port 0 for a free one"
+    )
