@@ -48,8 +48,9 @@ from losona.models.options import CallOptions
 from losona.models.prepare import Prepared, prepare
 from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
+from losona.models.retry import RetryPolicy, status_of, transient
 from losona.models.runlog import BatchReport
-from losona.models.send import FATAL_STATUSES, RETRY_STATUSES, masked, transient
+from losona.models.send import masked
 from losona.models.values import Completion, Request
 
 # Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
@@ -193,7 +194,7 @@ class _BatchJob:
             waiting = [s for s in self._waiting_jobs() if set(s.keys) & set(missing)]
             if not waiting and max_cost_usd is not None:
                 self._check_cap(missing, keyed, max_cost_usd)
-            failures: dict[str, Completion] = {}
+            failures: dict[str, LineFailure] = {}
             rounds = 0
             for state in waiting:
                 # A batch submitted by a run that was killed or stopped: wait for it.
@@ -201,7 +202,7 @@ class _BatchJob:
                 rounds = max(rounds, state.round)
             missing = self._missing(keyed)
             while missing and rounds < self.settings.rounds:
-                if any(not _retryable(failures[k].error) for k in missing if k in failures):
+                if any(not failures[k].retryable for k in missing if k in failures):
                     break  # a request the provider refused will be refused again
                 rounds += 1
                 if rounds > 1:
@@ -211,7 +212,10 @@ class _BatchJob:
                 missing = self._missing(keyed)
             if missing:
                 require_every_call(
-                    [failures.get(k) or _failure("not answered by any batch") for k in missing],
+                    [
+                        (failures.get(k) or _failure("not answered by any batch")).completion
+                        for k in missing
+                    ],
                     to=f"'{self.spec.name}' in batch mode ({rounds} batch{'es' * (rounds != 1)})",
                 )
         return self.report
@@ -305,8 +309,8 @@ class _BatchJob:
                 return True
         return False
 
-    async def _finish(self, state: _State, *, resumed: bool) -> dict[str, Completion]:
-        """Wait for a job's batch, store its results; the failed lines' errors, by key."""
+    async def _finish(self, state: _State, *, resumed: bool) -> dict[str, LineFailure]:
+        """Wait for a job's batch, store its results; the failed lines, by key."""
         if state.batch_id is None:
             if state.input_file_id is None:
                 # Killed before its upload was recorded: nothing was submitted.
@@ -321,14 +325,14 @@ class _BatchJob:
             self._note_resumed(state)
         assert state.batch_id is not None
         batch = await self._wait(state)
-        failures: dict[str, Completion] = {}
+        failures: dict[str, LineFailure] = {}
         answered: set[str] = set()
         wanted = set(state.keys)
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 for key, outcome in self._read_lines(await self._content(file_id), wanted):
                     answered.add(key)
-                    if outcome.ok:
+                    if isinstance(outcome, Completion):
                         self._store(key, outcome)
                     else:
                         failures[key] = outcome
@@ -396,8 +400,10 @@ class _BatchJob:
         line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body | dict(params)}
         return json.dumps(line, ensure_ascii=False) + "\n"
 
-    def _read_lines(self, content: bytes, wanted: set[str]) -> list[tuple[str, Completion]]:
-        """Each result line for a key of this job, as a completion (ok or failed)."""
+    def _read_lines(
+        self, content: bytes, wanted: set[str]
+    ) -> list[tuple[str, Completion | LineFailure]]:
+        """Each result line for a key of this job: a completion, or why it failed."""
         results = []
         for raw in content.decode("utf-8", errors="replace").splitlines():
             if not raw.strip():
@@ -412,7 +418,7 @@ class _BatchJob:
             results.append((key, self._outcome(entry)))
         return results
 
-    def _outcome(self, entry: Mapping[str, Any]) -> Completion:
+    def _outcome(self, entry: Mapping[str, Any]) -> Completion | LineFailure:
         """What one result line says: a completion to store, or why the request failed."""
         error = entry.get("error")
         response = entry.get("response") or {}
@@ -423,7 +429,10 @@ class _BatchJob:
             message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
             if self.secret:
                 message = message.replace(self.secret, "***")
-            return _failure(f"batch line error ({status}): {' '.join(message.split())[:300]}")
+            return _failure(
+                f"batch line error ({status}): {' '.join(message.split())[:300]}",
+                status if isinstance(status, int) else None,
+            )
         try:
             choice = body["choices"][0]
             text = choice["message"]["content"]
@@ -494,25 +503,22 @@ class _BatchJob:
         message does not promise a job to resume.
         """
         openai = self.litellm.exceptions.openai
+        policy = RetryPolicy.of(self.spec)
         attempt = 0
         while True:
             attempt += 1
             try:
                 return await send()
             except openai.APIError as exc:
-                status = getattr(exc, "status_code", None)
-                if (
-                    status in FATAL_STATUSES
-                    or not transient(exc)
-                    or attempt >= self.spec.max_attempts
-                ):
+                status = status_of(exc)
+                if policy.fatal(status) or not transient(exc) or policy.gives_up(attempt):
                     text = masked(exc, self.secret)
                     raise LosonaError(
                         f"model '{self.spec.name}': could not {what} ({type(exc).__name__}"
                         f"{f' ({status})' if status else ''}, after {attempt} attempts): "
                         f"{text}. {self._after_failure(status, nothing_sent)}"
                     ) from None
-            await asyncio.sleep(min(60.0, self.spec.backoff_s * 2 ** (attempt - 1)))
+            await asyncio.sleep(policy.wait(attempt))
             if before_retry is not None and await before_retry():
                 return None  # type: ignore[return-value]  # the caller reads the state
 
@@ -552,13 +558,19 @@ class _BatchJob:
         write_json({"format": STATE_FORMAT, **dataclasses.asdict(state)}, self._state_path(state))
 
 
-def _failure(error: str) -> Completion:
-    return Completion.failed(error, attempts=1)
+@dataclass(frozen=True)
+class LineFailure:
+    """A request of a batch that got no usable answer, and the HTTP status its line carried
+    (None: no status, e.g. a malformed body or a line that never came back)."""
+
+    completion: Completion
+    status: int | None = None
+
+    @property
+    def retryable(self) -> bool:
+        """Whether another batch may answer it (the one retry policy decides)."""
+        return RetryPolicy.worth_retrying(self.status)
 
 
-def _retryable(error: str | None) -> bool:
-    """Whether a failed line is worth another batch: a transient fault, or no answer at all."""
-    if error is None or not error.startswith("batch line error ("):
-        return True
-    status = error[len("batch line error (") :].split(")")[0]
-    return not status.isdigit() or int(status) in RETRY_STATUSES
+def _failure(error: str, status: int | None = None) -> LineFailure:
+    return LineFailure(Completion.failed(error, attempts=1), status)

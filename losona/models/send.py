@@ -4,10 +4,11 @@
   one worker calls run exactly in request order (the embedded model relies on this). The
   sends in flight adapt to rate limits (`Limiter`): a 429 halves them, successes bring
   them back up to `spec.concurrency`.
-- Retries: rate limits (honouring Retry-After) are retried for as long as
-  `spec.rate_limit_patience_s` allows; server errors, timeouts, dropped connections,
-  malformed bodies and empty replies with exponential backoff and jitter, up to
-  `spec.max_attempts` sends. Then the request is recorded as failed.
+- Retries, by the one retry policy (losona/models/retry.py): rate limits (honouring
+  Retry-After) are retried for as long as `spec.rate_limit_patience_s` allows; server
+  errors, timeouts, dropped connections, malformed bodies and empty replies with
+  exponential backoff and jitter, up to `spec.max_attempts` sends. Then the request is
+  recorded as failed.
   Other client errors fail the request at once; a refused key or an unknown model stops
   the run, since every other call would fail the same way, and so does an endpoint that
   refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
@@ -25,14 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import email.utils
 import json
-import random
 import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from tqdm import tqdm
@@ -43,15 +41,10 @@ from losona.models import litellm_api
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of
 from losona.models.prompt_caching import NO_REUSE, Reuse
+from losona.models.retry import RATE_LIMITED, RetryPolicy, retry_after, status_of, transient
 from losona.models.runlog import CallStats
 from losona.models.values import Completion, Request
 
-# Never wait longer than this between attempts, whatever a Retry-After says.
-MAX_WAIT_S = 120.0
-# Statuses worth another attempt: timeouts, conflicts, rate limits, server trouble.
-RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-# Statuses that will fail every call of the run the same way: bad key, no such model.
-FATAL_STATUSES = frozenset({401, 402, 403, 404})
 # When this many connection attempts in a row fail to connect before any call of the
 # run got an answer, nothing is listening there: stop at once instead of spending every
 # call's retries on it. (Once a call has been answered, a dead server is an outage:
@@ -76,26 +69,6 @@ def refused(exc: BaseException) -> bool:
     )
 
 
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if it did."""
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        return None
-    if (millis := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, (when - datetime.now(UTC)).total_seconds()) if when else None
-
-
 def fault(exc: BaseException) -> str:
     """The kind of fault, named as it happened.
 
@@ -110,7 +83,7 @@ def fault(exc: BaseException) -> str:
             return "dropped connection"
         if any(isinstance(c, json.JSONDecodeError) for c in chain):
             return "malformed body"
-    status = getattr(exc, "status_code", None)
+    status = status_of(exc)
     return f"{type(exc).__name__}{f' ({status})' if status else ''}"
 
 
@@ -123,14 +96,6 @@ def masked(exc: BaseException, secret: str | None) -> str:
 def describe(exc: BaseException, secret: str | None) -> str:
     """What went wrong: the kind of fault, then its message (masked)."""
     return f"{fault(exc)}: {masked(exc, secret)}"
-
-
-def transient(exc: BaseException) -> bool:
-    """Whether a litellm API error is worth another attempt: no connection, a timeout, or a
-    status in RETRY_STATUSES."""
-    openai = litellm_api.litellm_module().exceptions.openai
-    status = getattr(exc, "status_code", None)
-    return isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUSES
 
 
 class Limiter:
@@ -227,6 +192,7 @@ class Sender:
         self.secret = self.spec.api_key()
         self.send = litellm_api.sender(self.spec)
         self.limiter = Limiter(self.spec.concurrency)
+        self.policy = RetryPolicy.of(self.spec)
 
     async def run(
         self, requests: Sequence[Request], pending: Sequence[int], keys: Sequence[str], keep: Keep
@@ -341,8 +307,8 @@ class Sender:
                 response = await self.send(messages=messages, **params)
             except openai.APIError as exc:
                 error = describe(exc, self.secret)
-                status = getattr(exc, "status_code", None)
-                rate_limited = status == 429
+                status = status_of(exc)
+                rate_limited = status == RATE_LIMITED
                 if refused(exc):
                     # litellm may report a refused connection as a 500; say what it was.
                     error = f"could not connect: {error}"
@@ -360,7 +326,7 @@ class Sender:
                 else:
                     self.answered += 1
                     self.refused_in_a_row = 0
-                if status in FATAL_STATUSES:
+                if self.policy.fatal(status):
                     self.stop = f"the provider refused the call: {error}"
                     return self._failure(error, attempt)
                 if not transient(exc):
@@ -381,7 +347,7 @@ class Sender:
                 self.limiter.release(sent_in, rate_limited)
             if rate_limited:
                 limited += 1
-                wait = min(MAX_WAIT_S, wait if wait is not None else self._backoff(limited))
+                wait = self.policy.wait(limited, asked=wait)
                 waited = time.perf_counter() - started
                 if waited + wait > self.spec.rate_limit_patience_s:
                     return self._failure(
@@ -391,9 +357,9 @@ class Sender:
                     )
             else:
                 counted += 1
-                if counted >= self.spec.max_attempts:
+                if self.policy.gives_up(counted):
                     return self._failure(f"{error} (after {attempt} attempts)", attempt)
-                wait = min(MAX_WAIT_S, wait if wait is not None else self._backoff(counted))
+                wait = self.policy.wait(counted, asked=wait)
             self.stats.retried[error.split(":")[0]] += 1
             await asyncio.sleep(wait)
 
@@ -426,11 +392,6 @@ class Sender:
         if self.spec.endpoints:
             return ", ".join(self.spec.endpoints)
         return self.spec.api_base or f"the provider of {self.spec.model}"
-
-    def _backoff(self, attempt: int) -> float:
-        # Exponential with "equal jitter": between half and all of the doubled delay.
-        delay = min(MAX_WAIT_S, self.spec.backoff_s * 2.0 ** (attempt - 1))
-        return delay / 2 + random.uniform(0, delay / 2)
 
     def _failure(self, error: str, attempts: int) -> Completion:
         self.stats.failures[error.split(":")[0]] += 1
