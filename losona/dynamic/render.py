@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from losona.cell_tables import check_cell_table
 from losona.contracts import DYNAMIC_PROMPT_SCHEMA, Scenario, scenarios_from_table, table
 from losona.dynamic.arms import (
     CONTINUATION,
@@ -68,22 +69,14 @@ def first_turn(
     origin: str,
 ) -> list[dict[str, Any]]:
     """The first turn's verdicts of one cell as rows, refusing a file that is not that cell."""
-    if verdicts.is_empty():
-        raise LosonaError(f"{origin}: holds no verdicts; rerun judge")
-    for column, expected in (("judge", judge), ("subject_model", model), ("condition", condition)):
-        found = sorted(verdicts[column].unique().to_list(), key=str)
-        if found != [expected]:
-            raise LosonaError(
-                f"{origin}: column '{column}' holds {found}, expected only '{expected}'; "
-                "rerun judge"
-            )
-    duplicated = verdicts.filter(pl.struct("scenario_id", "trial").is_duplicated())
-    if not duplicated.is_empty():
-        first = duplicated.sort("scenario_id", "trial").row(0, named=True)
-        raise LosonaError(
-            f"{origin}: scenario '{first['scenario_id']}' has trial {first['trial']} more than "
-            "once; rerun sample and judge"
-        )
+    check_cell_table(
+        verdicts,
+        origin,
+        cell={"judge": judge, "subject_model": model, "condition": condition},
+        rows="verdicts",
+        rerun="judge",
+        rerun_duplicates="sample and judge",
+    )
     known = set(scenarios["scenario_id"])
     unknown = sorted(set(verdicts["scenario_id"]) - known)
     missing = sorted(known - set(verdicts["scenario_id"]))

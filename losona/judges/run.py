@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from losona.cell_tables import check_cell_table
 from losona.config import JudgeConfig
 from losona.contracts import (
     CONTROL_SCHEMA,
@@ -146,22 +147,13 @@ def judge_responses(
     when its judge asks for it, and the table is made of the judgements' own columns
     beside the responses', so a cell of any size holds no prompt, and no row twice.
     """
-    if responses.is_empty():
-        raise LosonaError(f"{origin}: holds no responses; rerun sample")
-    for column, expected in (("subject_model", model), ("condition", condition)):
-        found = sorted(responses[column].unique().to_list(), key=str)
-        if found != [expected]:
-            raise LosonaError(
-                f"{origin}: column '{column}' holds {found}, expected only '{expected}'; "
-                "rerun sample"
-            )
-    duplicated = responses.filter(pl.struct("scenario_id", "trial").is_duplicated())
-    if not duplicated.is_empty():
-        first = duplicated.row(0, named=True)
-        raise LosonaError(
-            f"{origin}: scenario '{first['scenario_id']}' has trial {first['trial']} more than "
-            "once; rerun sample"
-        )
+    check_cell_table(
+        responses,
+        origin,
+        cell={"subject_model": model, "condition": condition},
+        rows="responses",
+        rerun="sample",
+    )
     unknown = responses.filter(~pl.col("scenario_id").is_in(scenarios["scenario_id"].implode()))
     if not unknown.is_empty():
         first_unknown = unknown["scenario_id"].sort()[0]
