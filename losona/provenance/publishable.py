@@ -144,7 +144,8 @@ def rested_on(root: Path = Path(".")) -> list[str]:
 
     dvc.yaml, dvc.lock, and each dependency and params file of every stage dvc.lock
     records, except what stages write (DVC holds it); and the scenario file of a
-    run on its own dataset, which fetch reads through its config.
+    run on its own dataset, which fetch reads through its config. Of a file `dvc add`
+    tracks, git must hold the .dvc file (and the remote its data).
     """
     lock = root / LOCK_FILE
     record = yaml.safe_load(lock.read_text(encoding="utf-8")) if lock.is_file() else {}
@@ -163,7 +164,11 @@ def rested_on(root: Path = Path(".")) -> list[str]:
             for out in outputs
         )
 
-    return sorted(path for path in needed if not made_by_stages(path))
+    def held_by_git(path: str) -> str:
+        # A file `dvc add` tracks is DVC's to hold (and push); git holds its .dvc file.
+        return f"{path}.dvc" if (root / f"{path}.dvc").is_file() else path
+
+    return sorted(held_by_git(path) for path in needed if not made_by_stages(path))
 
 
 def _dataset_file(root: Path) -> list[str]:
