@@ -184,10 +184,12 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     (repo / "conf" / "judge" / "written_later.yaml").write_text(
         "name: written_later\nkind: lexicon\n"
     )
-    # Not yet: git holds none of it (the copy's first commit is still to come).
+    # Not yet: the applied experiment's settings and record are not committed.
     unready = python(repo, env, "-m", "losona.publishable")
     assert unready.returncode == 3, unready.stdout
-    assert "no commit holds dvc.yaml, dvc.lock and the configs" in unready.stdout
+    assert unready.stdout.startswith("publishable: no. git does not hold, committed,")
+    assert "\n  conf/run.yaml (modified)\n" in unready.stdout
+    assert "written_later" not in unready.stdout  # a config the sweep does not use
     bare, remote = tmp_path / "run.git", tmp_path / "dvc-remote"
     git("init", "-q", "--bare", str(bare), cwd=tmp_path)
     run_dvc("remote", "add", "--default", "storage", str(remote), cwd=repo, env=env)
