@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import polars as pl
 import pytest
 import yaml
 from conftest import copy_repo, run_dvc
+from test_first_hour import python
 from test_judge import responses_table
 
 from losona.files import write_parquet
@@ -170,24 +170,6 @@ def test_a_judge_that_cannot_judge_stops_before_its_cells(
     controls_calls = 4 * 2  # each control: the call and its one repair
     assert template_server.request_count == paid + verdicts.height * 2
     assert paid == controls_calls
-
-
-def python(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    bin_dir = str(Path(sys.executable).parent)
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={
-            **env,
-            "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-            "PYTHONPATH": str(repo),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "DVC_NO_ANALYTICS": "1",
-        },
-        check=False,
-    )
 
 
 def test_publishable_refuses_a_run_no_one_else_could_rerun(repo: Path, tmp_path: Path) -> None:
