@@ -250,7 +250,7 @@ def test_each_metric_from_scripted_replies(
         scenarios,
         judge="lexicon",
         bootstrap=AggregateSettings(resamples=500, seed=0, confidence=0.95),
-        presentation=presentation_of(["m"], ["naive"]),
+        presentation=presentation_of(["m"], ["naive"], ["lexicon"]),
     )
     results = reports["results.csv"]
     found = {
