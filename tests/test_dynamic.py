@@ -348,6 +348,7 @@ def test_the_dynamic_figure_and_section_say_judge_label_n_k_and_subset_as_the_fi
     scope = "N = 4 scenarios, K = 2 trials each"
     for subset in (None, SUBSET):
         figure = draw_recovery(results, "recovery", "95%", subset)
+        assert figure.name == "recovery"  # the file stem dvc.yaml names
         text = svg_text(figure.svg)
         # Both panels name the judge by label, as the first turn's figures do.
         assert text.count(f"judge: {label} ({model})") == 2, text

@@ -63,8 +63,11 @@ def draw_recovery(results: pl.DataFrame, name: str, level: str, subset: str | No
     `subset`: the run's subset note, None for a whole dataset)."""
     data = figure_data(results)
     first = results.row(0, named=True) if results.height else {}
-    name, model, label = (first.get(c, "") for c in ("judge", "judge_model", "judge_label"))
-    judge: Judge = (name, model, label)
+    judge: Judge = (
+        first.get("judge", ""),
+        first.get("judge_model", ""),
+        first.get("judge_label", ""),
+    )
     with matplotlib.rc_context(STYLE):
         figure = _draw(data, judge)
         mark_scope(figure, scope(results, subset), subset)
