@@ -678,10 +678,19 @@ DYNAMIC_RESULT_SCHEMA = pl.Schema(  # results.csv: one row per model x condition
     {
         "judge": pl.String(),
         "judge_model": pl.String(),
+        # Display labels as in the first turn's results.csv (RESULT_SCHEMA), a test
+        # double's marked, so that both turns name a judge, model and condition alike.
+        "judge_label": pl.String(),
         "subject_model": pl.String(),
         "model_label": pl.String(),
         "condition": pl.String(),
         "condition_label": pl.String(),
+        # What the cell rests on, for the scope line its figure and section carry
+        # ("N = 5 scenarios, K = 1 trials each"): the first-turn trials per scenario (the
+        # most any scenario has, as the first turn's `k`) and the scenarios of the run
+        # (every one is continued, losona/dynamic/aggregate.py refuses a cell missing one).
+        "k": pl.Int32(),
+        "scenarios": pl.Int32(),
         "level": pl.String(),  # trial | scenario (the paper's majority rule per arm)
         # recovery_after_sanction | recovery_after_control | sanction_effect | retention
         "metric": pl.String(),

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
-from losona.contracts import SCENARIO_SCHEMA
+from losona.contracts import SCENARIO_SCHEMA, subset_note
 from losona.dynamic.aggregate import (
     FIGURE,
     aggregate_dynamic,
@@ -22,9 +22,10 @@ from losona.dynamic.aggregate import (
     write_dynamic_reports,
 )
 from losona.dynamic.files import reports_dir
-from losona.dynamic.plots import draw_recovery, write_figure
+from losona.dynamic.plots import draw_recovery
 from losona.files import read_parquet
 from losona.formatting import percent
+from losona.report.plots import write_figures
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -42,12 +43,13 @@ def main(cfg: DictConfig) -> None:
         scenarios,
         judge=judge,
         bootstrap=bootstrap,
-        presentation=presentation_of(settings.models, settings.conditions),
+        presentation=presentation_of(settings.models, settings.conditions, [judge]),
     )
     out = reports_dir(paths, judge)
     write_dynamic_reports(reports, out)
     level = f"{percent(bootstrap.confidence):g}%"
-    write_figure(draw_recovery(reports["results.csv"], FIGURE, level), out)
+    figure = draw_recovery(reports["results.csv"], FIGURE, level, subset_note(scenarios))
+    write_figures([figure], out)
     print(
         f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "
         f"{scenarios.height} scenarios -> {out}/"

@@ -37,11 +37,12 @@ def main(cfg: DictConfig) -> None:
     # the run logs' (losona/report/run_facts.py).
     facts = facts_section(cell_calls(paths.calls_dir), display_names(reports["results.csv"]))
     extra = [audit_section(audited, reports), facts]
+    subset = subset_note(scenarios)
     dynamic = chosen(cfg, "dynamic")
     if dynamic.on:  # off: not a byte of the report changes (docs/dynamic.md)
         judges = read_judges(paths.dynamic_reports_dir, dynamic.judges)
-        extra.insert(0, dynamic_section(judges, reports.confidence))
-    figures = draw_figures(reports, subset=subset_note(scenarios))
+        extra.insert(0, dynamic_section(judges, reports.confidence, subset))
+    figures = draw_figures(reports, subset=subset)
     write_figures(figures, paths.figures_dir)
     page = build_report(
         reports,

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 from test_judge import responses_table, scenarios_table
+from test_plots import svg_text
 
 from losona.config import AggregateSettings
-from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
+from losona.dynamic.aggregate import Cell, DynamicReports, aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
 from losona.dynamic.judge import judge_second_turn
+from losona.dynamic.plots import draw_recovery
 from losona.dynamic.render import GroupModel, render_cell
+from losona.dynamic.report import dynamic_section
 from losona.dynamic.sample import sample_second_turn
 from losona.errors import LosonaError
 from losona.judges.lexicon import LexiconJudge
@@ -250,7 +254,7 @@ def test_each_metric_from_scripted_replies(
         scenarios,
         judge="lexicon",
         bootstrap=AggregateSettings(resamples=500, seed=0, confidence=0.95),
-        presentation=presentation_of(["m"], ["naive"]),
+        presentation=presentation_of(["m"], ["naive"], ["lexicon"]),
     )
     results = reports["results.csv"]
     found = {
@@ -292,6 +296,79 @@ def test_a_second_reply_without_its_prompt_is_refused(
             "lexicon",
             origin="responses.parquet",
         )
+
+
+# -- the report: the first turn's rules (judge labels, test doubles, SUBSET, N and K) --------
+
+SUBSET = "4 of 44 scenarios (limit 4 stratified by norm, seed 0)"
+
+
+def reported_as(
+    judge: str, scenarios: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> DynamicReports:
+    """The cell's second turn on scripted replies, judged by the lexicon rules and reported
+    under `judge`'s name, with the labels its stage gives (presentation_of)."""
+    prompts = render(scenarios)
+    spec = ModelSpec.from_config(server.model_config("m"))
+    options = CallOptions(cache_path=tmp_path / "calls.sqlite")
+    sampled = sample_second_turn(prompts, spec, options, origin="prompts")
+    verdicts = judge_second_turn(
+        scenarios, prompts, sampled.responses, LexiconJudge(), judge, origin="responses"
+    )
+    return aggregate_dynamic(
+        [Cell("m", "naive", prompts, verdicts)],
+        scenarios,
+        judge=judge,
+        bootstrap=AggregateSettings(resamples=200, seed=0, confidence=0.95),
+        presentation=presentation_of(["m"], ["naive"], [judge]),
+    )
+
+
+def page_text(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
+@pytest.mark.parametrize(
+    ("judge", "label"),
+    [
+        ("lexicon", "Lexicon rules (offline)"),
+        # conf/judge/local_openai.yaml: a test double, so its label carries the mark.
+        ("local_openai", "Scripted judge (local test server) [TEST DOUBLE]"),
+    ],
+)
+def test_the_dynamic_figure_and_section_say_judge_label_n_k_and_subset_as_the_first_turn(
+    judge: str, label: str, scenarios: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> None:
+    reports = reported_as(judge, scenarios, server, tmp_path)
+    results = reports["results.csv"]
+    assert results["judge_label"].unique().to_list() == [label]
+    # Four scenarios, two first-turn trials each (the module's FIRST).
+    assert results.select("k", "scenarios").unique().rows() == [(2, 4)]
+    model = LexiconJudge().model
+    scope = "N = 4 scenarios, K = 2 trials each"
+    for subset in (None, SUBSET):
+        figure = draw_recovery(results, "recovery", "95%", subset)
+        assert figure.name == "recovery"  # the file stem dvc.yaml names
+        text = svg_text(figure.svg)
+        # Both panels name the judge by label, as the first turn's figures do.
+        assert text.count(f"judge: {label} ({model})") == 2, text
+        assert f"judge: {judge} (" not in text
+        assert scope in text
+        assert (f"SUBSET: {SUBSET}, not the whole dataset" in text) == (subset is not None)
+
+        shown = page_text(dynamic_section({judge: (reports, figure.svg)}, "95%", subset).body)
+        assert f"First- and second-turn judge: {label} ({judge}, {model})" in shown
+        assert f"{scope}." in shown
+        warning = f"Subset: this run covers {SUBSET}, not the whole dataset"
+        assert (warning in shown) == (subset is not None)
+
+
+def test_the_dynamic_settings_give_the_confidence_as_the_first_turns_metrics_do(
+    scenarios: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> None:
+    settings = reported_as("lexicon", scenarios, server, tmp_path).metrics["settings"]
+    # reports/metrics.json writes 95.0 for aggregate.confidence 0.95: one form (issue 31).
+    assert settings["confidence"] == 95.0
 
 
 # -- a group model writes the follow-ups (dynamic.source: simulated) -----------------------

@@ -192,7 +192,9 @@ def hostile_report(p: Payloads) -> str:
         ),
     )
     audit = hostile_audit(p)
-    dynamic = dynamic_section({p("dynamic judge"): (hostile_dynamic(p), "<svg/>")}, "95%")
+    dynamic = dynamic_section(
+        {p("dynamic judge"): (hostile_dynamic(p), "<svg/>")}, "95%", p("dynamic subset")
+    )
     return build_report(
         reports,
         draw_figures(reports),
@@ -205,6 +207,9 @@ def hostile_report(p: Payloads) -> str:
 def hostile_dynamic(p: Payloads) -> DynamicReports:
     """The dynamic extension's tables, payloads in every field its section shows."""
     model, condition = p("dynamic subject_model"), p("dynamic condition")
+    # The section names its judge from results.csv, as the first turn's tables do.
+    judge = {"judge": "j", "judge_model": p("dynamic judge_model")}
+    judge |= {"judge_label": p("dynamic judge_label"), "k": 1, "scenarios": 2}
     labels = {
         "subject_model": model,
         "model_label": p("dynamic model_label"),
@@ -214,7 +219,8 @@ def hostile_dynamic(p: Payloads) -> DynamicReports:
     results = table(
         [
             labels
-            | {"judge": "j", "judge_model": "jm", "level": level, "metric": metric}
+            | judge
+            | {"level": level, "metric": metric}
             | {"estimate": 50.0, "low": 0.0, "high": 100.0, "count": 1, "out_of": 2}
             | ({"helped": 1, "hurt": 0, "mcnemar_p": 1.0} if metric == "sanction_effect" else {})
             for level in ("trial", "scenario")
@@ -247,7 +253,7 @@ def hostile_dynamic(p: Payloads) -> DynamicReports:
     example |= {"sanction_complies": True, "control_complies": False}
     examples = table([example], DYNAMIC_EXAMPLE_SCHEMA, sort_by=[])
     settings = {
-        "judge_model": p("dynamic judge_model"),
+        "judge_model": "jm",
         "followup_sources": [p("dynamic followup_source")],
         "elicitor_sources": [p("dynamic elicitor_source")],
     }

@@ -331,6 +331,7 @@ def aggregate_dynamic(
     results, arms, outcome_tables, examples = [], [], [], []
     position = 0
     for cell, rows, outcomes, stats in per_cell:
+        k = _k(rows)
         for stat in stats:
             low, high = estimates[position]
             position += 1
@@ -339,10 +340,13 @@ def aggregate_dynamic(
                 {
                     "judge": judge,
                     "judge_model": judge_model,
+                    "judge_label": show.judge_label(judge),
                     "subject_model": cell.model,
                     "model_label": show.model_label(cell.model),
                     "condition": cell.condition,
                     "condition_label": show.condition_label(cell.condition),
+                    "k": k,
+                    "scenarios": len(ids),
                     "level": stat.level,
                     "metric": stat.metric,
                     "estimate": percent(stat.estimate),
@@ -387,6 +391,12 @@ def _bootstrap(
         sizes=sizes,
     )
     return list(zip(result.low.tolist(), result.high.tolist(), strict=True))
+
+
+def _k(rows: pl.DataFrame) -> int:
+    """A cell's K: the most first-turn trials any scenario has (the first turn's `k`)."""
+    per_scenario = rows.group_by("scenario_id").agg(pl.col("trial").n_unique())["trial"]
+    return max(per_scenario.to_list(), default=0)
 
 
 def _judge_model(cells: Sequence[Cell]) -> str:
@@ -489,7 +499,8 @@ def _metrics(
             },
             "bootstrap_resamples": bootstrap.resamples,
             "seed": bootstrap.seed,
-            "confidence": bootstrap.confidence,
+            # A percentage, as the first turn's reports/metrics.json writes it (95.0).
+            "confidence": percent(bootstrap.confidence),
             "unscored_policy": UNSCORED_POLICY_ID,
         },
         "models": {},
@@ -506,13 +517,17 @@ def _metrics(
     return metrics
 
 
-def presentation_of(models: Sequence[str], conditions: Sequence[str]) -> Presentation:
-    """The settings' order and the labels of conf/model/ and conf/condition/."""
+def presentation_of(
+    models: Sequence[str], conditions: Sequence[str], judges: Sequence[str]
+) -> Presentation:
+    """The settings' order and the labels of conf/model/, conf/condition/ and conf/judge/."""
     return Presentation(
+        judges=judges,
         models=models,
         conditions=conditions,
         model_labels=config_labels("model", models),
         condition_labels=config_labels("condition", conditions),
+        judge_labels=config_labels("judge", judges),
     )
 
 

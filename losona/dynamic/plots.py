@@ -3,21 +3,30 @@ retention, per model and condition, at the trial and the scenario level.
 
 Drawn by dynamic_aggregate beside its tables (reports/dynamic/<judge>/recovery.png, .svg,
 and .csv, the numbers it shows), with the style of the paper's figures (losona/report/plots.py)
-so that the same tables give byte-identical files.
+so that the same tables give byte-identical files, and by their rules, from their code: the
+judge by its label (a test double's marked), N and K over the figure, and a subset's
+warning above them.
 """
 
 from __future__ import annotations
-
-import io
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-from losona.files import atomic_path, write_text
-from losona.report.plots import DPI, PALETTE, SEP, STYLE, Figure
+from losona.report.plots import (
+    PALETTE,
+    SEP,
+    STYLE,
+    Figure,
+    Judge,
+    judge_title,
+    k_label,
+    mark_scope,
+    render,
+    scope_text,
+)
 
 SHOWN = {
     "recovery_after_sanction": "recovery after the sanction",
@@ -41,25 +50,38 @@ def figure_data(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def draw_recovery(results: pl.DataFrame, name: str, level: str) -> Figure:
-    """The figure of one judge's results.csv (`level`: the intervals' confidence, e.g. 95%)."""
+def scope(results: pl.DataFrame, subset: str | None) -> str:
+    """What one judge's second turn rests on, as the first turn's figures say theirs:
+    N scenarios and K first-turn trials each, after a subset's warning (`subset`:
+    losona.contracts.subset_note of the run's scenarios)."""
+    scenarios = max(results["scenarios"].to_list(), default=0)
+    return scope_text(scenarios, k_label(results), subset)
+
+
+def draw_recovery(results: pl.DataFrame, name: str, level: str, subset: str | None) -> Figure:
+    """The figure of one judge's results.csv (`level`: the intervals' confidence, e.g. 95%;
+    `subset`: the run's subset note, None for a whole dataset)."""
     data = figure_data(results)
-    judge = (results["judge"][0], results["judge_model"][0]) if results.height else ("", "")
+    first = results.row(0, named=True) if results.height else {}
+    judge: Judge = (
+        first.get("judge", ""),
+        first.get("judge_model", ""),
+        first.get("judge_label", ""),
+    )
     with matplotlib.rc_context(STYLE):
         figure = _draw(data, judge)
-        png, svg = io.BytesIO(), io.StringIO()
-        figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
-        figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+        mark_scope(figure, scope(results, subset), subset)
+        png, svg = render(figure)
     caption = (
         "The dynamic second turn: of the first turn's breaches, the share that comply on the "
         "second turn after the sanction and after the neutral control; of its compliant "
         f"replies, the share that comply again (retention). Error bars: {level} "
         "scenario-bootstrap intervals."
     )
-    return Figure(name, caption, png.getvalue(), svg.getvalue(), data)
+    return Figure(name, caption, png, svg, data)
 
 
-def _draw(data: pl.DataFrame, judge: tuple[str, str]) -> MplFigure:
+def _draw(data: pl.DataFrame, judge: Judge) -> MplFigure:
     labels = list(dict.fromkeys(data["label"].to_list()))
     figure = MplFigure(figsize=(11.0, 1.8 + 0.6 * max(1, len(labels))), layout="constrained")
     axes = figure.subplots(1, len(LEVELS), squeeze=False)[0]
@@ -91,17 +113,8 @@ def _draw(data: pl.DataFrame, judge: tuple[str, str]) -> MplFigure:
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
         ax.set_xlabel("complying on the second turn (%)")
-        ax.set_title(f"{title}\njudge: {judge[0]} ({judge[1]})")
+        ax.set_title(judge_title(title, judge))
         ax.grid(axis="x", linewidth=0.4, alpha=0.5)
     handles, names = axes[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="outside lower center", ncols=len(SHOWN), fontsize=8)
     return figure
-
-
-def write_figure(figure: Figure, folder: str | Path) -> None:
-    """The figure as `<name>.png`, `<name>.svg` and `<name>.csv` in `folder`."""
-    root = Path(folder)
-    with atomic_path(root / f"{figure.name}.png") as tmp:
-        tmp.write_bytes(figure.png)
-    write_text(figure.svg, root / f"{figure.name}.svg")
-    write_text(figure.data.write_csv(), root / f"{figure.name}.csv")

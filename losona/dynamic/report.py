@@ -4,7 +4,10 @@ plot passes `dynamic_section(...)` to `build_report(..., extra=[...])` when the 
 is on (conf/dynamic/default.yaml: `dynamic.judges`), and nothing when it is off, so the
 report of a run without it is what it always was. The functions here pick and format the
 values; the template (losona/pages/templates/report/dynamic.html) lays them out and
-escapes every one of them, model-written text above all.
+escapes every one of them, model-written text above all. It follows the first turn's
+rules with the first turn's code: a judge named by its heading (losona/results/table1.py:
+its label, a test double's marked), the run's subset warning, and N and K as the
+figures say them (losona/dynamic/plots.py's `scope`).
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from typing import Any
 
 from losona.dynamic.aggregate import FIGURE, DynamicReports, read_dynamic_reports
 from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
+from losona.dynamic.plots import scope
 from losona.errors import LosonaError
 from losona.files import display_path
 from losona.formatting import number, signed
 from losona.pages import Section, section
+from losona.results.table1 import judge_heading, subset_warning
 
 METRIC_LABELS = {
     "recovery_after_sanction": "Recovery after sanction",
@@ -42,14 +47,18 @@ def read_judges(folder: str | Path, judges: Sequence[str]) -> dict[str, tuple[Dy
     return found
 
 
-def dynamic_section(judges: Mapping[str, tuple[DynamicReports, str]], level: str) -> Section:
-    """The section: per judge, the metrics, the arms' counts, the figure and a few pairs."""
+def dynamic_section(
+    judges: Mapping[str, tuple[DynamicReports, str]], level: str, subset: str | None
+) -> Section:
+    """The section: per judge, the metrics, the arms' counts, the figure and a few pairs;
+    `subset` (losona.contracts.subset_note) when the run covers part of its dataset."""
     return section(
         "dynamic",
         "Dynamic second turn",
         "report/dynamic.html",
         judges=[judge_data(judge, reports, svg) for judge, (reports, svg) in judges.items()],
         level=level,
+        subset=None if subset is None else subset_warning(subset),
     )
 
 
@@ -70,6 +79,11 @@ def judge_data(judge: str, reports: DynamicReports, svg: str) -> dict[str, Any]:
     """One judge's part of the section, as plain values."""
     results = reports["results.csv"]
     settings = reports.metrics["settings"]
+    # Named as every other table names it: by the label results.csv carries.
+    first = results.row(0, named=True) if results.height else None
+    heading = (
+        judge if first is None else judge_heading(judge, first["judge_label"], first["judge_model"])
+    )
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for row in results.iter_rows(named=True):
         cell = cells.setdefault(
@@ -99,8 +113,9 @@ def judge_data(judge: str, reports: DynamicReports, svg: str) -> dict[str, Any]:
             if arm in counts
         ]
     return {
-        "judge": judge,
-        "judge_model": settings.get("judge_model"),
+        "judge": heading,
+        # The scope line's N and K; its subset warning is the section's, said once above.
+        "scope": scope(results, None),
         "followup_sources": settings.get("followup_sources", []),
         "elicitor_sources": settings.get("elicitor_sources", []),
         "metrics": list(METRIC_LABELS.items()),

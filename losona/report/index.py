@@ -24,7 +24,7 @@ from losona.formatting import is_test_double
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.pages import Section, fragment, render_page, section
-from losona.report.plots import Figure
+from losona.report.plots import Figure, k_label
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION, UNSCORED_POLICY
 from losona.results.table1 import judge_heading, subset_warning
@@ -89,7 +89,7 @@ def results_section(reports: Reports) -> Section:
         "Results (Table 1)",
         "report/results.html",
         tables=results_tables(reports),
-        k=_k_label(reports["results.csv"]),
+        k=k_label(reports["results.csv"]),
         level=reports.confidence,
         policy=UNSCORED_POLICY,
     )
@@ -478,11 +478,6 @@ def _anchor(scenario_id: str) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _k_label(results: pl.DataFrame) -> str:
-    ks = results["k"].unique().to_list()
-    return str(ks[0]) if len(ks) == 1 else "K"
 
 
 def _p(value: float | None) -> str:

@@ -74,7 +74,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     (losona.contracts.subset_note) says the run covers part of its dataset, that too.
     """
     results, deltas = reports["results.csv"], reports["deltas.csv"]
-    k, level = _k_label(results), reports.confidence
+    k, level = k_label(results), reports.confidence
     judges = _judges(results)
     scope = scope_line(reports, subset)
     drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame, bool]] = [
@@ -124,13 +124,8 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     for name, caption, draw, data, full_size in drawings:
         with matplotlib.rc_context(STYLE):
             figure = draw()
-            figure.suptitle(
-                scope,
-                fontsize=8.5,
-                color=SUBSET_COLOUR if subset else "#333333",
-                fontweight="bold" if subset else "normal",
-            )
-            png, svg = _render(figure)
+            mark_scope(figure, scope, subset)
+            png, svg = render(figure)
         figures.append(Figure(name, caption, png, svg, data, full_size))
     return figures
 
@@ -145,7 +140,8 @@ def write_figures(figures: Sequence[Figure], figures_dir: str | Path) -> None:
         write_text(figure.data.write_csv(), root / f"{figure.name}.csv")
 
 
-def _render(figure: MplFigure) -> tuple[bytes, str]:
+def render(figure: MplFigure) -> tuple[bytes, str]:
+    """The figure as PNG and SVG, with the settings that make its bytes reproducible."""
     png, svg = io.BytesIO(), io.StringIO()
     figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
     figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -155,11 +151,29 @@ def _render(figure: MplFigure) -> tuple[bytes, str]:
 def scope_line(reports: Reports, subset: str | None) -> str:
     """What a figure rests on, above it: N scenarios and K, and a subset's warning first."""
     scenarios = reports["outcomes.csv"]["scenario_id"].n_unique()
-    k = _k_label(reports["results.csv"])
+    return scope_text(scenarios, k_label(reports["results.csv"]), subset)
+
+
+def scope_text(scenarios: int, k: str, subset: str | None) -> str:
+    """The scope line of any figure or section: "N = 5 scenarios, K = 1 trials each", after
+    "SUBSET: ..." for a run on part of its dataset (`subset`: losona.contracts.subset_note).
+
+    The dynamic extension's figure and section say theirs with it too (issue 32).
+    """
     scope = f"N = {scenarios} scenario{'' if scenarios == 1 else 's'}, K = {k} trials each"
     if subset is None:
         return scope
     return f"SUBSET: {subset}, not the whole dataset; not comparable with a full run\n{scope}"
+
+
+def mark_scope(figure: MplFigure, scope: str, subset: str | None) -> None:
+    """The scope line over the whole figure, in the report's warning colour for a subset."""
+    figure.suptitle(
+        scope,
+        fontsize=8.5,
+        color=SUBSET_COLOUR if subset else "#333333",
+        fontweight="bold" if subset else "normal",
+    )
 
 
 # (name, provider model string, display label) of each judge, in the reports' order.
@@ -174,7 +188,8 @@ def _judges(results: pl.DataFrame) -> list[Judge]:
     )
 
 
-def _k_label(results: pl.DataFrame) -> str:
+def k_label(results: pl.DataFrame) -> str:
+    """K as a figure or table says it: the one K of the rows, else "K" (several)."""
     ks = results["k"].unique().to_list()
     return str(ks[0]) if len(ks) == 1 else "K"
 
@@ -192,7 +207,8 @@ def _panels(rows: int, cols: int, width: float, height: float) -> tuple[MplFigur
     return figure, figure.subplots(rows, cols, squeeze=False)
 
 
-def _judge_title(text: str, judge: Judge) -> str:
+def judge_title(text: str, judge: Judge) -> str:
+    """A panel's title, then its judge: label (a test double's marked), model string."""
     # Wrapped, so that a long label (a test double's mark) stays over its own panel.
     return f"{text}\n" + textwrap.fill(f"judge: {judge[2]} ({judge[1]})", width=48)
 
@@ -238,7 +254,7 @@ def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigu
         )
         ax.set_ylim(0, 100)
         ax.set_ylabel(f"accuracy-at-{k} (%)")
-        ax.set_title(_judge_title(f"Accuracy-at-{k} by model and prompt condition", judge))
+        ax.set_title(judge_title(f"Accuracy-at-{k} by model and prompt condition", judge))
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
         # Beside the panel, not over it: bars and their intervals reach 100.
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
@@ -257,7 +273,7 @@ def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> Mpl
     step = 0.7 / max(1, len(conditions))
     for ax, judge in zip(axes[:, 0], judges, strict=True):
         rows = deltas.filter(pl.col("judge") == judge[0])
-        ax.set_title(_judge_title(f"Paired effect against {BASELINE_CONDITION}", judge))
+        ax.set_title(judge_title(f"Paired effect against {BASELINE_CONDITION}", judge))
         if rows.is_empty():
             _empty(ax, NO_PAIRS)
             continue
@@ -298,7 +314,7 @@ def _flips(deltas: pl.DataFrame, judges: Sequence[Judge]) -> MplFigure:
     at = {m: j for j, m in enumerate(models)}
     for row, judge in zip(axes, judges, strict=True):
         for ax, condition in zip(row, conditions, strict=True):
-            ax.set_title(_judge_title(f"{condition} against {BASELINE_CONDITION}", judge))
+            ax.set_title(judge_title(f"{condition} against {BASELINE_CONDITION}", judge))
             part = deltas.filter(
                 (pl.col("judge") == judge[0]) & (pl.col("condition_label") == condition)
             )
@@ -448,7 +464,7 @@ def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
     for j in range(1, len(columns)):
         if columns[j][0] != columns[j - 1][0]:
             ax.axvline(j - 0.5, color="white", linewidth=1.5)
-    ax.set_title(_judge_title("Scenario x condition", judge), fontsize=10)
+    ax.set_title(judge_title("Scenario x condition", judge), fontsize=10)
     ax.spines[:].set_visible(False)
     # A colour bar of its own, under the panel and at least 3 inches wide, at any size.
     cax = figure.add_axes(

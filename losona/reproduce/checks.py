@@ -311,7 +311,7 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
         check_figures(check, expected, paths["figures_dir"])
     check_calls(check, record["sweep"], paths)
     if dynamic is not None and dynamic.settings.on:
-        check_dynamic(check, dynamic, paths, scenarios)
+        check_dynamic(check, dynamic, paths, scenarios, bootstrap)
     check_lock(check)
     return check
 
@@ -562,7 +562,11 @@ class DynamicRun:
 
 
 def check_dynamic(
-    check: Check, run: DynamicRun, paths: Mapping[str, Any], scenarios: pl.DataFrame
+    check: Check,
+    run: DynamicRun,
+    paths: Mapping[str, Any],
+    scenarios: pl.DataFrame,
+    bootstrap: AggregateSettings,
 ) -> None:
     """The dynamic extension's files, stage by stage, from the first turn's, with no call.
 
@@ -570,7 +574,9 @@ def check_dynamic(
     follow-ups from the dataset, a group model's from the published calls), its responses
     are looked up in the published calls by key, its verdicts judged again (rules for
     free, an LLM judge from the published calls), and every table, metric and figure
-    number of reports/dynamic/<judge>/ is recomputed with the settings it records.
+    number of reports/dynamic/<judge>/ is recomputed with the bootstrap settings the
+    provenance records (`bootstrap`, as the first turn's are; a metrics.json that says
+    others differs from the recomputed one).
     """
     settings, checked = run.settings, Paths.from_config(paths)
     published = published_calls(paths)
@@ -582,23 +588,17 @@ def check_dynamic(
     for judge in settings.judges:
         root = reports_dir(checked, judge)
         reported = read_dynamic_reports(root)
-        recorded = reported.metrics["settings"]
         for model in settings.models:
             for condition in settings.conditions:
                 cell = (judge, model, condition)
                 _check_dynamic_cell(check, run, checked, cell, scenarios, published)
-        bootstrap = AggregateSettings(
-            resamples=recorded["bootstrap_resamples"],
-            seed=recorded["seed"],
-            confidence=recorded["confidence"],
-        )
         cells = load_cells(checked, judge, settings.models, settings.conditions)
         expected = aggregate_dynamic(
             cells,
             scenarios,
             judge=judge,
             bootstrap=bootstrap,
-            presentation=presentation_of(settings.models, settings.conditions),
+            presentation=presentation_of(settings.models, settings.conditions, [judge]),
         )
         for name in DYNAMIC_CSV_FILES:
             file = display_path(root / name)
