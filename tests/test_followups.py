@@ -60,7 +60,7 @@ def test_the_material_is_read_with_its_own_version(bundled_with_fixtures: Path) 
     found = fetch_followups(BUNDLED)
     assert {p.stem for p in FOLLOWUP_FIXTURES.glob("*.yaml")} <= set(found)
     standup = found[STANDUP]
-    assert standup.source == "bundled:losona-bundled-followups@1"
+    assert standup.source == "bundled:losona-bundled-followups@2"
     assert standup.sanction == (Message("Omar", "ok, that's a lot of words for a yes or no"),)
     assert standup.neutral[0].actor == "Omar" and standup.elicitor.actor == "Priya"
     manifest = bundled_with_fixtures / "manifest.yaml"
