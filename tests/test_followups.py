@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,29 @@ def test_the_material_is_read_with_its_own_version(bundled_with_fixtures: Path) 
     found = fetch_followups(BUNDLED)
     assert {p.stem for p in FOLLOWUP_FIXTURES.glob("*.yaml")} <= set(found)
     standup = found[STANDUP]
-    assert standup.source == "bundled:losona-bundled-followups@1"
+    assert standup.source == "bundled:losona-bundled-followups@2"
     assert standup.sanction == (Message("Omar", "ok, that's a lot of words for a yes or no"),)
     assert standup.neutral[0].actor == "Omar" and standup.elicitor.actor == "Priya"
     manifest = bundled_with_fixtures / "manifest.yaml"
     manifest.write_text("name: losona-bundled\nversion: '1.0'\n")
     with pytest.raises(LosonaError, match=r"manifest\.yaml: 'followup_version': expected"):
         fetch_followups(BUNDLED)
+
+
+def test_neither_arm_of_the_bundled_material_is_longer_by_habit() -> None:
+    # Per block, within the pair rules; across the set, the neutral continuation must not be
+    # the longer arm by habit (version 1: longer in 32 of 44 blocks, median 1.18x), or the
+    # sanction effect would carry a length difference as well as the sanction.
+    found = fetch_followups(BUNDLED)
+    ratios = [
+        sum(len(m.content) for m in f.neutral) / sum(len(m.content) for m in f.sanction)
+        for f in found.values()
+    ]
+    assert ratios, "the bundled set has follow-up material"
+    median = statistics.median(ratios)
+    assert 0.95 <= median <= 1.05, median
+    longer, shorter = sum(r > 1 for r in ratios), sum(r < 1 for r in ratios)
+    assert abs(longer - shorter) <= 4, (longer, shorter)
 
 
 def test_a_users_file_may_carry_the_block(
