@@ -124,6 +124,7 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
         "dynamic_aggregate@lexicon",
         "plot",  # its dynamic section
         "calls",  # the second turn's calls, published with the run
+        "preflight",  # it reads every settings file of the run, this one too
     }, on
     reports = repo / "reports" / "dynamic" / "lexicon"
     results = (reports / "results.csv").read_text()
@@ -140,15 +141,15 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
 
     # Changing only the source reruns only the dynamic stages that read it.
     set_dynamic(repo, source="simulated")
-    assert changed(repo) == {f"dynamic_render@{cell}"}
+    assert changed(repo) == {f"dynamic_render@{cell}", "preflight"}
     set_dynamic(repo, source="scripted")
     assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
 
     # Off again: no dynamic stage, and the report and the calls are what they were.
     set_dynamic(repo, judges=[])
-    assert changed(repo) == {"plot", "calls"}
+    assert changed(repo) == {"plot", "calls", "preflight"}
     rerun = run_dvc("repro", cwd=repo).stdout
-    assert ran(rerun) == {"plot", "calls"}
+    assert ran(rerun) == {"plot", "calls", "preflight"}
     after = outputs(repo)
     assert {path: after[path] for path in before} == before
 

@@ -17,7 +17,7 @@ def stages_run(output: str) -> set[str]:
 
 def test_fetch_and_render_rerun_only_when_their_inputs_change(repo_copy: Path) -> None:
     first = run_dvc("repro", "render", cwd=repo_copy).stdout
-    assert stages_run(first) == {"fetch", "render"}
+    assert stages_run(first) == {"preflight", "fetch", "render"}
     assert (repo_copy / "data" / "prompts.parquet").is_file()
     assert stages_run(run_dvc("repro", "render", cwd=repo_copy).stdout) == set()
 
