@@ -207,7 +207,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     (repo_copy / "data" / "calls").mkdir(parents=True)
     git("config", "user.email", "test@example.com", cwd=repo_copy)
     git("config", "user.name", "test", cwd=repo_copy)
-    for stage in ("model_config", "judge_config", "aggregate", "audit", "plot"):
+    for stage in ("preflight", "model_config", "judge_config", "aggregate", "audit", "plot"):
         run_dvc("repro", "--single-item", stage, cwd=repo_copy)
     assert (repo_copy / "reports" / "index.html").is_file()
     shown = json.loads(run_dvc("metrics", "show", "--json", cwd=repo_copy).stdout)
