@@ -76,6 +76,32 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def slow_if_it_starts_python(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """`slow` means what it says: a test that starts a Python process (a stage script, DVC,
+    mkdocs, a server: seconds each, most of it imports) and is not marked slow fails, naming
+    the command, so `pytest -m "not slow"` stays quick as tests are added."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+
+    def init(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+        program = str(argv[0]) if argv else ""
+        if program == sys.executable or Path(program).name.startswith("python"):
+            started.append(" ".join(str(a) for a in argv[:4]))
+        real_init(self, args, *rest, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    yield
+    if started:
+        pytest.fail(f"starts a Python process, so mark it @pytest.mark.slow: {started[0]}")
+
+
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The real config, composed with Hydra's compose API and the given overrides."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
