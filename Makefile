@@ -26,5 +26,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 repro: install
 	dvc repro
 
+# In parallel, one worker per core (pytest-xdist). loadgroup keeps a module whose tests share
+# an expensive module fixture (a full run, a server) on one worker, so it is built once; the
+# rest is dealt out test by test. --durations keeps the slowest tests in CI's log.
+PYTEST_OPTIONS ?= -n auto --dist loadgroup --durations=25
+
 test: install
-	pytest
+	pytest $(PYTEST_OPTIONS)

@@ -26,6 +26,45 @@ from losona.contracts import VERDICT_SCHEMA, table
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
+# The git identity of whoever runs the suite: stages that commit (dvc exp) need one, and a
+# test's own HOME (below) would otherwise hide it.
+USER_GITCONFIG = Path.home() / ".gitconfig"
+
+
+def new_home(root: Path, mpl_dir: Path) -> dict[str, str]:
+    """The environment of a HOME made at `root`: empty but for the user's git identity."""
+    root.mkdir(parents=True, exist_ok=True)
+    if USER_GITCONFIG.is_file():
+        shutil.copy(USER_GITCONFIG, root / ".gitconfig")
+    # Matplotlib keeps its font cache under HOME; built anew in every test's HOME it costs
+    # seconds per process, so one per worker is shared (a cache of fonts, not of a run).
+    return {"HOME": str(root), "MPLCONFIGDIR": str(mpl_dir)}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def worker_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A HOME per test process (per xdist worker), for what runs before a test's own HOME
+    is set: module- and session-scoped fixtures. Their default call cache
+    (~/.cache/losona/calls.sqlite) is then never the user's, nor another worker's."""
+    root = tmp_path_factory.mktemp("worker-home")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in new_home(root, root / ".config" / "matplotlib").items():
+            patch.setenv(name, value)
+        yield root
+
+
+@pytest.fixture(autouse=True)
+def own_home(
+    worker_home: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test its own HOME, so its own default call cache: no answer cached by another
+    test (in this process or a parallel one) can make it pass, and it leaves none behind.
+    A test that needs a cache shared between two runs names one (paths.call_cache=...) or
+    runs both inside itself."""
+    home = tmp_path_factory.mktemp("home")
+    for name, value in new_home(home, worker_home / ".config" / "matplotlib").items():
+        monkeypatch.setenv(name, value)
+    return home
 
 
 @pytest.fixture
@@ -35,6 +74,32 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def slow_if_it_starts_python(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """`slow` means what it says: a test that starts a Python process (a stage script, DVC,
+    mkdocs, a server: seconds each, most of it imports) and is not marked slow fails, naming
+    the command, so `pytest -m "not slow"` stays quick as tests are added."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+
+    def init(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+        argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+        program = str(argv[0]) if argv else ""
+        if program == sys.executable or Path(program).name.startswith("python"):
+            started.append(" ".join(str(a) for a in argv[:4]))
+        real_init(self, args, *rest, **options)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    yield
+    if started:
+        pytest.fail(f"starts a Python process, so mark it @pytest.mark.slow: {started[0]}")
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

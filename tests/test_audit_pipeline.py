@@ -226,6 +226,7 @@ def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
         connection.close()
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_local_judge_server_runs_from_the_command_line() -> None:
     child = subprocess.Popen(
         [

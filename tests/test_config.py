@@ -60,6 +60,7 @@ def test_sweep_comes_from_params_yaml(workdir: Path, make_cfg: Callable[..., Dic
     assert list(cfg.sweep.judges) == ["j1"]
 
 
+@pytest.mark.slow  # starts a Python process
 def test_stage_scripts_create_no_hydra_folders(workdir: Path) -> None:
     result = run_stage("fetch", "sweep.conditions=[naive]")
     assert result.returncode == 0, result.stderr

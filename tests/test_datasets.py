@@ -141,6 +141,7 @@ def test_failed_download_explains_how_to_use_a_local_copy(monkeypatch: pytest.Mo
 BUNDLED = {"name": "bundled", "kind": "bundled"}
 
 
+@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
 def test_a_limit_keeps_that_many_scenarios_one_norm_each_first_and_says_so() -> None:
     full = fetch_scenarios(BUNDLED)
     five = fetch_scenarios(BUNDLED | {"limit": 5})
@@ -159,6 +160,7 @@ def test_a_limit_keeps_that_many_scenarios_one_norm_each_first_and_says_so() -> 
     assert counts.height == norms and sorted(counts["count"])[-2:] == [1, 2]
 
 
+@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
 def test_scenario_ids_keep_the_named_ones() -> None:
     ids = fetch_scenarios(BUNDLED)["scenario_id"].to_list()[3:6]
     chosen = fetch_scenarios(BUNDLED | {"scenario_ids": ids})
@@ -166,6 +168,7 @@ def test_scenario_ids_keep_the_named_ones() -> None:
     assert chosen["source"][0].endswith("; subset of 44: 3 scenario_ids")
 
 
+@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
 def test_a_limit_past_the_set_keeps_it_whole_and_unmarked() -> None:
     assert fetch_scenarios(BUNDLED | {"limit": 1000}).equals(fetch_scenarios(BUNDLED))
 

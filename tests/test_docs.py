@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # What the build reads: the config, the pages, and the files docs/hooks.py turns into pages.
 SOURCES = ["mkdocs.yml", "docs", "README.md", "benchmarks/README.md", "losona/contracts.py"]
 
+# Every test here builds the site in a process of its own (seconds to tens of seconds).
+pytestmark = pytest.mark.slow
+# The tests of the one built site share a worker (make test's --dist loadgroup): built once.
+ON_THE_SITE = pytest.mark.xdist_group("docs_site")
+
 
 def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
     """`mkdocs build --strict` of the site configured in `root`, into `site`."""
@@ -58,12 +63,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@ON_THE_SITE
 def test_the_docs_build_strictly_with_no_warning(site: Path) -> None:
     pages = {path.parent.name for path in site.glob("*/index.html")}
     assert (site / "index.html").is_file()
     assert {"models", "judges", "judge-audit", "reproducing", "contracts", "benchmarks"} <= pages
 
 
+@ON_THE_SITE
 def test_the_home_page_is_the_readme_with_its_links_pointing_into_the_site(site: Path) -> None:
     home = (site / "index.html").read_text(encoding="utf-8")
     assert 'id="quick-start"' in home and "Both commands create" in home
@@ -77,6 +84,7 @@ def schema_tables(page: str) -> list[list[str]]:
     return [re.findall(r"<tr>\s*<td><code>([^<]+)</code></td>", table) for table in tables]
 
 
+@ON_THE_SITE
 def test_the_contracts_page_lists_every_schema_column_by_column(site: Path) -> None:
     tables = schema_tables((site / "contracts" / "index.html").read_text(encoding="utf-8"))
     schemas = {

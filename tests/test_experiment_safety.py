@@ -30,7 +30,9 @@ from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import template_copy
 
-pytestmark = pytest.mark.slow
+# One worker takes the whole module (make test's --dist loadgroup), so its module fixture
+# (a committed run) is made once per test run, not once per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("experiment_safety")]
 
 CELL = "smollm2-naive"
 

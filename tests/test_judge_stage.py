@@ -43,6 +43,7 @@ def write_responses(workdir: Path, model: str = "smollm2", condition: str = "nai
     return path
 
 
+@pytest.mark.slow  # starts a Python process
 def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     write_responses(fetched)
     result = run_stage("judge", "condition=naive")
@@ -57,6 +58,7 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in result.stdout
 
 
+@pytest.mark.slow  # starts a Python process
 def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
     write_responses(fetched)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
@@ -66,6 +68,7 @@ def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
     assert out.read_bytes() == first
 
 
+@pytest.mark.slow  # starts a Python process
 def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
     result = run_stage("judge_controls")
     assert result.returncode == 0, result.stderr
@@ -93,6 +96,7 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
         ),
     ],
 )
+@pytest.mark.slow  # starts a Python process
 def test_judge_fails_cleanly_and_writes_nothing(
     fetched: Path, overrides: tuple[str, ...], message: str
 ) -> None:
@@ -104,6 +108,7 @@ def test_judge_fails_cleanly_and_writes_nothing(
     assert not (fetched / "data" / "verdicts").exists()
 
 
+@pytest.mark.slow  # starts a Python process
 def test_responses_of_another_cell_are_refused(fetched: Path) -> None:
     path = write_responses(fetched, model="smollm2", condition="naive")
     elsewhere = fetched / "data" / "responses" / "smollm2" / "norm_informed.parquet"
@@ -199,6 +204,7 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
     assert "**Degenerate verdicts: judge gemini_pro.**" in table1
 
 
+@pytest.mark.slow  # starts a Python process
 def test_an_llm_judge_without_its_key_fails_at_once(
     fetched: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

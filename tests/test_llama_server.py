@@ -37,7 +37,9 @@ from losona.prompts.render import render_prompts
 from losona.sampling.sample import sample_cell
 from losona.scenarios.datasets import fetch_scenarios
 
-pytestmark = pytest.mark.slow
+# One worker takes the whole module (make test's --dist loadgroup), so its module fixture
+# (the llama.cpp server) is made once per test run, not once per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
 
 # The documented llama.cpp server config (docs, "OpenAI-compatible servers").
 MODELS_PAGE = Path(__file__).parent.parent / "docs" / "models.md"

@@ -163,6 +163,7 @@ def serve(*args: str) -> tuple[subprocess.Popen[str], str]:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.slow  # starts a Python process
 def test_the_command_line_server_serves_with_stdin_closed_until_signalled(stop: int) -> None:
     child, url = serve()
     try:
@@ -175,6 +176,7 @@ def test_the_command_line_server_serves_with_stdin_closed_until_signalled(stop: 
         assert child.wait(timeout=10) == 0
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_command_line_server_stops_after_its_lifetime() -> None:
     started = time.monotonic()
     child, url = serve("--lifetime", "1.5")
@@ -225,6 +227,7 @@ def command_line_server(*args: str, port_variable: str | None = None) -> subproc
     )
 
 
+@pytest.mark.slow  # starts a Python process
 def test_a_taken_port_is_one_line_naming_it_and_the_variable_not_a_traceback() -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
@@ -239,6 +242,7 @@ def test_a_taken_port_is_one_line_naming_it_and_the_variable_not_a_traceback() -
     assert PORT_VARIABLE in err and "--port 0" in err
 
 
+@pytest.mark.slow  # starts a Python process
 def test_a_free_port_comes_with_the_export_line_that_points_the_configs_at_it() -> None:
     child = command_line_server("--port", "0", "--lifetime", "30")
     try:
@@ -253,6 +257,7 @@ def test_a_free_port_comes_with_the_export_line_that_points_the_configs_at_it() 
         child.communicate(timeout=10)
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_server_and_the_configs_take_the_port_from_one_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -285,6 +290,7 @@ def test_unset_the_configs_keep_the_address_they_always_had(
     )
 
 
+@pytest.mark.slow  # starts a Python process
 def test_a_variable_that_is_no_port_is_refused_in_one_line() -> None:
     child = command_line_server(port_variable="eighty")
     _, err = child.communicate(timeout=60)

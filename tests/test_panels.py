@@ -267,6 +267,7 @@ def test_a_panel_is_not_a_judge_to_call(tmp_path: Any) -> None:
 # -- the stages --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir: Any) -> None:
     # Not a panel.
     result = run_stage("panel", "judge=lexicon")

@@ -101,6 +101,7 @@ def test_a_terminal_gets_the_bar_and_no_label_shows_nothing() -> None:
     assert [duration(s) for s in (4.4, 200, 7300)] == ["4 s", "3 min 20 s", "2 h 01 min"]
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_sample_stage_under_a_pipe_says_how_far_it_is(workdir: Path) -> None:
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(4)
     write_parquet(render_prompts(scenarios, ["naive"]), workdir / "data" / "prompts.parquet")

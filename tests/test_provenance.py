@@ -109,6 +109,7 @@ def test_a_template_hash_moves_with_its_text(monkeypatch: pytest.MonkeyPatch) ->
     }
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_stage_writes_the_same_bytes_twice_and_refuses_a_missing_table(
     workdir: Path, scenario_row: Callable[..., dict[str, Any]]
 ) -> None:

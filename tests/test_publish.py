@@ -31,7 +31,9 @@ from losona.models.call_cache import CallCache
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge
 
-pytestmark = pytest.mark.slow
+# One worker takes the whole module (make test's --dist loadgroup), so its module fixture
+# (a published run and its server) is made once per test run, not once per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("publish")]
 
 CONDITIONS = ["naive", "norm_informed"]
 SWEEP = {"models": ["local"], "conditions": CONDITIONS, "judges": ["lexicon", "scripted"]}

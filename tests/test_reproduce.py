@@ -182,6 +182,7 @@ def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: dict[str,
     assert difference.expected == verdicts["response"][2]
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_command_exits_0_3_or_2(
     run: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -140,6 +140,7 @@ def test_a_condition_that_was_not_rendered_is_refused(
 # --- the stage script ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts a Python process
 def test_without_its_key_a_model_fails_at_once_naming_the_variable(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -293,6 +294,7 @@ def test_the_sum_of_plans_leaves_out_an_unknown_price_and_says_so() -> None:
     assert CallPlan.total([unknown]).estimated_cost_usd is None
 
 
+@pytest.mark.slow  # starts a Python process
 def test_the_config_must_be_named_after_its_file(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from conftest import run_stage
+
+# Every test here starts stage scripts as processes, each importing the pipeline's stack.
+pytestmark = pytest.mark.slow
 
 Row = Callable[..., dict[str, Any]]
 
