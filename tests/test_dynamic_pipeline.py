@@ -81,6 +81,23 @@ def reproduce(repo: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# docs/dynamic.md's mend for the lock entries DVC leaves when the extension is turned off.
+PRUNE = "python -m losona.dynamic.prune_lock"
+DOCS = Path(__file__).parent.parent / "docs" / "dynamic.md"
+
+
+def python_m(repo: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """A documented `python -m ...` command, run in the copy with its own package."""
+    return subprocess.run(
+        [sys.executable, *shlex.split(command)[1:]],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        check=False,
+    )
+
+
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
@@ -108,6 +125,8 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     assert not any(path.startswith("reports/dynamic/") for path in before if "README" not in path)
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "the first turn", cwd=repo)
+    lock_before = (repo / "dvc.lock").read_bytes()
+    shipped = yaml.safe_load((repo / DYNAMIC).read_text())["dynamic"]
 
     on = run_dvc(
         "exp",
@@ -146,13 +165,40 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     set_dynamic(repo, source="scripted")
     assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
 
-    # Off again: no dynamic stage, and the report and the calls are what they were.
-    set_dynamic(repo, judges=[])
+    # Off again (its settings as shipped): no dynamic stage, and the report and the calls
+    # are what they were.
+    set_dynamic(repo, judges=[], conditions=shipped["conditions"])
     assert changed(repo) == {"plot", "calls"}
     rerun = run_dvc("repro", cwd=repo).stdout
     assert ran(rerun) == {"plot", "calls"}
     after = outputs(repo)
     assert {path: after[path] for path in before} == before
+
+    # But dvc.lock keeps the entries of the stages that are gone: DVC drops none by itself
+    # (treeverse/dvc#5293), not on `dvc commit` either; they record outputs no stage writes.
+    run_dvc("commit", "--force", cwd=repo)
+    gone = [f"dynamic_{step}@{cell}" for step in ("render", "sample", "judge")]
+    gone.append("dynamic_aggregate@lexicon")
+    kept = list(yaml.safe_load(lock_before)["stages"])
+    assert list(yaml.safe_load((repo / "dvc.lock").read_text())["stages"]) == kept + gone
+    # The docs' mend drops those four and nothing else: dvc.lock as before the extension.
+    assert f"```bash\n{PRUNE}\n```" in DOCS.read_text()
+    pruned = python_m(repo, PRUNE)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == (
+        f"dvc.lock: dropped 4 entries of stages dvc.yaml no longer has: {', '.join(gone)}\n"
+    )
+    assert (repo / "dvc.lock").read_bytes() == lock_before
+    assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "off again", cwd=repo)
+    # The two gatekeepers, which share one lock check, agree: the run may be published.
+    published = python_m(repo, "python -m losona.publishable")
+    assert published.returncode == 0 and published.stdout.startswith("publishable: yes."), (
+        published.stdout + published.stderr
+    )
+    checked = reproduce(repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def group_or_subject(body: dict[str, Any]) -> str:
@@ -228,9 +274,6 @@ def test_a_simulated_second_turn_is_published_and_reruns_with_no_call(
     checked = reproduce(repo)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     print(f"requests: {calls} for the run (group model included), 0 for its forced rerun")
-
-
-DOCS = Path(__file__).parent.parent / "docs" / "dynamic.md"
 
 
 def offline_recipe() -> list[str]:
