@@ -143,6 +143,7 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
         f"dynamic_sample@{cell}",
         f"dynamic_judge@{cell}",
         "dynamic_aggregate@lexicon",
+        "preflight",  # it checks every setting, conf/dynamic/default.yaml's too
         "plot",  # its dynamic section
         "calls",  # the second turn's calls, published with the run
     }, on
@@ -161,16 +162,16 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
 
     # Changing only the source reruns only the dynamic stages that read it.
     set_dynamic(repo, source="simulated")
-    assert changed(repo) == {f"dynamic_render@{cell}"}
+    assert changed(repo) == {"preflight", f"dynamic_render@{cell}"}
     set_dynamic(repo, source="scripted")
     assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
 
     # Off again (its settings as shipped): no dynamic stage, and the report and the calls
     # are what they were.
     set_dynamic(repo, judges=[], conditions=shipped["conditions"])
-    assert changed(repo) == {"plot", "calls"}
+    assert changed(repo) == {"preflight", "plot", "calls"}
     rerun = run_dvc("repro", cwd=repo).stdout
-    assert ran(rerun) == {"plot", "calls"}
+    assert ran(rerun) == {"preflight", "plot", "calls"}
     after = outputs(repo)
     assert {path: after[path] for path in before} == before
 
