@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,6 +81,23 @@ def reproduce(repo: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# docs/dynamic.md's mend for the lock entries DVC leaves when the extension is turned off.
+PRUNE = "python -m losona.dynamic.prune_lock"
+DOCS = Path(__file__).parent.parent / "docs" / "dynamic.md"
+
+
+def python_m(repo: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """A documented `python -m ...` command, run in the copy with its own package."""
+    return subprocess.run(
+        [sys.executable, *shlex.split(command)[1:]],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        check=False,
+    )
+
+
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
@@ -106,6 +125,8 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     assert not any(path.startswith("reports/dynamic/") for path in before if "README" not in path)
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "the first turn", cwd=repo)
+    lock_before = (repo / "dvc.lock").read_bytes()
+    shipped = yaml.safe_load((repo / DYNAMIC).read_text())["dynamic"]
 
     on = run_dvc(
         "exp",
@@ -122,6 +143,7 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
         f"dynamic_sample@{cell}",
         f"dynamic_judge@{cell}",
         "dynamic_aggregate@lexicon",
+        "preflight",  # it checks every setting, conf/dynamic/default.yaml's too
         "plot",  # its dynamic section
         "calls",  # the second turn's calls, published with the run
         "preflight",  # it reads every settings file of the run, this one too
@@ -141,17 +163,47 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
 
     # Changing only the source reruns only the dynamic stages that read it.
     set_dynamic(repo, source="simulated")
-    assert changed(repo) == {f"dynamic_render@{cell}", "preflight"}
+    assert changed(repo) == {"preflight", f"dynamic_render@{cell}"}
     set_dynamic(repo, source="scripted")
     assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
 
-    # Off again: no dynamic stage, and the report and the calls are what they were.
-    set_dynamic(repo, judges=[])
-    assert changed(repo) == {"plot", "calls", "preflight"}
-    rerun = run_dvc("repro", cwd=repo).stdout
-    assert ran(rerun) == {"plot", "calls", "preflight"}
+    # Off again (its settings as shipped): no dynamic stage, and the report and the calls
+    # are what they were.
+    set_dynamic(repo, judges=[], conditions=shipped["conditions"])
+    assert changed(repo) == {"preflight", "plot", "calls"}
+    # `dvc exp run`, as the docs turn it off: it also takes the second turn's outputs off
+    # the disk, so the folders plot and calls read are as they were (`dvc repro` would
+    # leave them there: docs/dynamic.md); plot and calls may come from DVC's run cache.
+    rerun = run_dvc("exp", "run", cwd=repo).stdout
+    assert ran(rerun) <= {"preflight", "plot", "calls"}, rerun
     after = outputs(repo)
     assert {path: after[path] for path in before} == before
+
+    # But dvc.lock keeps the entries of the stages that are gone: DVC drops none by itself
+    # (treeverse/dvc#5293), not on `dvc commit` either; they record outputs no stage writes.
+    run_dvc("commit", "--force", cwd=repo)
+    gone = [f"dynamic_{step}@{cell}" for step in ("render", "sample", "judge")]
+    gone.append("dynamic_aggregate@lexicon")
+    kept = list(yaml.safe_load(lock_before)["stages"])
+    assert list(yaml.safe_load((repo / "dvc.lock").read_text())["stages"]) == kept + gone
+    # The docs' mend drops those four and nothing else: dvc.lock as before the extension.
+    assert f"```bash\n{PRUNE}\n```" in DOCS.read_text()
+    pruned = python_m(repo, PRUNE)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == (
+        f"dvc.lock: dropped 4 entries of stages dvc.yaml no longer has: {', '.join(gone)}\n"
+    )
+    assert (repo / "dvc.lock").read_bytes() == lock_before
+    assert run_dvc("status", cwd=repo).stdout.strip() == "Data and pipelines are up to date."
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "off again", cwd=repo)
+    # The two gatekeepers, which share one lock check, agree: the run may be published.
+    published = python_m(repo, "python -m losona.publishable")
+    assert published.returncode == 0 and published.stdout.startswith("publishable: yes."), (
+        published.stdout + published.stderr
+    )
+    checked = reproduce(repo)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def group_or_subject(body: dict[str, Any]) -> str:
@@ -227,3 +279,89 @@ def test_a_simulated_second_turn_is_published_and_reruns_with_no_call(
     checked = reproduce(repo)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     print(f"requests: {calls} for the run (group model included), 0 for its forced rerun")
+
+
+def offline_recipe() -> list[str]:
+    """The commands of docs/dynamic.md's offline recipe for the simulated group, one a line."""
+    section = DOCS.read_text().split("### The simulated group, offline\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return block.replace("\\\n", " ").splitlines()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_docs_offline_recipe_for_a_simulated_group_runs_and_reruns_with_no_call(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    repo = repo_copy
+    start, run, stop = offline_recipe()
+    assert start.endswith(" &") and stop == "kill %1"  # a background server, then stopped
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "a clone", cwd=repo)
+    # A machine of its own (its HOME holds the call cache), the server's port free.
+    port = str(free_port())
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "LOSONA_TEST_SERVER_PORT": port}
+    env["PYTHONPATH"] = str(repo)
+    server = subprocess.Popen(
+        shlex.split(start.removesuffix(" &").replace("python", sys.executable, 1)),
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().strip() == f"http://127.0.0.1:{port}/v1"
+        dvc = shlex.split(run)
+        assert dvc[:3] == ["dvc", "exp", "run"]
+        done = run_dvc(*dvc[1:], cwd=repo, env=env)
+        said = done.stdout + done.stderr
+    finally:
+        server.terminate()  # the recipe's `kill %1`
+        server.wait(timeout=30)
+    cell = "lexicon-smollm2-naive"
+    assert {f"dynamic_render@{cell}", f"dynamic_sample@{cell}", "calls"} <= ran(said), said
+    # The group's calls were made, to the server the recipe started.
+    group_line = r"dynamic_render lexicon/smollm2/naive \(group model\): (\d+) calls: 0 from"
+    asked = re.search(group_line, said)
+    assert asked is not None and int(asked.group(1)) > 0, said
+    prompts = pl.read_parquet(
+        repo / "data" / "dynamic" / "lexicon" / "prompts" / "smollm2" / "naive.parquet"
+    )
+    # What the docs say of the run: two scenarios, one trial, every row usable.
+    assert prompts["scenario_id"].n_unique() == 2 and prompts["trial"].n_unique() == 1
+    assert set(prompts["status"]) == {"ok"}, prompts["note"].to_list()
+    assert set(prompts["followup_source"]) == {"simulated:local_openai@group-v1"}
+    group_calls = pl.read_parquet(
+        repo / "data" / "calls" / "dynamic_group" / "lexicon" / "smollm2" / "naive.parquet"
+    )
+    published = pl.read_parquet(repo / "data" / "calls.parquet")
+    assert group_calls.height == prompts.height  # one group call for each arm of each trial
+    assert set(group_calls["key"]) <= set(published["key"])
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "the run, its calls published", cwd=repo)
+
+    # Elsewhere: an empty HOME (so an empty call cache) and no server. Every stage runs
+    # again; every call, the group model's and the embedded subject's, comes from
+    # data/calls.parquet.
+    lock, before = (repo / "dvc.lock").read_bytes(), outputs(repo)
+    elsewhere = {**env, "HOME": str(tmp_path / "elsewhere")}
+    (tmp_path / "elsewhere").mkdir()
+    rerun = run_dvc("repro", "--force", cwd=repo, env=elsewhere)
+    forced = rerun.stdout + rerun.stderr
+    assert f"Running stage 'dynamic_render@{cell}'" in forced
+    assert f"Running stage 'dynamic_sample@{cell}'" in forced
+    # A cell with calls to make says so in a line "... N to make"; a cell that the
+    # published calls answer whole says nothing (and the group's server is gone).
+    assert " to make" not in forced, forced
+    assert (repo / "dvc.lock").read_bytes() == lock
+    assert outputs(repo) == before
+    print(f"group calls: {asked.group(1)} in the run, 0 in its forced rerun elsewhere")

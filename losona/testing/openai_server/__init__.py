@@ -16,7 +16,9 @@ SIGINT or SIGTERM (or `--lifetime` seconds), in its own process (the throughput 
 uses it that way so that the server does not compete with the client for the
 interpreter). With `--judge` it answers judge prompts with plausible scripted verdicts
 (losona/testing/scripted_judge.py), so a judge config pointing at `--port` runs the whole
-pipeline with an "LLM" judge, offline (__main__.py).
+pipeline with an "LLM" judge, offline (__main__.py). With `--group` it answers the group
+model's prompts of `dynamic.source=simulated` with `Name: message` lines by cast members
+(losona/testing/scripted_group.py); the two combine.
 """
 
 from losona.testing.openai_server.faults import (

@@ -18,11 +18,12 @@ from losona.testing.openai_server.port import (
     port_from_environment,
     taken_message,
 )
+from losona.testing.scripted_group import ScriptedGroup
 from losona.testing.scripted_judge import ScriptedJudge
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve default (or scripted judge) replies until stopped; print the URL first.
+    """Serve default (or scripted judge or group) replies until stopped; print the URL first.
 
     It serves until SIGINT (Ctrl-C) or SIGTERM, or until `--lifetime` seconds have passed,
     and never reads standard input, so `&`, `nohup` and CI can run it in the background.
@@ -44,6 +45,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--judge", action="store_true", help="answer judge prompts with verdicts")
     parser.add_argument(
+        "--group",
+        action="store_true",
+        help="answer group-model prompts (dynamic.source=simulated) with `Name: message` lines",
+    )
+    parser.add_argument(
         "--disagree", type=float, default=0.1, help="with --judge: share of messages overturned"
     )
     parser.add_argument(
@@ -61,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     reply = default_reply
     if args.judge:
         reply = ScriptedJudge(disagree=args.disagree, flip_rate=args.flip_rate)
+    if args.group:
+        # Group prompts are the group's; the rest (a subject's, a judge's) go on as before,
+        # so one server can be the subject, the judge and the group model of a run.
+        reply = ScriptedGroup(otherwise=reply)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:

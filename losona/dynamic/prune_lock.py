@@ -1,0 +1,99 @@
+"""`python -m losona.dynamic.prune_lock`: drop the dvc.lock entries of stages dvc.yaml no
+longer has, so that turning the extension off leaves dvc.lock as it was before.
+
+Turning the extension off (`dynamic.judges=[]`) removes its stages from dvc.yaml (a matrix
+over an empty list is no stage), and every output of the run goes back to what it was,
+but DVC never removes a stage's entry from dvc.lock by itself: `dvc repro`, `dvc exp run`
+and `dvc commit` only write the entries of stages that exist, and `dvc remove` only
+removes stages that dvc.yaml still has (and refuses one of a matrix). DVC leaves it so on
+purpose (treeverse/dvc#5293, closed without a change). The stale entries record outputs
+that no stage writes any more, so the one lock check of `losona.publishable` and
+`losona.reproduce` (losona/provenance/lock.py) refuses the run, and rightly: dvc.lock
+does not describe it.
+
+This drops exactly those entries, with DVC's own YAML writer, so every other entry keeps
+its bytes: after on, off and this, dvc.lock is byte for byte the one before the extension
+was turned on. It changes nothing else, neither outputs nor the cache.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PIPELINE_FILE = "dvc.yaml"
+LOCK_FILE = "dvc.lock"
+COMMAND = "python -m losona.dynamic.prune_lock"
+
+
+def stale_stages(lock: Mapping[str, Any], stages: Iterable[str]) -> list[str]:
+    """The stages dvc.lock has an entry for and dvc.yaml does not, in dvc.lock's order."""
+    present = set(stages)
+    recorded = lock.get("stages") or {}
+    return [name for name in recorded if name not in present]
+
+
+def pipeline_stages(root: Path) -> list[str]:
+    """The stage names the pipeline file at `root` defines, matrices expanded, as DVC reads it."""
+    from dvc.repo import Repo
+
+    pipeline = (root / PIPELINE_FILE).resolve()
+    with Repo(str(root)) as repo:
+        return [
+            stage.name
+            for stage in repo.index.stages
+            if getattr(stage, "dvcfile", None) is not None
+            and Path(stage.dvcfile.path).resolve() == pipeline
+        ]
+
+
+def prune_lock(root: Path) -> list[str]:
+    """Drop the entries of stages dvc.yaml no longer has from dvc.lock; the names dropped."""
+    from dvc.utils.serialize import modify_yaml
+
+    lock = root / LOCK_FILE
+    if not lock.is_file():
+        return []
+    stale = stale_stages(
+        yaml.safe_load(lock.read_text(encoding="utf-8")) or {}, pipeline_stages(root)
+    )
+    if stale:  # else dvc.lock is left as it is, not even rewritten
+        with modify_yaml(str(lock)) as data:
+            for name in stale:
+                del data["stages"][name]
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args:
+        print(f"error: {COMMAND} takes no arguments, found {' '.join(args)}", file=sys.stderr)
+        return 2
+    root = Path(".")
+    if not (root / PIPELINE_FILE).is_file():
+        print(f"error: no {PIPELINE_FILE} here: run it at the project's root", file=sys.stderr)
+        return 2
+    from dvc.exceptions import DvcException
+
+    try:
+        dropped = prune_lock(root)
+    except DvcException as exc:
+        # dvc.yaml or dvc.lock DVC cannot read: nothing was written.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not dropped:
+        print(f"{LOCK_FILE}: every entry is a stage of {PIPELINE_FILE}; nothing to drop")
+    else:
+        print(
+            f"{LOCK_FILE}: dropped {len(dropped)} entries of stages {PIPELINE_FILE} no longer "
+            f"has: {', '.join(dropped)}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
