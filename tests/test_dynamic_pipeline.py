@@ -146,7 +146,6 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
         "preflight",  # it checks every setting, conf/dynamic/default.yaml's too
         "plot",  # its dynamic section
         "calls",  # the second turn's calls, published with the run
-        "preflight",  # it reads every settings file of the run, this one too
     }, on
     reports = repo / "reports" / "dynamic" / "lexicon"
     results = (reports / "results.csv").read_text()
