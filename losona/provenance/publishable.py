@@ -234,7 +234,9 @@ def lock_refusal(root: Path = Path(".")) -> Refusal | None:
         "python -m losona.reproduce applies):",
         tuple(lines),
         "Get the recorded outputs back (dvc checkout), or record and commit the new run "
-        "(dvc repro; git add dvc.lock && git commit), then check again.",
+        "(dvc repro; git add dvc.lock && git commit); outputs of stages dvc.yaml no longer "
+        "has (the dynamic extension turned off): python -m losona.dynamic.prune_lock. Then "
+        "check again.",
     )
 
 
