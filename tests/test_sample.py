@@ -394,6 +394,7 @@ def test_changing_one_models_config_reruns_only_its_sample_stages(
             f"sample@{m}-{c}" for m in ("fake_a", "fake_b") for c in ("naive", "norm_informed")
         }
         assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == {
+            "preflight",
             "fetch",
             "render",
             *cells,
