@@ -7,12 +7,13 @@
 One run, in a process of its own with an empty call cache, does what the pipeline's
 stages do for one cell (one condition) on `smollm2`: the first turn's sample (the first N
 bundled scenarios, K trials each), the lexicon judge on it, the second-turn prompts from
-the bundled follow-ups, and the second turn's sample; it times the two samples. Then it
-measures the model's rates on this machine, at that moment: reading a prompt (tokens a
-second, one ~800-token prompt from a clean state) and writing a reply (tokens a second,
-one token at a time), and from them each turn's floor: the prompt tokens the model
-actually read / the prompt rate + the tokens it generated / the decode rate. (The
-baseline's code may not count the tokens it read: its floor is then not printed.)
+the bundled follow-ups, and the second turn's sample; it times the two samples. Before,
+between and after the turns it measures the model's rates on this machine: reading a prompt
+(tokens a second, the first ~800-token prompt from a clean state) and writing a reply
+(tokens a second, one token at a time), and from the rates around each turn that turn's
+floor: the prompt tokens the model actually read / the prompt rate + the tokens it
+generated / the decode rate. (The baseline's code may not count the tokens it read: its
+floor is then not printed.)
 
 It prints, per run: each turn's wall time and calls, second / first (target: at most
 1.5), and each turn's time / its floor. With --baseline the two checkouts run in turn,
@@ -95,10 +96,16 @@ def worker(scenarios: int, condition: str, trials: int) -> None:
         started = time.perf_counter()
         model_of()._model()
         out["load_s"] = time.perf_counter() - started
+        # The machine's speed moves with its load: the rates are measured before, between
+        # and after the turns, and each turn's floor takes the mean of those around it.
+        chat = "\n".join(message["content"] for message in prompts["messages"][0])
+        probe = model().tokenize(chat.encode())
+        measured = [rates(model(), probe)]
         started = time.perf_counter()
         first = sample_cell(prompts, spec, condition, trials, options).responses.collect()
         out["first_s"] = time.perf_counter() - started
         out["first_read"] = read_so_far()
+        measured.append(rates(model(), probe))
         verdicts = judge_responses(
             table,
             first,
@@ -123,10 +130,11 @@ def worker(scenarios: int, condition: str, trials: int) -> None:
         out["second_s"] = time.perf_counter() - started
         read = read_so_far()
         out["second_read"] = None if read is None else read - out["first_read"]
-    llama = model()
-    chat = "\n".join(message["content"] for message in prompts["messages"][0])
-    prompt = llama.tokenize(chat.encode())
-    out["prompt_rate"], out["decode_rate"] = rates(llama, prompt)
+        measured.append(rates(model(), probe))
+    out["rates"] = measured
+    # The mean rates too, as this script printed them at first (a run in progress reads them).
+    out["prompt_rate"] = statistics.fmean(r[0] for r in measured)
+    out["decode_rate"] = statistics.fmean(r[1] for r in measured)
     out |= {
         "first_calls": first.height,
         "first_generated": int(first["completion_tokens"].sum()),
@@ -163,7 +171,10 @@ def floor(m: dict[str, Any], turn: str) -> float | None:
     """The turn's floor in seconds: tokens read at the prompt rate, tokens written at decode."""
     if m[f"{turn}_read"] is None:
         return None
-    return float(m[f"{turn}_read"] / m["prompt_rate"] + m[f"{turn}_generated"] / m["decode_rate"])
+    around = m["rates"][:2] if turn == "first" else m["rates"][1:]
+    prompt_rate = statistics.fmean(r[0] for r in around)
+    decode_rate = statistics.fmean(r[1] for r in around)
+    return float(m[f"{turn}_read"] / prompt_rate + m[f"{turn}_generated"] / decode_rate)
 
 
 def describe(name: str, m: dict[str, Any]) -> str:
@@ -173,8 +184,11 @@ def describe(name: str, m: dict[str, Any]) -> str:
         f"first turn {m['first_s']:.1f} s ({m['first_calls']} calls), "
         f"second turn {m['second_s']:.1f} s ({m['second_calls']} calls): "
         f"second / first = {m['second_s'] / m['first_s']:.2f} (target: at most 1.5)",
-        f"  rates now: prompt {m['prompt_rate']:.0f} tokens/s, decode {m['decode_rate']:.1f} "
-        "tokens/s",
+        "  rates before, between and after the turns: prompt "
+        + ", ".join(f"{r[0]:.0f}" for r in m["rates"])
+        + " tokens/s; decode "
+        + ", ".join(f"{r[1]:.1f}" for r in m["rates"])
+        + " tokens/s",
     ]
     for turn in ("first", "second"):
         least = floor(m, turn)

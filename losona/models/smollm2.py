@@ -9,18 +9,20 @@ One model instance serves every call, one at a time, on its own thread so the ev
 stays free.
 
 Samples are a function of the request alone (messages, parameters, seed) on a given
-machine, whatever the model evaluated before. Where llama.cpp's numbers depend on how a
-token was evaluated, it is in one place: a prompt's last token evaluated alone gives other
-logits than the same token evaluated in a batch with others. So every prompt's last token
-is evaluated on its own (`PrefixLlama`). The tokens before it are read once: the model
-keeps what it read last (the KV state of the previous prompt and reply) and reads only
-what follows the longest prefix the new prompt shares with it. That is exact only if a
-token's state does not depend on how the tokens before it were split into batches, which
-holds on the development machine (x86-64, AVX2: bit-identical logits for every split
-tried) but need not on every CPU (kernels that pair tokens, as ARM's int8 matrix
-instructions do, round by batch). So when the model is loaded it reads a short probe
-whole and in pieces (`split_invariant`), and where the two differ it falls back to
-reading every prompt from a clean state (only an exact repeat reused), as before.
+machine, whatever the model evaluated before. llama.cpp's numbers can depend on how a
+token was evaluated: a prompt's last token evaluated alone gives other logits than the
+same token evaluated in a batch with others, and so, at temperature 0.9, another reply.
+So every prompt's last token is evaluated on its own (`PrefixLlama`). The tokens before
+it are read once: the model keeps what it read last (the KV state of the previous prompt
+and its reply) and reads only what follows the longest prefix the new prompt shares with
+it. That is exact only where a token's state does not depend on how the tokens before it
+were split into batches. It holds on the development machine (x86-64, AVX2: bit-identical
+logits for every split tried, from a lone token to batches of 512) but need not on every
+CPU: ggml has kernels that work on two tokens at once (int8 matrix instructions on some
+ARM CPUs), whose rounding then depends on the batch. So when the model is loaded it reads
+a short probe whole and in pieces (`split_invariant`, about 140 tokens), and where the
+two differ it reads every prompt from a clean state, reusing only an exact repeat, as
+before.
 
 Calls that share a prefix should therefore follow each other: a prompt's K trials are
 sent back to back, and the second turn sends a trial's sanction and control prompts, and
@@ -49,7 +51,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +151,7 @@ PROBE_TEXT = (
 PROBE_CUTS = (1, 2, 5, 6, 12, 45)
 
 
+@cache  # one class, so that tests can patch it
 def _prefix_llama() -> type[Any]:
     """llama_cpp.Llama, reading every prompt the same way (imported on first use)."""
     import numpy as np
