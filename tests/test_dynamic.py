@@ -34,7 +34,7 @@ from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.render import GroupModel, render_cell
 from losona.dynamic.report import dynamic_section
-from losona.dynamic.sample import sample_second_turn
+from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.errors import LosonaError
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
@@ -369,6 +369,48 @@ def test_the_dynamic_settings_give_the_confidence_as_the_first_turns_metrics_do(
     settings = reported_as("lexicon", scenarios, server, tmp_path).metrics["settings"]
     # reports/metrics.json writes 95.0 for aggregate.confidence 0.95: one form (issue 31).
     assert settings["confidence"] == 95.0
+
+
+def test_twins_and_a_scenarios_trials_are_sent_together_whatever_the_table_order(
+    scenarios: pl.DataFrame, server: OpenAIServer, tmp_path: Path
+) -> None:
+    prompts = render(scenarios)
+    rendered = prompts.filter(pl.col("status") == "ok")
+    key_of = {
+        str(messages): (sid[-1], trial, arm)
+        for sid, trial, arm, messages in rendered.select(
+            "scenario_id", "trial", "arm", "messages"
+        ).iter_rows()
+    }
+    shuffled = prompts.sample(fraction=1.0, shuffle=True, seed=3)
+    assert shuffled["prompt_sha256"].to_list() != prompts["prompt_sha256"].to_list()
+    sent = [key_of[str(list(r.messages))] for r in second_turn_requests(shuffled)]
+    # With one worker the embedded model reads them in this order: each trial's control and
+    # sanction next to each other (they share all but the group's line), a scenario's
+    # trials together (they share the first turn's chat).
+    assert sent == [
+        ("a", 0, "control"),
+        ("a", 0, "sanction"),
+        ("a", 1, "control"),
+        ("a", 1, "sanction"),
+        ("b", 0, "control"),
+        ("b", 0, "sanction"),
+        ("b", 1, "retention"),
+        ("c", 0, "retention"),
+        ("c", 1, "retention"),
+        ("d", 1, "control"),
+        ("d", 1, "sanction"),
+    ]
+    # The order the table came in changes no output.
+    spec = ModelSpec.from_config(server.model_config("m"))
+    runs = [
+        sample_second_turn(
+            table, spec, CallOptions(cache_path=tmp_path / f"{name}.sqlite"), origin="prompts"
+        )
+        for name, table in (("sorted", prompts), ("shuffled", shuffled))
+    ]
+    assert runs[0].responses.equals(runs[1].responses)
+    assert runs[0].calls.equals(runs[1].calls)
 
 
 # -- a group model writes the follow-ups (dynamic.source: simulated) -----------------------

@@ -15,7 +15,7 @@ import yaml
 from conftest import CONF_DIR
 
 from losona.models import CallOptions, ModelSpec, Request, complete
-from losona.models.smollm2 import MODEL_NAME, FreeCores, SmolLM2
+from losona.models.smollm2 import MODEL_NAME, FreeCores, SmolLM2, _prefix_llama
 from losona.prompts.render import render_prompts
 from losona.scenarios.datasets import fetch_scenarios
 
@@ -67,6 +67,54 @@ def test_a_sample_does_not_depend_on_what_the_model_read_before() -> None:
     draw(model, longer)  # a prompt that shares all but the end of it
     after_a_longer_one = draw(model, first)
     assert fresh == after_another == repeated == after_a_longer_one
+
+
+def read(model: SmolLM2, messages: list[dict[str, str]]) -> tuple[str, int]:
+    """A sample and how many prompt tokens the model evaluated to draw it."""
+    before = model._llama.tokens_read if model._llama is not None else 0
+    text = draw(model, messages)
+    return text, model._llama.tokens_read - before
+
+
+@slow
+def test_a_prompt_that_shares_a_prefix_with_the_last_one_reads_only_the_rest() -> None:
+    first, _ = prompts()
+    # A second-turn prompt in miniature: the same chat, something said after it.
+    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
+    fresh, whole = read(SmolLM2(), longer)
+
+    model = SmolLM2()
+    model._model()
+    assert model._llama.reuse_prefixes  # on this machine the probe finds batching exact
+    draw(model, first)
+    after_first, rest = read(model, longer)
+    assert after_first == fresh
+    assert whole > 500 and rest < 20  # the chat is read once; "And then?" and the end again
+
+
+@slow
+def test_where_batching_changes_the_numbers_every_prompt_is_read_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, _ = prompts()
+    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
+    fresh = draw(SmolLM2(), longer)
+
+    model = SmolLM2()
+    cls = _prefix_llama()
+    real = cls._last_logits
+    # As on a CPU whose kernels round by batch: the probe read in pieces differs by a hair.
+    calls = iter([0.0, 1e-6])
+    monkeypatch.setattr(cls, "_last_logits", lambda self, pieces: real(self, pieces) + next(calls))
+    model._model()
+    assert not model._llama.reuse_prefixes
+    draw(model, first)
+    after_first, tokens = read(model, longer)
+    assert after_first == fresh
+    assert tokens > 500  # read from a clean state, not from what `first` left
+    # An exact repeat is still read once, as before: only its last token again.
+    again, repeat = read(model, longer)
+    assert (again, repeat) == (fresh, 1)
 
 
 @slow

@@ -3,6 +3,14 @@
 The same road as the first turn's sample stage (losona/sampling/sample.py): one request per
 prompt, keyed by the prompt and the first turn's trial index (so a trial keeps its seed
 for models that take one), through the call cache, failed calls refused.
+
+The calls go out in SEND_ORDER: a scenario's trials together, each trial's arms (its
+sanction and control twins) one after the other. With one worker (the embedded model)
+calls run in that order, and each prompt follows the one it shares the most with: twins
+share all but the group's follow-up, and a scenario's trials share the first turn's chat
+up to the subject's reply, so the embedded model reads each shared prefix once
+(losona/models/smollm2.py). The order changes no output: the responses are sorted when
+written, the calls by key.
 """
 
 from __future__ import annotations
@@ -32,9 +40,20 @@ class Sampled:
     calls: pl.DataFrame  # CALL_SCHEMA
 
 
+# The order of the calls: see the module's docstring.
+SEND_ORDER = ("scenario_id", "trial", "arm")
+
+
+def _rendered(prompts: pl.DataFrame) -> pl.DataFrame:
+    """The second-turn prompts that were rendered (status ok), in SEND_ORDER."""
+    # dynamic_render writes its table in this order already; sorting again keeps a table
+    # read in any other order from sending twins apart.
+    return prompts.filter(pl.col("status") == OK).sort(SEND_ORDER, maintain_order=True)
+
+
 def second_turn_requests(prompts: pl.DataFrame) -> list[Request]:
-    """One request per second-turn prompt that was rendered (status ok), in table order."""
-    rows = prompts.filter(pl.col("status") == OK)
+    """One request per second-turn prompt that was rendered (status ok), in SEND_ORDER."""
+    rows = _rendered(prompts)
     return [
         Request(messages=tuple(messages), trial=trial)
         for messages, trial in zip(rows["messages"].to_list(), rows["trial"], strict=True)
@@ -56,7 +75,7 @@ def sample_second_turn(
             f"{origin}: column 'subject_model' holds {models}, expected only '{spec.name}'; "
             "rerun dynamic_render"
         )
-    rows = prompts.filter(pl.col("status") == OK)
+    rows = _rendered(prompts)
     requests = second_turn_requests(prompts)
     completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)
     responses = table(
@@ -79,6 +98,6 @@ def sample_second_turn(
             for row, completion in zip(rows.iter_rows(named=True), completions, strict=True)
         ],
         DYNAMIC_RESPONSE_SCHEMA,
-        sort_by=["scenario_id", "trial", "arm"],
+        sort_by=list(SEND_ORDER),
     )
     return Sampled(responses, calls_table(spec.model, completions).collect())

@@ -9,12 +9,24 @@ One model instance serves every call, one at a time, on its own thread so the ev
 stays free.
 
 Samples are a function of the request alone (messages, parameters, seed) on a given
-machine, whatever the model evaluated before. llama.cpp's numbers depend on how a token
-was evaluated: in a batch with others or alone, and after which earlier tokens. So every
-prompt is read the same way: all but its last token from a clean state, in llama.cpp's
-batches, then the last token on its own (`ExactPromptLlama`). The K trials of one prompt,
-sent back to back, still read it once: a repeat reuses the first part and evaluates only
-the last token again, exactly as the first trial did.
+machine, whatever the model evaluated before. llama.cpp's numbers can depend on how a
+token was evaluated: a prompt's last token evaluated alone gives other logits than the
+same token evaluated in a batch with others, and so, at temperature 0.9, another reply.
+So every prompt's last token is evaluated on its own (`PrefixLlama`). The tokens before
+it are read once: the model keeps what it read last (the KV state of the previous prompt
+and its reply) and reads only what follows the longest prefix the new prompt shares with
+it. That is exact only where a token's state does not depend on how the tokens before it
+were split into batches. It holds on the development machine (x86-64, AVX2: bit-identical
+logits for every split tried, from a lone token to batches of 512) but need not on every
+CPU: ggml has kernels that work on two tokens at once (int8 matrix instructions on some
+ARM CPUs), whose rounding then depends on the batch. So when the model is loaded it reads
+a short probe whole and in pieces (`split_invariant`, about 140 tokens), and where the
+two differ it reads every prompt from a clean state, reusing only an exact repeat, as
+before.
+
+Calls that share a prefix should therefore follow each other: a prompt's K trials are
+sent back to back, and the second turn sends a trial's sanction and control prompts, and
+a scenario's trials, one after the other (losona/dynamic/sample.py).
 
 Each call must carry a seed (the model layer derives one from the prompt and the trial
 index when a config sets `seed_per_trial: true`). A sample that comes out empty is redrawn
@@ -33,12 +45,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib.util
+import itertools
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -124,39 +137,92 @@ class FreeCores:
         return max(1, min(len(self._cores), round(len(self._cores) - others)))
 
 
-def _exact_prompt_llama() -> type[Any]:
+# A text for `split_invariant` to read whole and in pieces: any ~90 tokens will do.
+PROBE_TEXT = (
+    "Hey all, quick one before Friday: the rota for the food bank moved to the shared "
+    "drive, and Marta asked whether anyone can swap the Sunday morning shift. I can do "
+    "the pickup from the bakery if someone else takes the van back. Also, the fridge "
+    "needs defrosting again, please label your containers, and thanks for the biscuits!"
+)
+# Where the probe's head is cut: lone tokens (as a prompt's last token and every reply
+# token are read, and then reused), short batches of odd and even lengths, a long one, so
+# that kernels which treat a lone token, an odd one out or a short batch differently from
+# a long batch all show up as different logits.
+PROBE_CUTS = (1, 2, 5, 6, 12, 45)
+
+
+@cache  # one class, so that tests can patch it
+def _prefix_llama() -> type[Any]:
     """llama_cpp.Llama, reading every prompt the same way (imported on first use)."""
+    import numpy as np
     from llama_cpp import Llama, llama_set_n_threads
 
-    class ExactPromptLlama(Llama):
+    class PrefixLlama(Llama):
         """A Llama whose sample depends on the prompt, never on what was evaluated before.
 
         llama-cpp-python reuses whatever prefix of a prompt its cache holds and evaluates
-        the rest: a new prompt in full (its last token in a batch with the others), a
-        repeat only from its last token (alone), another prompt from wherever the two
-        part. Each gives slightly different numbers, and so, at temperature 0.9, another
-        reply. Here a prompt's tokens but the last are always evaluated from a clean state
-        (unless they are exactly what the cache already holds), so llama-cpp-python always
-        goes on to evaluate the last token alone.
+        the rest, the last token either in a batch with the others (a new prompt) or alone
+        (a repeat): the two give slightly different logits and so, at temperature 0.9,
+        another reply. Here the tokens before the last are made to be held in the cache,
+        reusing what it holds of them where batching does not change the numbers
+        (`reuse_prefixes`), so that llama-cpp-python always goes on to evaluate the last
+        token alone.
         """
 
+        # Whether the model reuses any prefix it holds (set by `split_invariant`) or,
+        # where that could change a sample, only an exact repeat of the last prompt's head.
+        reuse_prefixes = False
         _evaluated: tuple[int, ...] | None = None
+        # Prompt tokens actually evaluated since loading (a benchmark's measure of work).
+        tokens_read = 0
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
-            head = tuple(tokens[:-1])
-            held = self.n_tokens >= len(head) and tuple(self.input_ids[: len(head)]) == head
-            if head != self._evaluated or not held:
-                self._evaluated = None
+            head = list(tokens[:-1])
+            held = self._held(head)
+            if not self.reuse_prefixes and (tuple(head) != self._evaluated or held < len(head)):
+                held = 0  # read from a clean state, as every prompt was read before
+            if held == 0:
                 self.reset()  # type: ignore[no-untyped-call]
-                self.eval(head)
-                self._evaluated = head
+            # eval drops the cache's state past n_tokens before it reads on.
+            self.n_tokens = held
+            self._evaluated = None
+            self.eval(head[held:])
+            self.tokens_read += len(head) - held + 1  # and the last token, read alone
+            self._evaluated = tuple(head)
             return super().generate(tokens, *args, **kwargs)
+
+        def _held(self, head: Sequence[int]) -> int:
+            """How many of these tokens, from the first, the cache holds now."""
+            n = min(self.n_tokens, len(head))
+            differ = np.flatnonzero(self.input_ids[:n] != np.asarray(head[:n], dtype=np.intc))
+            return int(differ[0]) if differ.size else n
+
+        def split_invariant(self) -> bool:
+            """Whether reading a text in pieces gives the very logits that reading it whole
+            gives, on this CPU; if so, prefixes are reused from now on."""
+            tokens = self.tokenize(PROBE_TEXT.encode())
+            head, last = tokens[:-1], tokens[-1:]
+            cuts = [0, *PROBE_CUTS, len(head)]
+            whole = self._last_logits([head, last])
+            pieces = self._last_logits([*(head[a:b] for a, b in itertools.pairwise(cuts)), last])
+            self.reset()  # type: ignore[no-untyped-call]
+            self.reuse_prefixes = bool(np.array_equal(whole, pieces))
+            return self.reuse_prefixes
+
+        def _last_logits(self, pieces: Sequence[Sequence[int]]) -> Any:
+            """The logits after reading these pieces from a clean state, one batch each."""
+            self.reset()  # type: ignore[no-untyped-call]
+            for piece in pieces:
+                self.eval(piece)
+            raw = self._ctx.get_logits()  # type: ignore[no-untyped-call]
+            logits = np.ctypeslib.as_array(raw, shape=(self.n_vocab(),))
+            return logits.copy()
 
         def use_threads(self, threads: int) -> None:
             """Evaluate with this many threads from now on (it does not change a sample)."""
             llama_set_n_threads(self.ctx, threads, threads)
 
-    return ExactPromptLlama
+    return PrefixLlama
 
 
 class SmolLM2(CustomLLM):
@@ -174,13 +240,14 @@ class SmolLM2(CustomLLM):
             self._free_cores = FreeCores()
             threads = len(_cores())
             # Loaded on first use: most runs never need it.
-            self._llama = _exact_prompt_llama()(
+            self._llama = _prefix_llama()(
                 model_path=str(gguf_path()),
                 n_ctx=CONTEXT_TOKENS,
                 n_threads=threads,
                 n_threads_batch=threads,
                 verbose=False,
             )
+            self._llama.split_invariant()
             # Freed before the interpreter tears down the modules llama.cpp needs to do it.
             atexit.register(self._llama.close)
         return self._llama

@@ -1,0 +1,249 @@
+"""The dynamic second turn on the embedded model: its time against the first turn's.
+
+    python benchmarks/second_turn.py                      # 10 scenarios, naive, K = 1
+    python benchmarks/second_turn.py --scenarios 44 --trials 3    # the issue's whole cell
+    python benchmarks/second_turn.py --baseline /tmp/old  # and another checkout, in turn
+
+One run, in a process of its own with an empty call cache, does what the pipeline's
+stages do for one cell (one condition) on `smollm2`: the first turn's sample (the first N
+bundled scenarios, K trials each), the lexicon judge on it, the second-turn prompts from
+the bundled follow-ups, and the second turn's sample; it times the two samples. Before,
+between and after the turns it measures the model's rates on this machine: reading a prompt
+(tokens a second, the first ~800-token prompt from a clean state) and writing a reply
+(tokens a second, one token at a time), and from the rates around each turn that turn's
+floor: the prompt tokens the model actually read / the prompt rate + the tokens it
+generated / the decode rate. (The baseline's code may not count the tokens it read: its
+floor is then not printed.)
+
+It prints, per run: each turn's wall time and calls, second / first (target: at most
+1.5), and each turn's time / its floor. With --baseline the two checkouts run in turn,
+this one first (A B A B ...), so that a machine getting busier or quieter affects both
+alike, and each pair's times are compared; it also says whether both drew the same
+replies (they should: the seeds are the same, and the embedded model's replies are a
+function of the request alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rates(llama: Any, prompt: list[int], decode_tokens: int = 64) -> tuple[float, float]:
+    """(prompt tokens a second, decode tokens a second) of this model now."""
+    llama.reset()
+    started = time.perf_counter()
+    llama.eval(prompt)
+    read = time.perf_counter() - started
+    started = time.perf_counter()
+    for token in prompt[:decode_tokens]:  # one token at a time, as a reply is written
+        llama.eval([token])
+    decode = time.perf_counter() - started
+    llama.reset()
+    return len(prompt) / read, decode_tokens / decode
+
+
+def worker(scenarios: int, condition: str, trials: int) -> None:
+    """Run both turns of one cell in this process; print what was measured as JSON."""
+    import litellm
+    import yaml
+
+    from losona.dynamic.render import render_cell
+    from losona.dynamic.sample import sample_second_turn
+    from losona.judges.lexicon import LexiconJudge
+    from losona.judges.run import judge_responses
+    from losona.models import CallOptions, ModelSpec
+    from losona.models.smollm2 import register
+    from losona.prompts.render import render_prompts
+    from losona.sampling.sample import sample_cell
+    from losona.scenarios.datasets import fetch_followups, fetch_scenarios
+
+    config = yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text())
+    spec = ModelSpec.from_config(config)
+    dataset = {"name": "bundled", "kind": "bundled"}
+    table = fetch_scenarios(dataset).head(scenarios)
+    prompts = render_prompts(table, [condition])
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        options = CallOptions(cache_path=Path(scratch) / "calls.sqlite")
+
+        def model_of() -> Any:
+            return next(
+                item["custom_handler"]
+                for item in litellm.custom_provider_map
+                if item["provider"] == "smollm2"
+            )
+
+        def model() -> Any:
+            return model_of()._llama
+
+        def read_so_far() -> int | None:
+            return getattr(model(), "tokens_read", None)
+
+        # Loaded before the clock starts, as each stage's process loads it once: the turns
+        # are compared on their calls alone.
+        register()
+        started = time.perf_counter()
+        model_of()._model()
+        out["load_s"] = time.perf_counter() - started
+        # The machine's speed moves with its load: the rates are measured before, between
+        # and after the turns, and each turn's floor takes the mean of those around it.
+        chat = "\n".join(message["content"] for message in prompts["messages"][0])
+        probe = model().tokenize(chat.encode())
+        measured = [rates(model(), probe)]
+        started = time.perf_counter()
+        first = sample_cell(prompts, spec, condition, trials, options).responses.collect()
+        out["first_s"] = time.perf_counter() - started
+        out["first_read"] = read_so_far()
+        measured.append(rates(model(), probe))
+        verdicts = judge_responses(
+            table,
+            first,
+            LexiconJudge(),
+            "lexicon",
+            model=spec.name,
+            condition=condition,
+            origin="first turn",
+        )
+        rendered = render_cell(
+            table,
+            verdicts,
+            judge="lexicon",
+            model=spec.name,
+            condition=condition,
+            followups=fetch_followups(dataset),
+            group=None,
+            origin="verdicts",
+        ).prompts
+        started = time.perf_counter()
+        second = sample_second_turn(rendered, spec, options, origin="prompts").responses
+        out["second_s"] = time.perf_counter() - started
+        read = read_so_far()
+        out["second_read"] = None if read is None else read - out["first_read"]
+        measured.append(rates(model(), probe))
+    out["rates"] = measured
+    # The mean rates too, as this script printed them at first (a run in progress reads them).
+    out["prompt_rate"] = statistics.fmean(r[0] for r in measured)
+    out["decode_rate"] = statistics.fmean(r[1] for r in measured)
+    out |= {
+        "first_calls": first.height,
+        "first_generated": int(first["completion_tokens"].sum()),
+        "second_calls": second.height,
+        "second_generated": int(second["completion_tokens"].sum()),
+        "second_prompt_tokens": int(second["prompt_tokens"].sum()),
+        "replies": first.sort("scenario_id", "trial")["response"].to_list()
+        + second.sort("scenario_id", "trial", "arm")["response"].to_list(),
+    }
+    print(json.dumps(out))
+
+
+def run(code: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Both turns in a fresh process with this checkout's code."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            f"--scenarios={args.scenarios}",
+            f"--condition={args.condition}",
+            f"--trials={args.trials}",
+        ],
+        env={**os.environ, "PYTHONPATH": str(code), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def floor(m: dict[str, Any], turn: str) -> float | None:
+    """The turn's floor in seconds: tokens read at the prompt rate, tokens written at decode."""
+    if m[f"{turn}_read"] is None:
+        return None
+    around = m["rates"][:2] if turn == "first" else m["rates"][1:]
+    prompt_rate = statistics.fmean(r[0] for r in around)
+    decode_rate = statistics.fmean(r[1] for r in around)
+    return float(m[f"{turn}_read"] / prompt_rate + m[f"{turn}_generated"] / decode_rate)
+
+
+def describe(name: str, m: dict[str, Any]) -> str:
+    """One run's figures on a few lines."""
+    lines = [
+        f"{name}: model loaded in {m['load_s']:.1f} s, "
+        f"first turn {m['first_s']:.1f} s ({m['first_calls']} calls), "
+        f"second turn {m['second_s']:.1f} s ({m['second_calls']} calls): "
+        f"second / first = {m['second_s'] / m['first_s']:.2f} (target: at most 1.5)",
+        "  rates before, between and after the turns: prompt "
+        + ", ".join(f"{r[0]:.0f}" for r in m["rates"])
+        + " tokens/s; decode "
+        + ", ".join(f"{r[1]:.1f}" for r in m["rates"])
+        + " tokens/s",
+    ]
+    for turn in ("first", "second"):
+        least = floor(m, turn)
+        if least is not None:
+            lines.append(
+                f"  {turn} turn: read {m[f'{turn}_read']} prompt tokens, wrote "
+                f"{m[f'{turn}_generated']}: floor {least:.1f} s, time / floor = "
+                f"{m[f'{turn}_s'] / least:.2f}"
+            )
+    if m["second_read"] is not None:
+        lines.append(
+            f"  second turn: {m['second_prompt_tokens']} prompt tokens sent, "
+            f"{m['second_read']} read ({m['second_read'] / m['second_prompt_tokens']:.0%})"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=10)
+    parser.add_argument("--condition", default="naive")
+    parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, help="another checkout, run in turn with this")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.scenarios, args.condition, args.trials)
+        return
+    print(
+        f"{args.condition}: the first {args.scenarios} bundled scenarios, K = {args.trials}, "
+        f"on smollm2, lexicon judge, {os.cpu_count()} cores; load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        flush=True,
+    )
+    codes = {"this": REPO} | ({"baseline": args.baseline} if args.baseline else {})
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
+    for round_ in range(1, args.rounds + 1):
+        for name, code in codes.items():
+            measured = run(code, args)
+            results[name].append(measured)
+            print(f"round {round_}, {describe(name, measured)}", flush=True)
+    if args.baseline:
+        pairs = list(zip(results["this"], results["baseline"], strict=True))
+        for turn in ("first", "second"):
+            ratios = [a[f"{turn}_s"] / b[f"{turn}_s"] for a, b in pairs]
+            print(
+                f"{turn} turn, this / baseline: "
+                + ", ".join(f"{r:.2f}" for r in ratios)
+                + f" (median {statistics.median(ratios):.2f})"
+            )
+        same = all(a["replies"] == b["replies"] for a, b in pairs)
+        print(f"same replies in every pair: {'yes' if same else 'NO'}")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
