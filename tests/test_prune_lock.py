@@ -17,6 +17,10 @@ ONE = {"stages": {"a": {"cmd": "echo a > a.txt", "outs": ["a.txt"]}}}
 TWO = {"stages": {**ONE["stages"], "b": {"cmd": "echo b > b.txt", "outs": ["b.txt"]}}}
 
 
+# Real DVC repositories: each test starts DVC and git processes.
+pytestmark = pytest.mark.slow
+
+
 def prune(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     root = str(Path(__file__).parent.parent)
     return subprocess.run(
