@@ -139,7 +139,12 @@ def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
     with OpenAIServer(reply=scripted_judge) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
         judged = run_stage("judge", "condition=naive", *overrides)
-        controls = run_stage("judge_controls", *overrides)
+        # Its controls stop it before its cells (run by hand here, the cell came first);
+        # told to judge anyway, they are written and warn.
+        refused = run_stage("judge_controls", *overrides)
+        controls = run_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot judge: every one of its 88 scored validity controls is comply" in refused.stderr
     assert judged.returncode == 0, judged.stderr
     assert controls.returncode == 0, controls.stderr
     verdicts = pl.read_parquet(
@@ -179,7 +184,12 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
     with OpenAIServer(reply=yes_man) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
         judged = run_stage("judge", "condition=naive", *overrides)
-        controls = run_stage("judge_controls", *overrides)
+        # Its controls stop it before its cells (run by hand here, the cell came first);
+        # told to judge anyway, they are written and warn.
+        refused = run_stage("judge_controls", *overrides)
+        controls = run_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot judge: every one of its 88 scored validity controls is comply" in refused.stderr
     assert judged.returncode == 0, judged.stderr
     assert controls.returncode == 0, controls.stderr
     assert (
