@@ -309,6 +309,32 @@ def test_the_config_must_be_named_after_its_file(
     assert expected in result.stderr
 
 
+def start_sampling(workdir: Path, server: OpenAIServer, stderr: int) -> subprocess.Popen[str]:
+    """Start sampling 5 trials of the naive cell from `server`, in the background (to be
+    killed or interrupted midway), into workdir's own call cache."""
+    configs = workdir / "my_conf"
+    (configs / "model").mkdir(parents=True, exist_ok=True)
+    (configs / "model" / "local.yaml").write_text(
+        yaml.safe_dump(server.model_config("local", concurrency=2))
+    )
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "stages" / "sample.py"),
+            f"hydra.searchpath=[file://{configs}]",
+            "model=local",
+            "condition=naive",
+            "sampling.trials=5",
+            f"paths.call_cache={workdir / 'calls.sqlite'}",
+        ],
+        cwd=workdir,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+    )
+
+
 @pytest.mark.slow
 def test_a_run_killed_midway_resumes_without_resending_a_completed_call(
     workdir: Path, prompts: pl.DataFrame, tmp_path: Path
@@ -320,25 +346,7 @@ def test_a_run_killed_midway_resumes_without_resending_a_completed_call(
     (workdir / "calls.sqlite").unlink()
 
     with OpenAIServer(latency=0.05) as server:
-        configs = workdir / "my_conf"
-        (configs / "model" / "local.yaml").write_text(
-            yaml.safe_dump(server.model_config("local", concurrency=2))
-        )
-        stage = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "stages" / "sample.py"),
-                f"hydra.searchpath=[file://{configs}]",
-                "model=local",
-                "condition=naive",
-                "sampling.trials=5",
-                f"paths.call_cache={workdir / 'calls.sqlite'}",
-            ],
-            cwd=workdir,
-            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        stage = start_sampling(workdir, server, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while len(server.answered) < 10 and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -353,7 +361,7 @@ def test_a_run_killed_midway_resumes_without_resending_a_completed_call(
 
         resumed = run_stage(
             "sample",
-            f"hydra.searchpath=[file://{configs}]",
+            f"hydra.searchpath=[file://{workdir / 'my_conf'}]",
             "model=local",
             "condition=naive",
             "sampling.trials=5",
@@ -449,28 +457,8 @@ def test_ctrl_c_stops_a_stage_with_one_line_naming_the_calls_kept(
     workdir: Path, prompts: pl.DataFrame
 ) -> None:
     with OpenAIServer(latency=0.05) as server:
-        configs = workdir / "my_conf"
-        (configs / "model").mkdir(parents=True)
-        (configs / "model" / "local.yaml").write_text(
-            yaml.safe_dump(server.model_config("local", concurrency=2))
-        )
         cache = workdir / "calls.sqlite"
-        stage = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "stages" / "sample.py"),
-                f"hydra.searchpath=[file://{configs}]",
-                "model=local",
-                "condition=naive",
-                "sampling.trials=5",
-                f"paths.call_cache={cache}",
-            ],
-            cwd=workdir,
-            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        stage = start_sampling(workdir, server, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while len(server.answered) < 6 and time.monotonic() < deadline:
             time.sleep(0.01)
