@@ -106,13 +106,14 @@ def _check_dynamic(cfg: DictConfig, sweep: Mapping[str, Sequence[str]]) -> None:
     if not settings.on:
         return
     settings.check_sweep(sweep, where=DynamicSettings.FILE)
-    if settings.source == "simulated" and not option_file("model", settings.group_model).is_file():
+    if settings.source != "simulated":
+        return  # the group model writes nothing: its config is not read
+    if not option_file("model", settings.group_model).is_file():
         raise LosonaError(
             f"{DynamicSettings.FILE}: 'dynamic.group_model': expected one of the model configs "
             f"{available('model')}, found '{settings.group_model}'"
         )
-    if settings.source == "simulated":
-        option("model", settings.group_model)
+    option("model", settings.group_model)
 
 
 def refusal(problems: Iterable[str], changed: Sequence[str]) -> str:
