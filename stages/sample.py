@@ -10,20 +10,17 @@ python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a 
 from pathlib import Path
 
 import hydra
-import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import Paths, SamplingSettings, chosen, option, origin_of, plain
-from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
+from losona.config import Paths, SamplingSettings, chosen, option, plain
 from losona.errors import LosonaError
-from losona.files import read_parquet, write_parquet
+from losona.files import write_parquet
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
-from losona.prompts.render import render_table
 from losona.provenance.call_files import call_store, sample_calls
+from losona.sampling.prompts import condition_rows, dry_run_prompts
 from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
-from losona.scenarios.datasets import fetch_scenarios
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -103,43 +100,6 @@ def dry_run_sweep(cfg: DictConfig, paths: Paths, settings: SamplingSettings) -> 
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
     total = CallPlan.total([found for _, found in cells])
     print(f"sample (dry run, no calls made): the sweep, {total.describe()}")
-
-
-def condition_rows(paths: Paths, conditions: list[str]) -> pl.DataFrame:
-    """Render's prompts of these conditions; all of them when it has none, to say which it has."""
-    prompts = read_parquet(
-        paths.prompts,
-        PROMPT_SCHEMA,
-        made_by="render",
-        where=pl.col("condition").is_in(conditions),
-    )
-    if prompts.is_empty():
-        prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
-    return prompts
-
-
-def dry_run_prompts(cfg: DictConfig, paths: Paths, conditions: list[str]) -> pl.DataFrame:
-    """The prompts a dry run prices: render's, or before render has run, rendered in memory.
-
-    The README offers the dry run as the first thing to try with a new model, before any
-    stage has run. Then the prompts are made here by the code fetch and render run
-    (fetch_scenarios, render_table), so the price is that of the prompts they will write,
-    and nothing is written.
-    """
-    if Path(paths.prompts).is_file():
-        return condition_rows(paths, conditions)
-    if Path(paths.scenarios).is_file():
-        scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-        source = str(paths.scenarios)
-    else:
-        dataset = chosen(cfg, "dataset")
-        scenarios = fetch_scenarios(dataset, ids_from=origin_of("dataset.scenario_ids"))
-        source = f"the dataset '{dataset.name or dataset.kind}'"
-    print(
-        f"sample (dry run): no {paths.prompts} yet, so the prompts are rendered in memory "
-        f"from {source}; nothing is written"
-    )
-    return render_table(scenarios, conditions).collect()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""The prompts sample reads: render's, for the conditions asked; or, for a dry run before
+render has run, the same prompts rendered in memory (nothing written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from omegaconf import DictConfig
+
+from losona.config import Paths, chosen, origin_of
+from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
+from losona.files import read_parquet
+from losona.prompts.render import render_table
+from losona.scenarios.datasets import fetch_scenarios
+
+
+def condition_rows(paths: Paths, conditions: list[str]) -> pl.DataFrame:
+    """Render's prompts of these conditions; all of them when it has none, to say which it has."""
+    prompts = read_parquet(
+        paths.prompts,
+        PROMPT_SCHEMA,
+        made_by="render",
+        where=pl.col("condition").is_in(conditions),
+    )
+    if prompts.is_empty():
+        prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
+    return prompts
+
+
+def dry_run_prompts(cfg: DictConfig, paths: Paths, conditions: list[str]) -> pl.DataFrame:
+    """The prompts a dry run prices: render's, or before render has run, rendered in memory.
+
+    The README offers the dry run as the first thing to try with a new model, before any
+    stage has run. Then the prompts are made here by the code fetch and render run
+    (fetch_scenarios, render_table), so the price is that of the prompts they will write,
+    and nothing is written.
+    """
+    if Path(paths.prompts).is_file():
+        return condition_rows(paths, conditions)
+    if Path(paths.scenarios).is_file():
+        scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+        source = str(paths.scenarios)
+    else:
+        dataset = chosen(cfg, "dataset")
+        scenarios = fetch_scenarios(dataset, ids_from=origin_of("dataset.scenario_ids"))
+        source = f"the dataset '{dataset.name or dataset.kind}'"
+    print(
+        f"sample (dry run): no {paths.prompts} yet, so the prompts are rendered in memory "
+        f"from {source}; nothing is written"
+    )
+    return render_table(scenarios, conditions).collect()
