@@ -17,7 +17,7 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
+from losona.audit import AuditSettings, audit, audit_inputs, summary_lines
 from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.cli import launch, reports_user_errors
 from losona.config import Paths, chosen, option, plain
@@ -74,7 +74,7 @@ def main(cfg: DictConfig) -> None:
         rejudge=rejudge,
         families=inputs.families,
     )
-    write_audit(result, paths.audit_dir)
+    result.write(paths.audit_dir)
     for line in summary_lines(result):
         print(f"audit: {line}")
     print(f"audit -> {paths.audit_dir}/")

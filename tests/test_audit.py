@@ -15,7 +15,6 @@ from test_judge import AlwaysComplies
 
 from losona.audit import (
     AUDIT_FILES,
-    Audit,
     AuditSettings,
     Confusion,
     DeterminismSettings,
@@ -28,7 +27,6 @@ from losona.audit import (
     paired_verdicts,
     read_audit,
     summary_lines,
-    write_audit,
 )
 from losona.audit.labelling import Labels
 from losona.config import AggregateSettings
@@ -38,6 +36,7 @@ from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.run import judge_controls
 from losona.results.aggregate import Reports, aggregate
+from losona.results.bundle import ReportBundle
 from losona.results.presentation import Presentation
 
 BOOTSTRAP = AggregateSettings(resamples=1_000, seed=0, confidence=0.95)
@@ -499,7 +498,7 @@ def two_judge_run(
     return verdicts, reports, controls
 
 
-def run_audit(scenarios: pl.DataFrame, labels: Labels = NO_LABELS, **changes: Any) -> Audit:
+def run_audit(scenarios: pl.DataFrame, labels: Labels = NO_LABELS, **changes: Any) -> ReportBundle:
     """The audit of `two_judge_run`, with `changes` to audit's keyword arguments."""
     verdicts, reports, controls = two_judge_run(scenarios)
     arguments: dict[str, Any] = {
@@ -553,8 +552,8 @@ def test_audit_files_round_trip_and_are_byte_identical_on_rerun(
     tmp_path: Path, full_scenarios: pl.DataFrame
 ) -> None:
     result = run_audit(full_scenarios)
-    write_audit(result, tmp_path / "one")
-    write_audit(run_audit(full_scenarios), tmp_path / "two")
+    result.write(tmp_path / "one")
+    run_audit(full_scenarios).write(tmp_path / "two")
     for name in (*AUDIT_FILES, "metrics.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     back = read_audit(tmp_path / "one")
@@ -577,7 +576,7 @@ def test_audit_files_round_trip_and_are_byte_identical_on_rerun(
 def test_reading_the_audit_refuses_a_missing_or_damaged_file(
     tmp_path: Path, full_scenarios: pl.DataFrame, damage: Callable[[Path], Any], message: str
 ) -> None:
-    write_audit(run_audit(full_scenarios), tmp_path)
+    run_audit(full_scenarios).write(tmp_path)
     damage(tmp_path)
     with pytest.raises(LosonaError, match=message):
         read_audit(tmp_path)

@@ -39,24 +39,23 @@ from losona.audit.comparison import (
 )
 from losona.audit.controls import control_results
 from losona.audit.correction import corrected_compliance, rogan_gladen
-from losona.audit.files import AUDIT_FILES, METRICS, read_audit, write_audit
+from losona.audit.files import AUDIT, AUDIT_FILES, read_audit
 from losona.audit.human import human_agreement
 from losona.audit.inputs import AuditInputs, audit_inputs
 from losona.audit.rejudging import DETERMINISM_COUNTS, determinism, verdict_label
-from losona.audit.run import Audit, audit, pair_name
+from losona.audit.run import audit, pair_name
 from losona.audit.self_preference import Families, self_preference
 from losona.audit.summary import summary_lines
 from losona.config import AuditSettings, DeterminismSettings, SheetSettings
 
 __all__ = [
+    "AUDIT",
     "AUDIT_FILES",
     "BEST_CONDITION",
     "BREAKDOWNS",
     "DETERMINISM_COUNTS",
     "EFFECT",
-    "METRICS",
     "RESPONSE_KEY",
-    "Audit",
     "AuditInputs",
     "AuditSettings",
     "Confusion",
@@ -79,5 +78,4 @@ __all__ = [
     "self_preference",
     "summary_lines",
     "verdict_label",
-    "write_audit",
 ]

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from losona.audit import files as audit_files
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
 from losona.provenance.dvc_json import dvc_json
-from losona.results import aggregate
+from losona.results.bundle import METRICS
 
 # The sweep's judge panels (`panels`): a params file of its own, for the reason it gives.
 PANELS_FILE = CONF_DIR / "panels.yaml"
@@ -67,8 +66,8 @@ class MetricsFiles:
     def of(cls, paths: Paths) -> MetricsFiles:
         """Where the default paths (conf/paths/default.yaml, which dvc.yaml reads) put them."""
         return cls(
-            f"{paths.reports_dir}/{aggregate.METRICS}",
-            f"{paths.audit_dir}/{audit_files.METRICS}",
+            f"{paths.reports_dir}/{METRICS}",
+            f"{paths.audit_dir}/{METRICS}",
             f"{paths.judge_controls_reports_dir}/",
         )
 

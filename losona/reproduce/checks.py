@@ -14,8 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
-from losona.audit import METRICS as AUDIT_METRICS
+from losona.audit import AUDIT, DeterminismSettings, audit, audit_inputs, read_audit
 from losona.audit.labelling import load_labels
 from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, Paths, option
 from losona.contracts import (
@@ -28,15 +27,14 @@ from losona.contracts import (
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
-from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
-from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
 from losona.dynamic.aggregate import (
+    DYNAMIC_FILES,
     aggregate_dynamic,
     load_cells,
     presentation_of,
     read_dynamic_reports,
 )
+from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_files, reports_dir
 from losona.dynamic.files import cell_file as dynamic_cell_file
 from losona.dynamic.judge import judge_second_turn
@@ -70,7 +68,8 @@ from losona.reproduce.compare import (
     compare_text,
     same,
 )
-from losona.results.aggregate import CSV_FILES, METRICS, TABLE1, Reports, aggregate, read_reports
+from losona.results.aggregate import REPORT_FILES, Reports, aggregate, read_reports
+from losona.results.bundle import METRICS, BundleFiles, ReportBundle
 from losona.scenarios.datasets import fetch_followups
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
@@ -289,8 +288,9 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
             for judge, kind in inputs.kinds.items()
         },
     )
-    check_reports(check, expected, read_reports(paths["reports_dir"]), paths["reports_dir"])
-    if (Path(paths["audit_dir"]) / AUDIT_METRICS).is_file():
+    reported = read_reports(paths["reports_dir"])
+    check_bundle(check, REPORT_FILES, paths["reports_dir"], expected, reported)
+    if (Path(paths["audit_dir"]) / METRICS).is_file():
         recomputed = audit(
             inputs.verdicts,
             scenarios,
@@ -304,7 +304,7 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
             rejudge=_no_model_calls,
             families=inputs.families,
         )
-        check_audit(check, recomputed.tables, recomputed.metrics, paths["audit_dir"])
+        check_audit(check, recomputed, paths["audit_dir"])
     else:
         check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
     if Path(paths["figures_dir"]).is_dir():
@@ -462,21 +462,36 @@ def check_lock(check: Check) -> None:
     )
 
 
-def check_reports(check: Check, expected: Reports, reported: Reports, reports_dir: str) -> None:
-    """aggregate's tables, Table 1 and metrics.json against what is on disk."""
-    root = Path(reports_dir)
-    for name in CSV_FILES:
+def check_bundle(
+    check: Check,
+    files: BundleFiles,
+    folder: str | Path,
+    expected: ReportBundle,
+    reported: ReportBundle,
+    *,
+    skip_tables: Sequence[str] = (),
+    skip_metrics: Sequence[str] = (),
+) -> None:
+    """A stage's reports against what is on disk: every table cell by cell, every text line
+    by line, every metric leaf by leaf, each difference named by file and line or key.
+
+    `skip_tables` (file names) and `skip_metrics` (metrics.json's keys) are not rechecked;
+    the caller notes why.
+    """
+    root = Path(folder)
+    for name in files.tables:
+        if name not in skip_tables:
+            file = display_path(root / name)
+            check.add(
+                file,
+                cell_count(expected[name]),
+                compare_tables(file, expected[name], reported[name]),
+            )
+    for name in files.texts:
         file = display_path(root / name)
-        check.add(
-            file, cell_count(expected[name]), compare_tables(file, expected[name], reported[name])
-        )
-    check.add(
-        root / TABLE1, *compare_text(display_path(root / TABLE1), expected.table1, reported.table1)
-    )
-    check.add(
-        root / METRICS,
-        *compare_json(display_path(root / METRICS), expected.metrics, reported.metrics),
-    )
+        check.add(file, *compare_text(file, expected.texts[name], reported.texts[name]))
+    file = display_path(root / METRICS)
+    check.add(file, *compare_json(file, expected.metrics, reported.metrics, skip=skip_metrics))
 
 
 def check_controls(
@@ -505,31 +520,26 @@ def check_controls(
     return controls
 
 
-def check_audit(
-    check: Check,
-    tables: Mapping[str, pl.DataFrame],
-    metrics: Mapping[str, Any],
-    audit_dir: str,
-) -> None:
+def check_audit(check: Check, recomputed: ReportBundle, audit_dir: str) -> None:
     """The judge audit's tables and metrics; re-judged determinism figures are only noted."""
     root = Path(audit_dir)
     reported = read_audit(root)
     rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
-    skip = DETERMINISM_FILES if rejudged.height else ()
-    if skip:
+    if rejudged.height:
         check.notes.append(
             f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
             "were re-judged by model calls; those figures are not rechecked"
         )
-    for name in AUDIT_FILES:
-        if name not in skip:
-            file = display_path(root / name)
-            check.add(
-                file, cell_count(tables[name]), compare_tables(file, tables[name], reported[name])
-            )
-    file = display_path(root / AUDIT_METRICS)
-    skipped = ("determinism",) if skip else ()
-    check.add(file, *compare_json(file, metrics, reported.metrics, skip=skipped))
+    skip = rejudged.height > 0
+    check_bundle(
+        check,
+        AUDIT,
+        root,
+        recomputed,
+        reported,
+        skip_tables=DETERMINISM_FILES if skip else (),
+        skip_metrics=("determinism",) if skip else (),
+    )
 
 
 def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
@@ -600,15 +610,7 @@ def check_dynamic(
             bootstrap=bootstrap,
             presentation=presentation_of(settings.models, settings.conditions, [judge]),
         )
-        for name in DYNAMIC_CSV_FILES:
-            file = display_path(root / name)
-            check.add(
-                file,
-                cell_count(expected[name]),
-                compare_tables(file, expected[name], reported[name]),
-            )
-        file = display_path(root / DYNAMIC_METRICS)
-        check.add(file, *compare_json(file, expected.metrics, reported.metrics))
+        check_bundle(check, DYNAMIC_FILES, root, expected, reported)
         from losona.dynamic.plots import figure_data  # matplotlib: only when it is on
 
         figure = root / f"{DYNAMIC_FIGURE}.csv"
