@@ -157,11 +157,11 @@ def bootstrap_intervals(
     combine: np.ndarray | None = None,
     sizes: np.ndarray | None = None,
 ) -> Estimates:
-    """`bootstrap_means` with the run's `aggregate:` settings: the one place a report turns
-    them into intervals (the first turn's and the dynamic turn's alike).
+    """`bootstrap_means` with the run's `aggregate:` settings: the one place they become
+    intervals, for the first turn's reports, the dynamic turn's and the audit's agreement.
 
-    One scenario cannot be resampled: with fewer than two, each statistic comes with its
-    estimate and no interval (NaN bounds).
+    One scenario (a column) cannot be resampled: with fewer than two, each statistic comes
+    with its estimate and no interval (NaN bounds).
     """
     if values.shape[1] < 2:
         estimate = _point_estimates(values, combine, sizes)
