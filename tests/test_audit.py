@@ -31,8 +31,9 @@ from losona.audit import (
     write_audit,
 )
 from losona.audit.labelling import Labels
+from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, table
+from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement

@@ -11,8 +11,9 @@ from test_audit import labelled_items
 
 from losona.audit import corrected_compliance, rogan_gladen
 from losona.audit.resampling import percentile_interval
+from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SHEET_KEY_SCHEMA, table
+from losona.contracts import table
 from losona.files import sha256_text
 from losona.results.presentation import Presentation
 

@@ -20,9 +20,6 @@ from losona.audit.labelling import load_labels
 from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, Paths, option
 from losona.contracts import (
     CONTROL_SCHEMA,
-    DYNAMIC_PROMPT_SCHEMA,
-    DYNAMIC_RESPONSE_SCHEMA,
-    DYNAMIC_VERDICT_SCHEMA,
     PROMPT_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
@@ -41,6 +38,11 @@ from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_file
 from losona.dynamic.files import cell_file as dynamic_cell_file
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
+from losona.dynamic.tables import (
+    DYNAMIC_PROMPT_SCHEMA,
+    DYNAMIC_RESPONSE_SCHEMA,
+    DYNAMIC_VERDICT_SCHEMA,
+)
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
