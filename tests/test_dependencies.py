@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from losona.config import GROUPS
+
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
 PACKAGE = "losona"
@@ -52,6 +54,30 @@ def imported_modules(path: Path) -> Iterator[str]:
             yield node.module
             # `from losona.models import calls` imports a module, not only an attribute.
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call):
+            yield from schema_modules(node)
+
+
+# The config readers and the argument that names the group: `chosen(cfg, "dynamic")`,
+# `option("model", name)`.
+GROUP_ARGUMENT = {"chosen": 1, "option": 0}
+
+
+def schema_modules(call: ast.Call) -> Iterator[str]:
+    """The module of the schema a call to a config reader checks its group with.
+
+    losona.config's GROUPS imports a stage family's settings only when a group of theirs is
+    read, so no import statement says that `chosen(cfg, "dynamic")` runs
+    losona/dynamic/settings.py: the call does.
+    """
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    index = GROUP_ARGUMENT.get(name or "")
+    if index is None or len(call.args) <= index:
+        return
+    group = call.args[index]
+    if isinstance(group, ast.Constant) and group.value in GROUPS:
+        yield GROUPS.module(group.value)
 
 
 def closure(script: Path, root: Path = REPO) -> set[Path]:

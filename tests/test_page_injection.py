@@ -28,8 +28,8 @@ from conftest import BASE_ROW, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
-from losona.audit import Audit
 from losona.audit.labelling import labelling_sheet, sheet_html
+from losona.audit.run import Audit
 from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, SUBSET_MARK, table
 from losona.dynamic.aggregate import DynamicReports
