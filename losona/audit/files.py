@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.contracts import (
+from losona.audit.tables import (
     CONTROL_MISS_SCHEMA,
     CONTROL_SUMMARY_SCHEMA,
     CORRECTED_DELTA_SCHEMA,
