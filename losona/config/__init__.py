@@ -52,6 +52,7 @@ from losona.config.schemas import (
     GenerateSettings,
     GenerationSettings,
     JudgeConfig,
+    JudgeKindSettings,
     KeepRule,
     ModelSpec,
     Paths,
@@ -60,6 +61,7 @@ from losona.config.schemas import (
     ScreenSettings,
     SheetSettings,
     config_record,
+    judge_kind_settings,
     without_password,
 )
 from losona.config.values import Schema
@@ -85,6 +87,7 @@ __all__ = [
     "GenerateSettings",
     "GenerationSettings",
     "JudgeConfig",
+    "JudgeKindSettings",
     "KeepRule",
     "ModelSpec",
     "Paths",
@@ -100,6 +103,7 @@ __all__ = [
     "compose_paths",
     "config_record",
     "dvc_param",
+    "judge_kind_settings",
     "load_option",
     "option",
     "option_file",
