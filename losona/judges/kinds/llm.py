@@ -16,7 +16,7 @@ from losona.models import CallOptions, CallStore
 from losona.models.batch import batch_provider
 
 
-def make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
+def _make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
     """The judge calling its config's model with `options`, capped by its config's own
     max_cost_usd (whatever `options` says of the cap)."""
     assert config.model is not None  # the kind's settings require it
@@ -47,7 +47,7 @@ def _rejudge(name: str, store: CallStore) -> Judge | None:
     # Only the run's published calls may answer: with none, nothing can.
     if not (store.published and store.published.expected):
         return None
-    return make(option("judge", name), CallOptions(cache_path=store))
+    return _make(option("judge", name), CallOptions(cache_path=store))
 
 
 def _record(config: JudgeConfig) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
 LLM = JudgeKind(
     name="llm",
     settings=judge_kind_settings("llm"),
-    make=make,
+    make=_make,
     rejudge=_rejudge,
     record=_record,
     verdict_origin=_verdict_origin,
