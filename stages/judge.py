@@ -13,12 +13,11 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.config import chosen, judge_kind_settings
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.health import JudgeEvidence, degenerate_signs, uniform_verdict
-from losona.judges.llm import LLMJudge
 from losona.judges.run import (
     call_sources,
     judge_calls,
@@ -75,7 +74,8 @@ def main(cfg: DictConfig) -> None:
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {outcomes.height} "
         f"verdicts, {status_counts(outcomes)} -> {out}"
     )
-    for sign in degenerate_signs(outcomes, JudgeEvidence(own_words=isinstance(judge, LLMJudge))):
+    evidence = JudgeEvidence(own_words=judge_kind_settings(config.kind).own_words)
+    for sign in degenerate_signs(outcomes, evidence):
         print(f"warning: judge {judge_name}'s verdicts on {model}/{condition} say nothing: {sign}")
     if (label := uniform_verdict(outcomes)) is not None:
         print(

@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 from losona.audit.settings import AuditSettings
 from losona.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
 from losona.config.reading import chosen, option
+from losona.config.schemas import judge_kind_settings
 from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
 
@@ -98,7 +99,7 @@ def available(group: str) -> list[str]:
 def _check_panel(panel: str, judges: Sequence[str]) -> None:
     config = option("judge", panel)
     where = f"{option_file('judge', panel)}"
-    if config.kind != "panel":
+    if not judge_kind_settings(config.kind).combines:
         raise LosonaError(
             f"{CONF_DIR / 'panels.yaml'}: 'panels': expected judges of kind panel, found "
             f"'{panel}' of kind {config.kind} (a judge of the sweep goes in params.yaml's "

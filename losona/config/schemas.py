@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -255,7 +255,6 @@ class AggregateSettings(Schema):
 # A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
 PANEL_RULES = ("majority", "unanimous")
 UNSCORED_MEMBER_POLICIES = ("abstain", "void")
-PANEL_KEYS = ("members", "rule", "unscored_members")
 PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
 
 
@@ -266,7 +265,8 @@ class JudgeConfig(_Batched):
 
     name: Text
     label: Annotated[StrictStr, Field(description="text")] = ""
-    kind: Literal["lexicon", "llm", "panel"]
+    # One of JUDGE_KINDS' names (below): what else the config must and must not hold.
+    kind: StrictStr
     model: ModelSpec | None = None
     max_cost_usd: CostCap = None
     # How the verdict's schema goes with each call; checked against the judge's response
@@ -281,49 +281,42 @@ class JudgeConfig(_Batched):
     rule: Literal["majority", "unanimous"] | None = None
     unscored_members: Literal["abstain", "void"] | None = None
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _a_known_kind(cls, kind: Any) -> Any:
+        if not (isinstance(kind, str) and kind in JUDGE_KINDS):
+            # In the words pydantic used for the Literal this field once was.
+            *names, last = [repr(name) for name in JUDGE_KINDS]
+            raise Refusal(f"{', '.join(names)} or {last}" if names else last)
+        return kind
+
     @model_validator(mode="before")
     @classmethod
-    def _lexicon_calls_no_model(cls, node: Any) -> Any:
-        # Settings for a model would silently do nothing on the lexicon judge or a panel.
-        model_settings: dict[str, tuple[str, ...]] = {
-            "lexicon": ("model", "structured_output"),
-            "panel": ("model", "structured_output", "max_cost_usd"),
-        }
-        if isinstance(node, Mapping) and node.get("kind") in model_settings:
-            what = "the lexicon judge" if node.get("kind") == "lexicon" else "a panel"
-            for key in model_settings[node["kind"]]:
+    def _no_settings_of_other_kinds(cls, node: Any) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        kind = node.get("kind")
+        mine = JUDGE_KINDS.get(kind) if isinstance(kind, str) else None
+        # Settings for a model would silently do nothing on a judge that calls none.
+        if mine is not None and mine.refuses_model_settings is not None:
+            for key in mine.refuses_model_settings:
                 if key in node:
-                    raise Refusal(f"no such setting: {what} calls no model", "one", key)
+                    raise Refusal(f"no such setting: {mine.called} calls no model", "one", key)
             if node.get("batch"):
-                raise Refusal(f"false: {what} calls no model", "true", "batch")
-        if isinstance(node, Mapping) and node.get("kind") != "panel":
-            for key in PANEL_KEYS:
-                if key in node:
-                    raise Refusal("no such setting: only a judge of kind panel has it", "one", key)
+                raise Refusal(f"false: {mine.called} calls no model", "true", "batch")
+        for name, other in JUDGE_KINDS.items():
+            for key in other.own_settings:
+                if key in node and other is not mine:
+                    raise Refusal(
+                        f"no such setting: only a judge of kind {name} has it", "one", key
+                    )
         return node
 
     @model_validator(mode="after")
-    def _llm_has_a_model(self) -> Self:
-        if self.kind == "llm" and self.model is None:
-            raise Refusal(
-                "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
-            )
-        if self.kind == "panel":
-            for key, expected in (
-                ("members", "a list of at least two judge names (kind panel needs it)"),
-                ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
-                (
-                    "unscored_members",
-                    f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)",
-                ),
-            ):
-                if getattr(self, key) is None:
-                    raise Refusal(expected, "nothing (it is missing)", key)
-            assert self.members is not None
-            if len(set(self.members)) != len(self.members):
-                raise Refusal("each member once", repr(list(self.members)), "members")
-            if self.name in self.members:
-                raise Refusal("other judges than the panel itself", self.name, "members")
+    def _what_its_kind_needs(self) -> Self:
+        check = JUDGE_KINDS[self.kind].check
+        if check is not None:
+            check(self)
         return self
 
     @property
@@ -340,6 +333,86 @@ class JudgeConfig(_Batched):
     def test_double(self) -> bool:
         """Whether its verdicts come from a test double (its model node says so)."""
         return self.model is not None and self.model.test_double
+
+
+@dataclass(frozen=True)
+class JudgeKindSettings:
+    """What a kind of judge asks of its config, and what is known of its judges by kind alone.
+
+    Every JudgeConfig is checked against its kind's. The rest of a kind, how its judge is
+    made, judged again and recorded, is its JudgeKind (losona/judges/kinds/), which holds
+    these settings too; they sit here because a config is read and checked without any
+    judge code (preflight, the config stages) and aggregate reads `own_words` without it.
+    """
+
+    # How a refusal names a judge of the kind ("the lexicon judge", "a panel").
+    called: str
+    # The model settings it refuses, with batch mode, since it calls no model (None: it calls
+    # one, and takes them).
+    refuses_model_settings: tuple[str, ...] | None = None
+    # Settings only this kind has: a judge of any other kind is refused them.
+    own_settings: tuple[str, ...] = ()
+    # What its config must hold beyond each setting's own check: raises a Refusal.
+    check: Callable[[JudgeConfig], None] | None = None
+    # Whether its reasoning is a model's own words, so that the same reasoning on most
+    # verdicts, or none, says the verdicts say nothing (losona/judges/health.py).
+    own_words: bool = False
+    # Whether it judges nothing itself but combines other judges' verdicts (a panel: it is
+    # run by the panel stages, and the self-preference check leaves it out).
+    combines: bool = False
+    # Why its verdicts cannot change when judged again, as the determinism audit's `method`
+    # says it ("rules", "panel"); None: the audit judges it again to see.
+    determinism: str | None = None
+
+
+def _llm_needs_a_model(config: JudgeConfig) -> None:
+    if config.model is None:
+        raise Refusal("a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model")
+
+
+def _panel_needs_its_members(config: JudgeConfig) -> None:
+    for key, expected in (
+        ("members", "a list of at least two judge names (kind panel needs it)"),
+        ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
+        ("unscored_members", f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)"),
+    ):
+        if getattr(config, key) is None:
+            raise Refusal(expected, "nothing (it is missing)", key)
+    assert config.members is not None
+    if len(set(config.members)) != len(config.members):
+        raise Refusal("each member once", repr(list(config.members)), "members")
+    if config.name in config.members:
+        raise Refusal("other judges than the panel itself", config.name, "members")
+
+
+# Every kind of judge a config may name, by name (docs/judges.md, "Adding a judge kind");
+# losona.judges.kinds.register adds one.
+JUDGE_KINDS: dict[str, JudgeKindSettings] = {
+    "lexicon": JudgeKindSettings(
+        called="the lexicon judge",
+        refuses_model_settings=("model", "structured_output"),
+        determinism="rules",
+    ),
+    "llm": JudgeKindSettings(called="an LLM judge", check=_llm_needs_a_model, own_words=True),
+    "panel": JudgeKindSettings(
+        called="a panel",
+        refuses_model_settings=("model", "structured_output", "max_cost_usd"),
+        own_settings=("members", "rule", "unscored_members"),
+        check=_panel_needs_its_members,
+        combines=True,
+        determinism="panel",
+    ),
+}
+
+
+def judge_kind_settings(kind: str) -> JudgeKindSettings:
+    """The settings of a kind of judge, by its name (as a config or provenance names it)."""
+    if kind not in JUDGE_KINDS:
+        raise LosonaError(
+            f"unknown judge kind {kind!r}: expected one of {list(JUDGE_KINDS)} "
+            "(losona/judges/kinds/)"
+        )
+    return JUDGE_KINDS[kind]
 
 
 # -- condition, dataset, paths ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import load_labels
 from losona.audit.run import audit
 from losona.audit.settings import DeterminismSettings
-from losona.config import AggregateSettings, JudgeConfig, Paths, option
+from losona.config import AggregateSettings, Paths, judge_kind_settings, option
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -49,9 +49,8 @@ from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.health import JudgeEvidence, controls_accuracy
-from losona.judges.lexicon import LexiconJudge
-from losona.judges.panels import combine_verdicts, panel_description
-from losona.judges.run import control_summary, judge_responses, make_judge
+from losona.judges.kinds import judge_kind
+from losona.judges.run import control_summary, judge_responses
 from losona.judges.verdicts import verdict_files
 from losona.models import (
     CallNotFound,
@@ -128,23 +127,9 @@ def check_verdict_origins(
         entry = record["judges"].get(judge)
         if entry is None:
             continue  # outside the recorded sweep: reported by aggregate, noted by the caller
-        if entry.get("kind") == "panel":
-            panel = JudgeConfig.from_config(
-                {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
-                origin=f"{display_path(verdicts_dir)} (provenance: judges.{judge})",
-            )
-            expected = {
-                "judge_model": panel_description(panel),
-                "judge_version": entry.get("panel_version"),
-            }
-        elif entry.get("kind") == "lexicon":
-            expected = {"judge_version": entry.get("rules_version")}
-            expected["judge_model"] = f"lexicon@{expected['judge_version']}"
-        else:
-            expected = {
-                "judge_model": entry.get("model", {}).get("model"),
-                "judge_version": entry.get("template_version"),
-            }
+        expected = judge_kind(entry.get("kind")).verdict_origin(
+            entry, f"{display_path(verdicts_dir)} (provenance: judges.{judge})"
+        )
         for column, found in (("judge_model", model), ("judge_version", version)):
             compared += 1
             if not same(expected[column], found):
@@ -164,8 +149,9 @@ def check_judgements(
 ) -> None:
     """Verdicts against the responses they judge, and judged again where that costs nothing.
 
-    The lexicon judge's verdicts are judged again from the responses (rules cost nothing),
-    an LLM judge's from the run's published calls alone (`published`; no model is called),
+    Each judge's kind judges its verdicts again with no model call (losona/judges/kinds/):
+    the lexicon judge's from the responses (rules cost nothing), an LLM judge's from the
+    run's published calls alone (`published`), a panel's by combining its members' again,
     so that every field of every verdict is checked, not only the response it quotes.
     """
     for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
@@ -178,74 +164,51 @@ def check_judgements(
             continue
         found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
         responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-        if kinds[judge] == "panel":
-            # A panel's verdicts follow from its members': combine them again.
-            panel = option("judge", judge)
-            members = {
-                m: read_parquet(
-                    Path(paths["verdicts_dir"]) / m / model / f"{condition}.parquet",
-                    VERDICT_SCHEMA,
-                    made_by="judge",
-                )
-                for m in panel.members
-            }
-            expected = combine_verdicts(panel, members).sort("scenario_id", "trial")
-        elif kinds[judge] == "lexicon":
-            # Rules, not a model: judging again is free and must give the same verdicts.
-            expected = judge_responses(
-                scenarios,
-                responses,
-                LexiconJudge(),
-                judge,
-                model=model,
-                condition=condition,
-                origin=display_path(responses_path),
+        kind = judge_kind(kinds[judge])
+        if kind.recombine is not None:
+            # Its verdicts follow from other judges': combine theirs again.
+            expected = kind.recombine(judge, Path(paths["verdicts_dir"]), model, condition).sort(
+                "scenario_id", "trial"
             )
-        elif published is not None and published.expected:
-            rejudged = rejudge_from_calls(
-                check, scenarios, responses, judge, model, condition, published
-            )
-            if rejudged is None:
-                continue
-            expected = rejudged
         else:
-            expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
-                responses.select("scenario_id", "trial", "response"),
-                on=["scenario_id", "trial"],
-                how="left",
-            )
-            expected = expected.select(found.columns)
+            with tempfile.TemporaryDirectory() as scratch:
+                # A cache of its own, so that only the published calls can answer.
+                store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+                rejudger = kind.rejudge(judge, store)
+                if rejudger is None:
+                    expected = _quoting(found, responses)
+                else:
+                    try:
+                        expected = judge_responses(
+                            scenarios,
+                            responses,
+                            rejudger,
+                            judge,
+                            model=model,
+                            condition=condition,
+                            origin=display_path(responses_path),
+                        )
+                    except CallNotFound as exc:
+                        assert published is not None  # only published calls are looked up
+                        file = display_path(published.path)
+                        where = f"judge {judge} on {model}/{condition}"
+                        check.add(
+                            file, 1, [Difference(file, where, "calls", "all present", str(exc))]
+                        )
+                        continue
         file = display_path(path)
         check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
-def rejudge_from_calls(
-    check: Check,
-    scenarios: pl.DataFrame,
-    responses: pl.DataFrame,
-    judge: str,
-    model: str,
-    condition: str,
-    published: PublishedCalls,
-) -> pl.DataFrame | None:
-    """An LLM judge's verdicts on one cell, judged again from the run's calls, offline.
-
-    None, with the shortfall named as a difference, when the calls file lacks calls the
-    verdicts rest on.
-    """
-    with tempfile.TemporaryDirectory() as scratch:
-        # A cache of its own, so that only the published calls can answer.
-        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        llm = make_judge(option("judge", judge), CallOptions(cache_path=store))
-        try:
-            return judge_responses(
-                scenarios, responses, llm, judge, model=model, condition=condition, origin=""
-            )
-        except CallNotFound as exc:
-            file = display_path(published.path)
-            where = f"judge {judge} on {model}/{condition}"
-            check.add(file, 1, [Difference(file, where, "calls", "all present", str(exc))])
-            return None
+def _quoting(found: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts that nothing can judge again offline, as they must be: each quoting the
+    response of its scenario and trial."""
+    expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
+        responses.select("scenario_id", "trial", "response"),
+        on=["scenario_id", "trial"],
+        how="left",
+    )
+    return expected.select(found.columns)
 
 
 def _no_model_calls(name: str) -> Judge:
@@ -289,7 +252,7 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
         judges={
             judge: JudgeEvidence(
                 controls=controls_accuracy(controls[judge]) if judge in controls else None,
-                own_words=kind == "llm",
+                own_words=judge_kind_settings(kind).own_words,
             )
             for judge, kind in inputs.kinds.items()
         },
@@ -667,13 +630,8 @@ def _check_dynamic_cell(
             )
             file = display_path(prompts_file)
             check.add(file, cell_count(prompts), compare_tables(file, rendered.prompts, prompts))
-            kind = option("judge", judge).kind
-            rejudger: Judge | None = None
-            if kind == "lexicon":
-                rejudger = LexiconJudge()
-            elif published is not None and published.expected:
-                rejudger = make_judge(option("judge", judge), offline)
-            else:
+            rejudger = judge_kind(option("judge", judge)).rejudge(judge, store)
+            if rejudger is None:
                 check.notes.append(
                     f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
                     "published calls to answer it)"

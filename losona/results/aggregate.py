@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings
+from losona.config import AggregateSettings, judge_kind_settings
 from losona.contracts import CONTROL_SCHEMA, subset_note, table
 from losona.files import read_parquet
 from losona.formatting import percent
@@ -76,7 +76,7 @@ def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[s
         )
         evidence[judge] = JudgeEvidence(
             controls=None if controls is None else controls_accuracy(controls),
-            own_words=kind == "llm",
+            own_words=judge_kind_settings(kind).own_words,
         )
     return evidence
 
