@@ -19,8 +19,9 @@ import polars as pl
 import pytest
 from test_judge import responses_table, scenarios_table
 
-from losona.audit import determinism
-from losona.config import AggregateSettings, DeterminismSettings, JudgeConfig
+from losona.audit.rejudging import determinism
+from losona.audit.settings import DeterminismSettings
+from losona.config import AggregateSettings, JudgeConfig
 from losona.config.schemas import JUDGE_KINDS
 from losona.errors import LosonaError
 from losona.files import write_parquet
