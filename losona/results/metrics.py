@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from losona.judges.verdicts import CELL
 
@@ -136,6 +135,8 @@ def bootstrap_means(
         result: np.ndarray = combined(means.T)
         return result
 
+    from scipy import stats  # seconds to import: only a process that bootstraps pays for it
+
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = combined(numerators.sum(axis=1) / denominators.sum(axis=1))
     with warnings.catch_warnings():
@@ -165,4 +166,6 @@ def mcnemar_exact(recovered: int, regressed: int) -> float:
     discordant = recovered + regressed
     if discordant == 0:
         return 1.0
+    from scipy import stats
+
     return float(stats.binomtest(recovered, discordant, 0.5).pvalue)
