@@ -17,8 +17,12 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
+from losona.audit.files import write_audit
+from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
+from losona.audit.run import audit
+from losona.audit.settings import AuditSettings
+from losona.audit.summary import summary_lines
 from losona.cli import launch, reports_user_errors
 from losona.config import Paths, chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA

@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA, SCENARIO_SCHEMA
+from losona.contracts import SCENARIO_SCHEMA
 from losona.dynamic.files import (
     JUDGE_CALLS,
     PROMPTS,
@@ -22,6 +22,7 @@ from losona.dynamic.files import (
     run_log,
 )
 from losona.dynamic.judge import judge_second_turn
+from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.run import (

@@ -13,7 +13,6 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import DYNAMIC_PROMPT_SCHEMA
 from losona.dynamic.files import (
     PROMPTS,
     RESPONSES,
@@ -23,6 +22,7 @@ from losona.dynamic.files import (
     run_log,
 )
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
+from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
 from losona.models import CallOptions, answer_sources, plan, read_run_log

@@ -13,26 +13,19 @@ from conftest import BASE_ROW, verdict_table
 from test_aggregate import complying, scenario_table
 from test_judge import AlwaysComplies
 
-from losona.audit import (
-    AUDIT_FILES,
-    Audit,
-    AuditSettings,
-    Confusion,
-    DeterminismSettings,
-    audit,
-    compare_judges,
-    control_results,
-    determinism,
-    headline_stability,
-    human_agreement,
-    paired_verdicts,
-    read_audit,
-    summary_lines,
-    write_audit,
-)
+from losona.audit.agreement import Confusion
+from losona.audit.comparison import compare_judges, headline_stability, paired_verdicts
+from losona.audit.controls import control_results
+from losona.audit.files import AUDIT_FILES, read_audit, write_audit
+from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
+from losona.audit.rejudging import determinism
+from losona.audit.run import Audit, audit
+from losona.audit.settings import AuditSettings, DeterminismSettings
+from losona.audit.summary import summary_lines
+from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, table
+from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement

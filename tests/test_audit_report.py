@@ -16,8 +16,8 @@ from test_audit import (
     two_judge_run,
 )
 
-from losona.audit import Audit, audit
 from losona.audit.labelling import Labels
+from losona.audit.run import Audit, audit
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
 from losona.results.presentation import Presentation

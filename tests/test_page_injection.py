@@ -28,22 +28,20 @@ from conftest import BASE_ROW, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
-from losona.audit import Audit
 from losona.audit.labelling import labelling_sheet, sheet_html
+from losona.audit.run import Audit
 from losona.config import AggregateSettings
-from losona.contracts import (
-    CANDIDATE_SCHEMA,
+from losona.contracts import SCENARIO_SCHEMA, SUBSET_MARK, table
+from losona.dynamic.aggregate import DynamicReports
+from losona.dynamic.report import METRIC_LABELS, dynamic_section
+from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
     DYNAMIC_OUTCOME_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
-    SCENARIO_SCHEMA,
-    SUBSET_MARK,
-    table,
 )
-from losona.dynamic.aggregate import DynamicReports
-from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.pages import ENVIRONMENT, TEMPLATES
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report

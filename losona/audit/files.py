@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from losona.audit.run import Audit
-from losona.contracts import (
+from losona.audit.tables import (
     CONTROL_MISS_SCHEMA,
     CONTROL_SUMMARY_SCHEMA,
     CORRECTED_DELTA_SCHEMA,

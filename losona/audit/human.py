@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.audit.tables import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
+from losona.contracts import table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 from losona.formatting import percent

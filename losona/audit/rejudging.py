@@ -9,13 +9,9 @@ import numpy as np
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY
-from losona.config import DeterminismSettings
-from losona.contracts import (
-    DETERMINISM_FLIP_SCHEMA,
-    DETERMINISM_SCHEMA,
-    scenarios_from_table,
-    table,
-)
+from losona.audit.settings import DeterminismSettings
+from losona.audit.tables import DETERMINISM_FLIP_SCHEMA, DETERMINISM_SCHEMA
+from losona.contracts import scenarios_from_table, table
 from losona.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
 

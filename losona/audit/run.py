@@ -15,15 +15,16 @@ from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
-from losona.config import AggregateSettings, DeterminismSettings
-from losona.contracts import (
+from losona.audit.settings import DeterminismSettings
+from losona.audit.tables import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
     CORRECTION_SCHEMA,
     HUMAN_AGREEMENT_SCHEMA,
     HUMAN_ITEM_SCHEMA,
-    table,
 )
+from losona.config import AggregateSettings
+from losona.contracts import table
 from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.judges.base import Judge

@@ -32,8 +32,9 @@ import numpy as np
 import polars as pl
 
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.audit.tables import SELF_PREFERENCE_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SELF_PREFERENCE_SCHEMA, table
+from losona.contracts import table
 from losona.formatting import percent
 
 ESTIMATED = "estimated"

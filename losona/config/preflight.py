@@ -21,15 +21,26 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from losona.audit.settings import AuditSettings
 from losona.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
 from losona.config.reading import chosen, option
-from losona.config.schemas import DynamicSettings
+from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
 RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
-# The groups every run reads, checked as the stages check them.
-RUN_GROUPS = ("paths", "dataset", "sampling", "judge_controls", "aggregate", "audit", "dynamic")
+# The groups every run reads, checked as the stages check them. The families' own schemas
+# are named through their imports, not only found through GROUPS, so that this stage
+# depends on each schema it checks (dvc.yaml lists the modules a stage imports).
+RUN_GROUPS = (
+    "paths",
+    "dataset",
+    "sampling",
+    "judge_controls",
+    "aggregate",
+    AuditSettings.KEY,
+    DynamicSettings.KEY,
+)
 # What the preflight stage writes: always these bytes, so that the stages downstream of it
 # run after it but never rerun because of it.
 CHECKED_MARK = "checked by stages/preflight.py before any stage of this run ran\n"

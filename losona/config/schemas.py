@@ -1,13 +1,17 @@
-"""Every config group's typed schema: model, batch mode, sampling, aggregate, audit, judge,
-condition, dataset, paths, the dynamic extension and generation; and what a run records
-of a model or judge config (no password).
+"""The first turn's config groups' typed schemas: model, batch mode, sampling, judge
+controls, aggregate, judge, condition, dataset and paths; and what a run records of a
+model or judge config (no password).
+
+A stage family's own settings sit in its package (`audit/settings.py`,
+`dynamic/settings.py`, `generation/settings.py`), so that editing them reruns no
+first-turn stage; losona/config/reading.py's GROUPS names where each group's schema is.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -16,7 +20,6 @@ from pydantic import (
     Field,
     Strict,
     StrictStr,
-    StringConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -207,7 +210,7 @@ class _Batched(Schema):
         return BatchSettings(self.batch, self.batch_poll_s, self.batch_rounds, f"{self.KEY}.")
 
 
-# -- sampling, aggregate, audit (conf/config.yaml) -----------------------------------------
+# -- sampling, judge controls, aggregate (conf/config.yaml, conf/run.yaml) -------------------------
 
 
 class SamplingSettings(_Batched):
@@ -244,36 +247,6 @@ class AggregateSettings(Schema):
         Strict(),
         Field(gt=0, lt=1, allow_inf_nan=False, description="a number between 0 and 1 (e.g. 0.95)"),
     ]
-
-
-class SheetSettings(Schema):
-    """The labelling sheet: how many responses, drawn with which seed."""
-
-    EVERY_KEY: ClassVar[bool] = True
-
-    items: Count = 100
-    seed: WholeNumber = 0
-
-
-class DeterminismSettings(Schema):
-    """Re-judging: how many times (0: not at all), how many items, which seed draws them."""
-
-    EVERY_KEY: ClassVar[bool] = True
-
-    repeats: WholeNumber = 0
-    items: Count = 20
-    seed: WholeNumber = 0
-
-
-class AuditSettings(Schema):
-    """The `audit:` node of conf/config.yaml."""
-
-    KEY: ClassVar[str] = "audit"
-    FILE: ClassVar[str] = str(ROOT_FILE)
-
-    export: Flag
-    sheet: SheetSettings
-    determinism: DeterminismSettings
 
 
 # -- judge (conf/judge/*.yaml) --------------------------------------------------------------
@@ -471,211 +444,6 @@ class Paths(Schema):
     calls_dir: PathText
     calls: PathText | None  # null: no published calls below the cache, on purpose
     call_cache: PathText
-
-
-# -- the dynamic extension (conf/dynamic/default.yaml; docs/dynamic.md) ---------------------
-
-DYNAMIC_SOURCES = ("scripted", "simulated")
-OptionNames = Annotated[
-    tuple[Text, ...], Field(description="a list of option names without repeats (may be empty)")
-]
-
-
-class DynamicSettings(Schema):
-    """The dynamic second turn: which sweep cells get one, who decides the arms, who writes.
-
-    Off while `judges` is empty: dvc.yaml expands the dynamic stages from these lists, and
-    a matrix over an empty list is no stage at all.
-    """
-
-    KEY: ClassVar[str] = "dynamic"
-    FILE: ClassVar[str] = "conf/dynamic/default.yaml"
-    EVERY_KEY: ClassVar[bool] = True
-
-    # The first-turn judge(s) whose verdicts put each trial in an arm; each also judges the
-    # second turn. Empty: the extension is off.
-    judges: OptionNames
-    models: OptionNames  # the sweep's models to extend
-    conditions: OptionNames  # the sweep's conditions to extend
-    # Where the sanction and the neutral continuation come from: the scenario's own
-    # follow-up material, or a group model reacting to the subject's actual reply.
-    source: Literal["scripted", "simulated"]
-    group_model: Text  # a conf/model option: the group model of source simulated
-
-    @field_validator("judges", "models", "conditions")
-    @classmethod
-    def _each_once(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(names)) != len(names):
-            raise Refusal("names without repeats", repr(list(names)))
-        return names
-
-    @model_validator(mode="after")
-    def _cells_when_on(self) -> Self:
-        if self.judges:
-            for key in ("models", "conditions"):
-                if not getattr(self, key):
-                    raise Refusal(
-                        "at least one name while dynamic.judges is set (the extension is on)",
-                        "[]",
-                        key,
-                    )
-        return self
-
-    @property
-    def on(self) -> bool:
-        """Whether the extension runs at all."""
-        return bool(self.judges)
-
-    def check_sweep(self, sweep: Mapping[str, Sequence[str]], where: str) -> None:
-        """Refuse cells the sweep does not run: the second turn continues the first."""
-        for key in ("judges", "models", "conditions"):
-            outside = [name for name in getattr(self, key) if name not in sweep[key]]
-            if outside:
-                raise LosonaError(
-                    f"{where}: 'dynamic.{key}': expected names from sweep.{key} "
-                    f"{list(sweep[key])} (params.yaml: the second turn continues the sweep's "
-                    f"first), found {outside}"
-                )
-
-
-# -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
-
-# screen.keep: when the baselines' outcomes keep a candidate.
-KeepRule = Literal["all", "majority"]
-KEEP_RULES = {
-    "all": "kept when every baseline breaches it (no baseline adapts by default)",
-    "majority": "kept when more than half of the baselines breach it",
-}
-SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-DistinctNames = Annotated[
-    tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
-]
-
-
-def _distinct(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    if names is not None and len(set(names)) != len(names):
-        raise Refusal("names without repeats")
-    return names
-
-
-class CellSelection(Schema):
-    """Which (event, norm) cells get candidates, and in which venues (generate.cells)."""
-
-    KEY: ClassVar[str] = "generate.cells"
-    EVERY_KEY: ClassVar[bool] = True
-
-    mode: Literal["all", "per_norm", "list"]
-    per_norm: Count
-    # The `list` entries: event/norm or event/norm@venue.
-    cells: Annotated[
-        tuple[StrictStr, ...],
-        Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),
-    ] = ()
-    venues: Annotated[DistinctNames | None, Field(description="a non-empty list of names or null")]
-
-    @field_validator("cells", mode="before")
-    @classmethod
-    def _null_is_none(cls, cells: Any) -> Any:
-        return () if cells is None else cells
-
-    @field_validator("venues")
-    @classmethod
-    def _venues_once(cls, venues: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return _distinct(venues)
-
-    @model_validator(mode="after")
-    def _list_mode_lists(self) -> Self:
-        if self.mode == "list" and not self.cells:
-            raise Refusal("at least one cell when mode is list", "[]", "list")
-        return self
-
-    def describe(self) -> dict[str, Any]:
-        """The selection as plain values, for the run's summary."""
-        chosen: dict[str, Any] = {"mode": self.mode, "venues": list(self.venues or []) or None}
-        if self.mode == "per_norm":
-            chosen["per_norm"] = self.per_norm
-        if self.mode == "list":
-            chosen["list"] = list(self.cells)
-        return chosen
-
-
-class GenerateSettings(Schema):
-    """The generate node."""
-
-    KEY: ClassVar[str] = "generate"
-
-    generator: Text
-    params: Params
-    structured_output: Literal["json_schema", "json_object", "none"]
-    cells: CellSelection
-    candidates_per_cell: Count
-    seed: WholeNumber
-    max_cost_usd: CostCap
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _null_is_empty(cls, params: Any) -> Any:
-        return {} if params is None else params
-
-    @field_validator("params")
-    @classmethod
-    def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
-        no_inf_nan(params)
-        return params
-
-
-class ScreenSettings(Schema):
-    """The screen node."""
-
-    KEY: ClassVar[str] = "screen"
-
-    models: DistinctNames
-    trials: Count
-    judge: Text
-    keep: KeepRule
-    max_cost_usd: CostCap
-
-    @field_validator("models")
-    @classmethod
-    def _models_once(cls, models: tuple[str, ...]) -> tuple[str, ...] | None:
-        return _distinct(models)
-
-
-SetName = Annotated[
-    StrictStr,
-    StringConstraints(strip_whitespace=True, pattern=SET_NAME.pattern),
-    Field(description="part of a file name: letters, digits, '_', '.' or '-' only"),
-]
-
-
-class CurateSettings(Schema):
-    """The curate node."""
-
-    KEY: ClassVar[str] = "curate"
-
-    name: SetName
-    version: SetName
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _number_or_text(cls, version: Any) -> Any:
-        # 2 and "2.1" both name a version; true does not.
-        if isinstance(version, int) and not isinstance(version, bool):
-            return str(version)
-        return version
-
-    @property
-    def file_name(self) -> str:
-        """The curated set's file name, e.g. losona-generated-v1.jsonl."""
-        return f"{self.name}-v{self.version}.jsonl"
-
-
-class GenerationSettings(Schema):
-    """The generation pipeline's three nodes (conf/generation/*.yaml, global package)."""
-
-    generate: GenerateSettings
-    screen: ScreenSettings
-    curate: CurateSettings
 
 
 # -- what a run records of a model or judge config -------------------------------------

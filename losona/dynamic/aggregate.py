@@ -29,18 +29,18 @@ import numpy as np
 import polars as pl
 
 from losona.config import AggregateSettings, Paths
-from losona.contracts import (
+from losona.contracts import table
+from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
+from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
+from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
+from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
     DYNAMIC_OUTCOME_SCHEMA,
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
-    table,
 )
-from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
-from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
-from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.errors import LosonaError
 from losona.files import (
     display_path,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from losona.config import DynamicSettings, Paths
+from losona.config import Paths
+from losona.dynamic.settings import DynamicSettings
 
 PROMPTS, RESPONSES, VERDICTS = "prompts", "responses", "verdicts"
 # The parts of paths.calls_dir the dynamic stages write (the group model's calls are

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit import Audit
+from losona.audit.run import Audit
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.pages import Section, section

@@ -14,15 +14,15 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
-from losona.audit import METRICS as AUDIT_METRICS
+from losona.audit.files import AUDIT_FILES, read_audit
+from losona.audit.files import METRICS as AUDIT_METRICS
+from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import load_labels
-from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, Paths, option
+from losona.audit.run import audit
+from losona.audit.settings import DeterminismSettings
+from losona.config import AggregateSettings, JudgeConfig, Paths, option
 from losona.contracts import (
     CONTROL_SCHEMA,
-    DYNAMIC_PROMPT_SCHEMA,
-    DYNAMIC_RESPONSE_SCHEMA,
-    DYNAMIC_VERDICT_SCHEMA,
     PROMPT_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
@@ -41,6 +41,12 @@ from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_file
 from losona.dynamic.files import cell_file as dynamic_cell_file
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
+from losona.dynamic.settings import DynamicSettings
+from losona.dynamic.tables import (
+    DYNAMIC_PROMPT_SCHEMA,
+    DYNAMIC_RESPONSE_SCHEMA,
+    DYNAMIC_VERDICT_SCHEMA,
+)
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
 from losona.judges.base import Judge

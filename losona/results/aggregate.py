@@ -16,17 +16,7 @@ import numpy as np
 import polars as pl
 
 from losona.config import AggregateSettings
-from losona.contracts import (
-    CONTROL_SCHEMA,
-    DELTA_SCHEMA,
-    FLIP_SCHEMA,
-    MEAN_SCHEMA,
-    OUTCOME_SCHEMA,
-    RESULT_SCHEMA,
-    breakdown_schema,
-    subset_note,
-    table,
-)
+from losona.contracts import CONTROL_SCHEMA, subset_note, table
 from losona.files import (
     read_csv,
     read_json_object,
@@ -48,6 +38,14 @@ from losona.results.metrics import (
 )
 from losona.results.presentation import Presentation
 from losona.results.table1 import table1_markdown
+from losona.results.tables import (
+    DELTA_SCHEMA,
+    FLIP_SCHEMA,
+    MEAN_SCHEMA,
+    OUTCOME_SCHEMA,
+    RESULT_SCHEMA,
+    breakdown_schema,
+)
 
 T = TypeVar("T", bound=Hashable)
 
