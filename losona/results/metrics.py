@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from losona.config import AggregateSettings
 from losona.formatting import percent
@@ -127,6 +126,8 @@ def bootstrap_means(
             means = (drawn @ numerators.T) / (drawn @ denominators.T)
         return _combined(means.T, combine)
 
+    from scipy import stats  # seconds to import: only a process that bootstraps pays for it
+
     estimate = _point_estimates(values, combine, sizes)
     with warnings.catch_warnings():
         # scipy warns when a bootstrap distribution holds NaN (resamples in which nothing
@@ -214,4 +215,6 @@ def mcnemar_exact(recovered: int, regressed: int) -> float:
     discordant = recovered + regressed
     if discordant == 0:
         return 1.0
+    from scipy import stats
+
     return float(stats.binomtest(recovered, discordant, 0.5).pvalue)
