@@ -1,4 +1,5 @@
-"""The judge and judge_controls scripts as a user runs them, on the offline lexicon judge."""
+"""The judge and judge_controls stages as a user runs them, on the offline lexicon judge: the
+scripts' own mains, in this process (`call_stage`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_stage
+from conftest import call_stage
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
@@ -43,10 +44,9 @@ def write_responses(workdir: Path, model: str = "smollm2", condition: str = "nai
     return path
 
 
-@pytest.mark.slow  # starts a Python process
 def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     write_responses(fetched)
-    result = run_stage("judge", "condition=naive")
+    result = call_stage("judge", "condition=naive")
     assert result.returncode == 0, result.stderr
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
     verdicts = pl.read_parquet(out)
@@ -58,19 +58,17 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in result.stdout
 
 
-@pytest.mark.slow  # starts a Python process
 def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
     write_responses(fetched)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
-    run_stage("judge", "condition=naive")
+    call_stage("judge", "condition=naive")
     first = out.read_bytes()
-    run_stage("judge", "condition=naive")
+    call_stage("judge", "condition=naive")
     assert out.read_bytes() == first
 
 
-@pytest.mark.slow  # starts a Python process
 def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
-    result = run_stage("judge_controls")
+    result = call_stage("judge_controls")
     assert result.returncode == 0, result.stderr
     controls = pl.read_parquet(fetched / "data" / "judge_controls" / "lexicon.parquet")
     metrics = json.loads((fetched / "reports" / "judge_controls" / "lexicon.json").read_text())
@@ -96,24 +94,22 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
         ),
     ],
 )
-@pytest.mark.slow  # starts a Python process
 def test_judge_fails_cleanly_and_writes_nothing(
     fetched: Path, overrides: tuple[str, ...], message: str
 ) -> None:
     write_responses(fetched)
-    result = run_stage("judge", *overrides)
+    result = call_stage("judge", *overrides)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (fetched / "data" / "verdicts").exists()
 
 
-@pytest.mark.slow  # starts a Python process
 def test_responses_of_another_cell_are_refused(fetched: Path) -> None:
     path = write_responses(fetched, model="smollm2", condition="naive")
     elsewhere = fetched / "data" / "responses" / "smollm2" / "norm_informed.parquet"
     elsewhere.write_bytes(path.read_bytes())
-    result = run_stage("judge", "condition=norm_informed")
+    result = call_stage("judge", "condition=norm_informed")
     assert result.returncode == 2
     assert (
         "error: data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
@@ -133,13 +129,12 @@ def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
     ]
 
 
-@pytest.mark.slow
 def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=scripted_judge) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
-        judged = run_stage("judge", "condition=naive", *overrides)
-        controls = run_stage("judge_controls", *overrides)
+        judged = call_stage("judge", "condition=naive", *overrides)
+        controls = call_stage("judge_controls", *overrides)
     assert judged.returncode == 0, judged.stderr
     assert controls.returncode == 0, controls.stderr
     verdicts = pl.read_parquet(
@@ -173,16 +168,15 @@ def yes_man(body: dict[str, Any]) -> str:
     )
 
 
-@pytest.mark.slow
 def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=yes_man) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
-        judged = run_stage("judge", "condition=naive", *overrides)
+        judged = call_stage("judge", "condition=naive", *overrides)
         # Its controls stop it before its cells (run by hand here, the cell came first);
         # told to judge anyway, they are written and warn.
-        refused = run_stage("judge_controls", *overrides)
-        controls = run_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
+        refused = call_stage("judge_controls", *overrides)
+        controls = call_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "cannot judge: every one of its 88 scored validity controls is comply" in refused.stderr
     assert judged.returncode == 0, judged.stderr
@@ -195,7 +189,7 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
         judged.stdout
     )
     assert "got fewer than 90% of its controls right" in controls.stdout
-    aggregated = run_stage("aggregate", "sweep.judges=[gemini_pro]", "sweep.models=[smollm2]")
+    aggregated = call_stage("aggregate", "sweep.judges=[gemini_pro]", "sweep.models=[smollm2]")
     assert aggregated.returncode == 0, aggregated.stderr
     (flag,) = pl.read_csv(fetched / "reports" / "results.csv")["degenerate"].to_list()
     assert flag == (
@@ -209,12 +203,11 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
     assert "**Degenerate verdicts: judge gemini_pro.**" in table1
 
 
-@pytest.mark.slow  # starts a Python process
 def test_an_llm_judge_without_its_key_fails_at_once(
     fetched: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    result = run_stage("judge", "judge=gemini_pro", "condition=naive")
+    result = call_stage("judge", "judge=gemini_pro", "condition=naive")
     assert result.returncode == 2
     assert "needs its API key in the environment variable GEMINI_API_KEY" in result.stderr
     assert not (fetched / "data" / "verdicts").exists()
@@ -243,12 +236,11 @@ def judge_at(port: int, cache: Path) -> list[str]:
     ]
 
 
-@pytest.mark.slow
 def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> None:
     write_responses(fetched)
     port = free_port()
     started = time.monotonic()
-    result = run_stage("judge", *judge_at(port, fetched / "calls.sqlite"))
+    result = call_stage("judge", *judge_at(port, fetched / "calls.sqlite"))
     assert result.returncode == 2, result.stderr
     assert f"could not connect to http://127.0.0.1:{port}/v1" in result.stderr
     assert "Traceback" not in result.stderr
@@ -259,7 +251,6 @@ def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> N
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.slow
 def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_the_rest(
     fetched: Path,
 ) -> None:
@@ -277,7 +268,7 @@ def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_th
 
     first = OpenAIServer(reply=scripted_judge, faults=kill_at_the_next_call, port=port)
     first.__enter__()
-    died = run_stage("judge", *judge_at(port, cache))
+    died = call_stage("judge", *judge_at(port, cache))
     assert died.returncode == 2, died.stderr
     assert len(first.answered) == answered_before_kill
     assert (
@@ -289,7 +280,7 @@ def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_th
     assert not out.exists()
 
     with OpenAIServer(reply=scripted_judge, port=port) as back:
-        rerun = run_stage("judge", *judge_at(port, cache))
+        rerun = call_stage("judge", *judge_at(port, cache))
     assert rerun.returncode == 0, rerun.stderr
     # Only the calls the first run lost were sent: the rest came from the call cache.
     assert back.request_count == 88 - answered_before_kill

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, run_dvc, run_stage
+from conftest import REPO, call_stage, run_dvc, run_stage
 
 from losona.contracts import RESPONSE_SCHEMA
 from losona.errors import LosonaError
@@ -52,12 +52,12 @@ def prompts(workdir: Path) -> pl.DataFrame:
 def sample_stage(
     workdir: Path, server: OpenAIServer, *overrides: str, name: str = "local", **settings: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python stages/sample.py model=<name> condition=naive` against the server."""
+    """Run the sample stage (model=<name> condition=naive) against the server, in process."""
     configs = workdir / "my_conf"
     (configs / "model").mkdir(parents=True, exist_ok=True)
     node = server.model_config(name, **settings)
     (configs / "model" / f"{name}.yaml").write_text(yaml.safe_dump(node))
-    return run_stage(
+    return call_stage(
         "sample",
         f"hydra.searchpath=[file://{configs}]",
         f"model={name}",
@@ -140,20 +140,18 @@ def test_a_condition_that_was_not_rendered_is_refused(
 # --- the stage script ------------------------------------------------------------------
 
 
-@pytest.mark.slow  # starts a Python process
 def test_without_its_key_a_model_fails_at_once_naming_the_variable(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # No prompt table either: the key is checked before any work.
-    result = run_stage("sample", "model=claude_opus", "condition=style_adaptation")
+    result = call_stage("sample", "model=claude_opus", "condition=style_adaptation")
     assert result.returncode == 2, result.stderr
     assert "environment variable ANTHROPIC_API_KEY, which is not set" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (workdir / "data").exists()
 
 
-@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
 def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
@@ -175,7 +173,6 @@ def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
     assert more.returncode == 0 and server.request_count == 24
 
 
-@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
 def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
@@ -198,7 +195,7 @@ def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     assert server.request_count == 21 + 3  # only the three failed calls were sent again
 
 
-@pytest.mark.slow  # runs the stage script on 132 calls
+@pytest.mark.slow  # 264 calls, half of their sends refused and retried
 def test_a_run_with_half_its_sends_rate_limited_finishes_in_one_go(workdir: Path) -> None:
     # The bundled set under one condition, K = 6: 264 calls. With every send drawn 50:50,
     # a bound of 6 attempts would leave about 264 / 2**6 = 4 calls failed.
@@ -216,7 +213,6 @@ def test_a_run_with_half_its_sends_rate_limited_finishes_in_one_go(workdir: Path
     assert log["concurrency"]["cuts_on_429"] >= 1
 
 
-@pytest.mark.slow  # runs the stage script
 def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
@@ -243,11 +239,10 @@ def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     assert server.request_count == 0 and not responses_path(workdir).exists()
 
 
-@pytest.mark.slow  # runs the stage script, which imports litellm
 def test_a_dry_run_without_a_condition_prices_every_cell_of_the_sweep_and_their_sum(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
-    result = run_stage(
+    result = call_stage(
         "sample",
         "sampling.dry_run=true",
         "sweep.models=[gpt_5_5,claude_opus]",
@@ -420,7 +415,6 @@ def test_changing_one_models_config_reruns_only_its_sample_stages(
         assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == set()
 
 
-@pytest.mark.slow  # runs the stage scripts, which import litellm
 def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as_after_render(
     workdir: Path,
 ) -> None:
@@ -434,7 +428,7 @@ def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as
         "dataset.limit=4",
         f"paths.call_cache={cache}",
     )
-    before = run_stage(*dry_run)
+    before = call_stage(*dry_run)
     assert before.returncode == 0, before.stderr
     assert before.stdout.splitlines()[0] == (
         "sample (dry run): no data/prompts.parquet yet, so the prompts are rendered in memory "
@@ -445,9 +439,9 @@ def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as
 
     # After fetch and render the same dry run prices the very same prompts.
     for stage in ("fetch", "render"):
-        made = run_stage(stage, "dataset.limit=4", "sweep.conditions=[naive,norm_informed]")
+        made = call_stage(stage, "dataset.limit=4", "sweep.conditions=[naive,norm_informed]")
         assert made.returncode == 0, made.stderr
-    after = run_stage(*dry_run)
+    after = call_stage(*dry_run)
     assert after.returncode == 0, after.stderr
     assert after.stdout.splitlines() == before.stdout.splitlines()[1:]
 
