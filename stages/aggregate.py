@@ -16,6 +16,7 @@ from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA
 from losona.files import read_parquet
 from losona.judges.verdicts import load_verdicts
+from losona.layout import RunLayout
 from losona.results.aggregate import aggregate, judge_evidence, write_reports
 from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
 
@@ -23,26 +24,28 @@ from losona.results.presentation import judge_kinds, outside_sweep, presentation
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     bootstrap = chosen(cfg, "aggregate")
-    verdicts = load_verdicts(paths.verdicts_dir)
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    verdicts = load_verdicts(layout.verdicts_folder)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     sweep = plain(cfg.sweep)
     for name in outside_sweep(verdicts, sweep):
         # Verdict files outlive a sweep that drops them: report them, and say so.
-        print(f"note: {paths.verdicts_dir} has verdicts for {name}; reported too", file=sys.stderr)
+        print(
+            f"note: {layout.verdicts_folder} has verdicts for {name}; reported too", file=sys.stderr
+        )
     reports = aggregate(
         verdicts,
         scenarios,
         bootstrap=bootstrap,
         presentation=presentation_for(verdicts, sweep),
-        judges=judge_evidence(paths.judge_controls_dir, judge_kinds(verdicts["judge"].unique())),
+        judges=judge_evidence(layout, judge_kinds(verdicts["judge"].unique())),
     )
-    write_reports(reports, paths.reports_dir)
+    write_reports(reports, layout.reports_folder)
     results = reports["results.csv"]
     print(
         f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
-        f"{results['unscored_trials'].sum()} unscored trials -> {paths.reports_dir}/"
+        f"{results['unscored_trials'].sum()} unscored trials -> {layout.reports_folder}/"
     )
     for row in results.filter(pl.col("degenerate").is_not_null()).iter_rows(named=True):
         print(

@@ -12,15 +12,6 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA, SCENARIO_SCHEMA
-from losona.dynamic.files import (
-    JUDGE_CALLS,
-    PROMPTS,
-    RESPONSES,
-    VERDICTS,
-    calls_file,
-    cell_file,
-    run_log,
-)
 from losona.dynamic.judge import judge_second_turn
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
@@ -31,6 +22,7 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
+from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.provenance.call_files import call_store
 
@@ -38,7 +30,7 @@ from losona.provenance.call_files import call_store
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     if "condition" not in cfg:
         raise LosonaError(
             "dynamic_judge needs one cell, e.g. judge=lexicon model=smollm2 condition=naive"
@@ -46,12 +38,12 @@ def main(cfg: DictConfig) -> None:
     config = chosen(cfg, "judge")
     name, model = config.name, chosen(cfg, "model").name
     condition = chosen(cfg, "condition").name
-    log = run_log(paths, "judge", name, model, condition)
-    judge = make_judge(config, CallOptions(cache_path=call_store(paths), run_log=log))
-    responses_path = cell_file(paths, RESPONSES, name, model, condition)
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    log = layout.dynamic_log("judge", name, model, condition)
+    judge = make_judge(config, CallOptions(cache_path=call_store(layout), run_log=log))
+    responses_path = layout.dynamic_responses(name, model, condition)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     prompts = read_parquet(
-        cell_file(paths, PROMPTS, name, model, condition),
+        layout.dynamic_prompts(name, model, condition),
         DYNAMIC_PROMPT_SCHEMA,
         made_by="dynamic_render",
     )
@@ -59,9 +51,10 @@ def main(cfg: DictConfig) -> None:
     verdicts = judge_second_turn(
         scenarios, prompts, responses, judge, name, origin=display_path(responses_path)
     )
-    out = cell_file(paths, VERDICTS, name, model, condition)
+    out = layout.dynamic_verdicts(name, model, condition)
     write_parquet(verdicts, out)
-    write_parquet(judge_calls(judge), calls_file(paths, JUDGE_CALLS, name, model, condition))
+    calls_out = layout.dynamic_calls("dynamic_judge", name, model, condition)
+    write_parquet(judge_calls(judge), calls_out)
     print(
         f"dynamic_judge {name} ({judge.model}) on {model}/{condition}: {verdicts.height} "
         f"verdicts, {status_counts(verdicts)} -> {out}"

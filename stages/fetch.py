@@ -12,17 +12,18 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, origin_of
 from losona.files import write_parquet
+from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     scenarios = fetch_scenarios(chosen(cfg, "dataset"), ids_from=origin_of("dataset.scenario_ids"))
-    write_parquet(scenarios, paths.scenarios)
+    write_parquet(scenarios, layout.scenarios)
     source = scenarios["source"][0]
-    print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")
+    print(f"fetch: {scenarios.height} scenarios from {source} -> {layout.scenarios}")
 
 
 if __name__ == "__main__":

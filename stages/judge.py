@@ -7,8 +7,6 @@ Reads data/responses/<model>/<condition>.parquet (never resamples) and writes
 data/verdicts/<judge>/<model>/<condition>.parquet.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
@@ -27,14 +25,15 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
+from losona.layout import RunLayout
 from losona.models import CallOptions
-from losona.provenance.call_files import call_store, judge_calls_file
+from losona.provenance.call_files import call_store
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     if "condition" not in cfg:
         raise LosonaError("judge needs one condition, e.g. condition=naive")
     config = chosen(cfg, "judge")
@@ -43,12 +42,12 @@ def main(cfg: DictConfig) -> None:
     judge = make_judge(
         config,
         CallOptions(
-            cache_path=call_store(paths),
-            run_log=Path(paths.judge_logs_dir) / judge_name / model / f"{condition}.log.json",
+            cache_path=call_store(layout),
+            run_log=layout.judge_log(judge_name, model, condition),
         ),
     )
-    responses_path = Path(paths.responses_dir) / model / f"{condition}.parquet"
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    responses_path = layout.responses(model, condition)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
     verdicts = judge_responses(
         scenarios,
@@ -59,7 +58,7 @@ def main(cfg: DictConfig) -> None:
         condition=condition,
         origin=display_path(responses_path),
     )
-    out = Path(paths.verdicts_dir) / judge_name / model / f"{condition}.parquet"
+    out = layout.verdicts(judge_name, model, condition)
     # Only the verdicts are needed from here: the inputs go before they are written, and the
     # verdicts (but the columns the account below reads) before the calls table is made.
     del scenarios, responses
@@ -68,9 +67,7 @@ def main(cfg: DictConfig) -> None:
     del verdicts
     # Collected here rather than streamed: a cell's calls fit one row group, which the
     # writer would hold whole anyway, and made on this thread they peaked a little lower.
-    write_parquet(
-        judge_calls(judge).collect(), judge_calls_file(paths, judge_name, model, condition)
-    )
+    write_parquet(judge_calls(judge).collect(), layout.judge_calls(judge_name, model, condition))
     print(
         f"judge {judge_name} ({judge.model}) on {model}/{condition}: {outcomes.height} "
         f"verdicts, {status_counts(outcomes)} -> {out}"

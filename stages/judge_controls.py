@@ -11,8 +11,6 @@ example) stops the run here, before its cells are paid for, and writes nothing, 
 judge_controls.judge_anyway=true (conf/run.yaml). Its calls stay in the call cache.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
@@ -31,27 +29,28 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
+from losona.layout import RunLayout
 from losona.models import CallOptions
-from losona.provenance.call_files import call_store, controls_calls
+from losona.provenance.call_files import call_store
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     config = chosen(cfg, "judge")
     name = config.name
     judge = make_judge(
         config,
         CallOptions(
-            cache_path=call_store(paths),
-            run_log=Path(paths.judge_logs_dir) / name / "controls.log.json",
+            cache_path=call_store(layout),
+            run_log=layout.controls_log(name),
         ),
     )
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     controls = judge_controls(scenarios, judge, name)
     summary = control_summary(controls)
-    out = Path(paths.judge_controls_dir)
+    out = layout.controls(name)
     signs = cannot_judge(controls)
     if signs and not chosen(cfg, "judge_controls").judge_anyway:
         raise LosonaError(
@@ -62,16 +61,16 @@ def main(cfg: DictConfig) -> None:
             f"conf/judge/{name}.yaml (docs/judges.md), or a larger judge model; to judge "
             "with it anyway: dvc exp run -S conf/run.yaml:judge_controls.judge_anyway=true"
         )
-    write_parquet(controls, out / f"{name}.parquet")
-    write_parquet(judge_calls(judge), controls_calls(paths, name))
+    write_parquet(controls, out)
+    write_parquet(judge_calls(judge), layout.controls_calls(name))
     # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.
-    write_json({name: summary}, Path(paths.judge_controls_reports_dir) / f"{name}.json")
+    write_json({name: summary}, layout.controls_summary(name))
     every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]
     print(
         f"judge_controls {name} ({judge.model}): {every['right']} of {every['items']} right "
         f"({every['accuracy']}%): compliant examples {compliant['right']}/{compliant['items']}, "
         f"breaching examples {breaching['right']}/{breaching['items']}; "
-        f"{status_counts(controls)} -> {out / f'{name}.parquet'}"
+        f"{status_counts(controls)} -> {out}"
     )
     if (sources := call_sources(judge)) is not None:
         print(f"judge_controls {name}: answers: {sources}")
@@ -80,7 +79,7 @@ def main(cfg: DictConfig) -> None:
     if (every["accuracy"] or 0.0) < TRUSTWORTHY_PERCENT:
         print(
             f"warning: judge {name} got fewer than {TRUSTWORTHY_PERCENT:g}% of its controls "
-            f"right; check its config and {out / f'{name}.parquet'} before trusting its verdicts"
+            f"right; check its config and {out} before trusting its verdicts"
         )
 
 

@@ -34,6 +34,7 @@ from losona.contracts import (
 )
 from losona.errors import LosonaError
 from losona.files import display_path, read_csv, read_parquet, sha256_text, write_text
+from losona.layout import RunLayout
 from losona.pages import fragment, render_page, section
 from losona.prompts.render import format_transcript
 
@@ -57,13 +58,11 @@ class Labels:
 
 
 def load_responses(
-    responses_dir: str | Path, models: Sequence[str], conditions: Sequence[str]
+    layout: RunLayout, models: Sequence[str], conditions: Sequence[str]
 ) -> pl.DataFrame:
     """Every response of the sweep's models x conditions in one table."""
     frames = [
-        read_parquet(
-            Path(responses_dir) / model / f"{condition}.parquet", RESPONSE_SCHEMA, "sample"
-        )
+        read_parquet(layout.responses(model, condition), RESPONSE_SCHEMA, "sample")
         for model in models
         for condition in conditions
     ]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings, Paths
+from losona.config import AggregateSettings
 from losona.contracts import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
@@ -39,7 +39,6 @@ from losona.contracts import (
     table,
 )
 from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
-from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.errors import LosonaError
 from losona.files import (
@@ -52,6 +51,7 @@ from losona.files import (
     write_text,
 )
 from losona.formatting import percent
+from losona.layout import RunLayout
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact
 from losona.results.metrics import scenario_outcomes as majority
@@ -94,18 +94,25 @@ class DynamicReports:
 
 
 def load_cells(
-    paths: Paths, judge: str, models: Sequence[str], conditions: Sequence[str]
+    layout: RunLayout, judge: str, models: Sequence[str], conditions: Sequence[str]
 ) -> list[Cell]:
     """Every cell's prompt and verdict tables, each checked against its place."""
     cells = []
     for model in models:
         for condition in conditions:
             tables = []
-            for name, schema, made_by in (
-                (PROMPTS, DYNAMIC_PROMPT_SCHEMA, "dynamic_render"),
-                (VERDICTS, DYNAMIC_VERDICT_SCHEMA, "dynamic_judge"),
+            for path, schema, made_by in (
+                (
+                    layout.dynamic_prompts(judge, model, condition),
+                    DYNAMIC_PROMPT_SCHEMA,
+                    "dynamic_render",
+                ),
+                (
+                    layout.dynamic_verdicts(judge, model, condition),
+                    DYNAMIC_VERDICT_SCHEMA,
+                    "dynamic_judge",
+                ),
             ):
-                path = cell_file(paths, name, judge, model, condition)
                 df = read_parquet(path, schema, made_by=made_by)
                 for column, expected in (("subject_model", model), ("condition", condition)):
                     found = sorted(df[column].unique().to_list(), key=str)
