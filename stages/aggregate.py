@@ -5,55 +5,20 @@ python stages/aggregate.py aggregate.seed=1              # another bootstrap see
 python stages/aggregate.py paths.verdicts_dir=runs/v paths.reports_dir=runs/reports
 """
 
-import sys
-
 import hydra
-import polars as pl
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet
-from losona.judges.verdicts import load_verdicts
 from losona.layout import RunLayout
-from losona.results.aggregate import aggregate, judge_evidence, write_reports
-from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
+from losona.results.stage import run_aggregate
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
-    bootstrap = chosen(cfg, "aggregate")
-    verdicts = load_verdicts(layout.verdicts_folder)
-    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    sweep = plain(cfg.sweep)
-    for name in outside_sweep(verdicts, sweep):
-        # Verdict files outlive a sweep that drops them: report them, and say so.
-        print(
-            f"note: {layout.verdicts_folder} has verdicts for {name}; reported too", file=sys.stderr
-        )
-    reports = aggregate(
-        verdicts,
-        scenarios,
-        bootstrap=bootstrap,
-        presentation=presentation_for(verdicts, sweep),
-        judges=judge_evidence(layout, judge_kinds(verdicts["judge"].unique())),
-    )
-    write_reports(reports, layout.reports_folder)
-    results = reports["results.csv"]
-    print(
-        f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
-        f"{results['unscored_trials'].sum()} unscored trials -> {layout.reports_folder}/"
-    )
-    for row in results.filter(pl.col("degenerate").is_not_null()).iter_rows(named=True):
-        print(
-            f"warning: judge {row['judge']}'s verdicts on {row['subject_model']}/"
-            f"{row['condition']} are degenerate ({row['degenerate']}): its numbers there "
-            "measure the judge, not the model",
-            file=sys.stderr,
-        )
+    run_aggregate(chosen(cfg, "aggregate"), layout, plain(cfg.sweep))
 
 
 if __name__ == "__main__":

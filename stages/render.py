@@ -9,10 +9,8 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet, write_parquet
 from losona.layout import RunLayout
-from losona.prompts.render import render_table
+from losona.prompts.stage import run_render
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -23,10 +21,7 @@ def main(cfg: DictConfig) -> None:
         conditions = [chosen(cfg, "condition").name]
     else:  # a condition must have its config, not only a template
         conditions = [option("condition", name).name for name in cfg.sweep.conditions]
-    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    prompts = render_table(scenarios, conditions)
-    write_parquet(prompts, layout.prompts)  # made a chunk at a time as it is written
-    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {layout.prompts}")
+    run_render(conditions, layout)
 
 
 if __name__ == "__main__":

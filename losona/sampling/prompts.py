@@ -3,10 +3,11 @@ render has run, the same prompts rendered in memory (nothing written)."""
 
 from __future__ import annotations
 
-import polars as pl
-from omegaconf import DictConfig
+from collections.abc import Callable
 
-from losona.config import chosen, origin_of
+import polars as pl
+
+from losona.config import DatasetConfig, origin_of
 from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
 from losona.files import read_parquet
 from losona.layout import RunLayout
@@ -27,13 +28,15 @@ def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
     return prompts
 
 
-def dry_run_prompts(cfg: DictConfig, layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
+def dry_run_prompts(
+    layout: RunLayout, conditions: list[str], dataset: Callable[[], DatasetConfig]
+) -> pl.DataFrame:
     """The prompts a dry run prices: render's, or before render has run, rendered in memory.
 
     The README offers the dry run as the first thing to try with a new model, before any
     stage has run. Then the prompts are made here by the code fetch and render run
     (fetch_scenarios, render_table), so the price is that of the prompts they will write,
-    and nothing is written.
+    and nothing is written. `dataset` is read only then (a dry run before fetch).
     """
     if layout.prompts.is_file():
         return condition_rows(layout, conditions)
@@ -41,9 +44,9 @@ def dry_run_prompts(cfg: DictConfig, layout: RunLayout, conditions: list[str]) -
         scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
         source = str(layout.scenarios)
     else:
-        dataset = chosen(cfg, "dataset")
-        scenarios = fetch_scenarios(dataset, ids_from=origin_of("dataset.scenario_ids"))
-        source = f"the dataset '{dataset.name or dataset.kind}'"
+        config = dataset()
+        scenarios = fetch_scenarios(config, ids_from=origin_of("dataset.scenario_ids"))
+        source = f"the dataset '{config.name or config.kind}'"
     print(
         f"sample (dry run): no {layout.prompts} yet, so the prompts are rendered in memory "
         f"from {source}; nothing is written"
