@@ -146,6 +146,12 @@ def test_a_cell_reads_where_dvc_yaml_declares_its_inputs() -> None:
     assert posix(layout.judge_verdicts(j), layout.controls(j)) <= deps["panel_votes"]
     assert posix(layout.run_checked) <= deps["fetch"]
     assert posix(layout.calls_folder) <= deps["calls"] & deps["plot"]
+    # The stages that read a folder whole depend on it whole.
+    assert posix(layout.verdicts_folder) <= deps["aggregate"] & deps["audit"] & deps["plot"]
+    assert posix(layout.controls_folder) <= deps["aggregate"] & deps["audit"]
+    assert posix(layout.configs_folder) <= deps["aggregate"] & deps["provenance"]
+    assert posix(layout.labels_folder) <= deps["audit"]
+    assert posix(layout.dynamic_reports_folder) <= deps["plot"]
 
 
 def test_the_calls_stage_merges_every_calls_file_the_cells_write() -> None:

@@ -14,6 +14,9 @@ from losona.layout import RunLayout
 from losona.prompts.render import render_table
 from losona.scenarios.datasets import fetch_scenarios
 
+# The dataset's config, read only by a dry run before fetch has written the scenario table.
+DatasetSource = Callable[[], DatasetConfig]
+
 
 def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
     """Render's prompts of these conditions; all of them when it has none, to say which it has."""
@@ -29,7 +32,7 @@ def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
 
 
 def dry_run_prompts(
-    layout: RunLayout, conditions: list[str], dataset: Callable[[], DatasetConfig]
+    layout: RunLayout, conditions: list[str], dataset: DatasetSource
 ) -> pl.DataFrame:
     """The prompts a dry run prices: render's, or before render has run, rendered in memory.
 

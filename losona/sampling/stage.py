@@ -4,19 +4,16 @@ in-process with a composed config."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from losona.config import ConditionConfig, DatasetConfig, ModelSpec, SamplingSettings
+from losona.config import ConditionConfig, ModelSpec, SamplingSettings
 from losona.files import write_parquet
 from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
 from losona.provenance.call_files import call_store
-from losona.sampling.prompts import condition_rows, dry_run_prompts
+from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
 from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
-
-# The dataset, read only by a dry run before fetch has written the scenario table.
-DatasetSource = Callable[[], DatasetConfig]
 
 
 def run_sample(
