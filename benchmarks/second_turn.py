@@ -172,8 +172,13 @@ def floor(m: dict[str, Any], turn: str) -> float | None:
     if m[f"{turn}_read"] is None:
         return None
     around = m["rates"][:2] if turn == "first" else m["rates"][1:]
-    prompt_rate = statistics.fmean(r[0] for r in around)
-    decode_rate = statistics.fmean(r[1] for r in around)
+    return work_seconds(m, turn, around)
+
+
+def work_seconds(m: dict[str, Any], turn: str, rates: list[list[float]]) -> float:
+    """The turn's tokens read and written, in seconds at the mean of `rates`."""
+    prompt_rate = statistics.fmean(r[0] for r in rates)
+    decode_rate = statistics.fmean(r[1] for r in rates)
     return float(m[f"{turn}_read"] / prompt_rate + m[f"{turn}_generated"] / decode_rate)
 
 
@@ -202,6 +207,14 @@ def describe(name: str, m: dict[str, Any]) -> str:
         lines.append(
             f"  second turn: {m['second_prompt_tokens']} prompt tokens sent, "
             f"{m['second_read']} read ({m['second_read'] / m['second_prompt_tokens']:.0%})"
+        )
+    if m["first_read"] is not None and m["second_read"] is not None:
+        # The time ratio moves with the load, which can change between the turns; the
+        # work (tokens read and written, both at the same rates) does not.
+        first, second = (work_seconds(m, turn, m["rates"]) for turn in ("first", "second"))
+        lines.append(
+            f"  the same work at one set of rates (their mean): second / first = "
+            f"{second / first:.2f}"
         )
     return "\n".join(lines)
 

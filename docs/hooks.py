@@ -6,9 +6,10 @@
   here to site pages; a link to anything the site does not hold is left as it is, so
   `mkdocs build --strict` fails on it.
 - `contracts.md` holds the prose; every `<!-- contract: NAME -->` marker in it becomes the
-  table of columns of the schema `NAME` in `losona/contracts.py`: name, type and the
-  comment written beside the column there. A schema the page does not place, or a marker
-  naming no schema, stops the build: the page cannot drift from the code.
+  table of columns of the schema `NAME` in `losona/contracts.py` or a stage family's
+  `losona/<family>/tables.py`: name, type and the comment written beside the column there.
+  A schema the page does not place, or a marker naming no schema, stops the build: the
+  page cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTRACTS = "losona/contracts.py"
+# The files that define the tables: the first turn's, then each stage family's own.
+CONTRACTS = "losona/contracts.py and losona/*/tables.py"
+
+
+def contract_files() -> list[str]:
+    """Every file of CONTRACTS, as repository paths."""
+    families = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("losona/*/tables.py"))
+    return ["losona/contracts.py", *families]
+
 
 # Site page -> the repository file it shows.
 INCLUDED = {"index.md": "README.md", "benchmarks.md": "benchmarks/README.md"}
@@ -69,13 +78,14 @@ def _site_links(text: str, source: str) -> str:
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Point a page's links to the README (`../README.md`) at the site's own copy, and fill
-    the contracts page's markers with the tables of losona/contracts.py."""
+    the contracts page's markers with the tables of CONTRACTS."""
     if page.file.src_uri not in INCLUDED:
         markdown = _site_links(markdown, "docs/" + page.file.src_uri)
     if page.file.src_uri != "contracts.md":
         return markdown
-    docs = schema_docs((ROOT / CONTRACTS).read_text(encoding="utf-8"))
-    module = importlib.import_module("losona.contracts")
+    docs: dict[str, SchemaDoc] = {}
+    for file in contract_files():
+        docs.update(schema_docs((ROOT / file).read_text(encoding="utf-8"), file))
     placed: list[str] = []
 
     def table(match: re.Match[str]) -> str:
@@ -87,6 +97,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
                 f"it defines {', '.join(sorted(docs))}"
             )
         placed.append(name)
+        module = importlib.import_module(docs[name].file.removesuffix(".py").replace("/", "."))
         obj = getattr(module, name)
         schema = obj(*args) if callable(obj) else obj
         return render_table(docs[name], schema)
@@ -114,15 +125,17 @@ def _parse_marker(call: str) -> tuple[str, list[Any]]:
 
 @dataclass
 class SchemaDoc:
-    """What contracts.py says about one schema: its comments, the schema's and each column's."""
+    """What a contracts file says about one schema: its comments, the schema's and each column's."""
 
+    file: str  # the repository path of the file that defines it
     about: list[str]
     columns: list[str] = field(default_factory=list)
 
 
-def schema_docs(source: str) -> dict[str, SchemaDoc]:
-    """Every schema of contracts.py (a `*_SCHEMA = pl.Schema({...})` constant, or a function
-    returning one) with its comments, read from the source: comments do not survive import."""
+def schema_docs(source: str, file: str) -> dict[str, SchemaDoc]:
+    """Every schema of a contracts file (a `*_SCHEMA = pl.Schema({...})` constant, or a
+    function returning one) with its comments, read from the source: comments do not survive
+    import."""
     comments = {
         token.start[0]: token.string.removeprefix("#").strip()
         for token in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -157,13 +170,13 @@ def schema_docs(source: str) -> dict[str, SchemaDoc]:
         else:
             continue
         if not _is_schema_call(call):
-            raise PluginError(f"{CONTRACTS}: {name} is not written as pl.Schema({{...}})")
+            raise PluginError(f"{file}: {name} is not written as pl.Schema({{...}})")
         assert isinstance(call, ast.Call)
         if call.lineno in comments:
             about.append(comments[call.lineno])
         columns_node = call.args[0]
         assert isinstance(columns_node, ast.Dict)
-        doc = SchemaDoc(about=[text for text in about if text])
+        doc = SchemaDoc(file=file, about=[text for text in about if text])
         previous = call.lineno
         for key, value in zip(columns_node.keys, columns_node.values, strict=True):
             assert key is not None
@@ -190,12 +203,12 @@ def _is_schema_call(node: ast.AST | None) -> bool:
 def render_table(doc: SchemaDoc, schema: pl.Schema) -> str:
     """A Markdown table of `schema`'s columns, in order, with their notes from the source."""
     if len(doc.columns) != len(schema):
-        raise PluginError(f"{CONTRACTS}: read {len(doc.columns)} columns, found {len(schema)}")
+        raise PluginError(f"{doc.file}: read {len(doc.columns)} columns, found {len(schema)}")
     rows = ["| column | type | notes |", "|---|---|---|"]
     for (name, dtype), note in zip(schema.items(), doc.columns, strict=True):
         rows.append(f"| `{name}` | `{_type(dtype)}` | {_cell(note)} |")
     about = "".join(f"> {_escape(text)}\n>\n" for text in doc.about)
-    source = f"{about}> (from `{CONTRACTS}`)\n\n" if about else ""
+    source = f"{about}> (from `{doc.file}`)\n\n" if about else ""
     return source + "\n".join(rows)
 
 

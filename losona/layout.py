@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from losona.config import DynamicSettings, Paths
+from losona.config import Paths
 
 # The folders under calls_folder, one per stage that calls models.
 SAMPLE_CALLS, JUDGE_CALLS, CONTROLS_CALLS = "sample", "judge", "judge_controls"
@@ -29,6 +30,19 @@ DYNAMIC_CALLS = ("dynamic_group", "dynamic_sample", "dynamic_judge")
 LOG_SUFFIX = ".log.json"
 # The HTML report, in reports_folder.
 REPORT_PAGE = "index.html"
+
+
+class DynamicSweep(Protocol):
+    """The cells the dynamic turn runs (DynamicSettings has them). Named by shape, not
+    imported: the layout serves first-turn stages, which must not depend on the dynamic
+    turn's settings."""
+
+    @property
+    def judges(self) -> Sequence[str]: ...
+    @property
+    def models(self) -> Sequence[str]: ...
+    @property
+    def conditions(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -231,7 +245,7 @@ class RunLayout:
         root = Path(self.paths.dynamic_logs_dir)
         return root / judge / stage / model / f"{condition}{LOG_SUFFIX}"
 
-    def dynamic_call_files(self, settings: DynamicSettings) -> list[Path]:
+    def dynamic_call_files(self, settings: DynamicSweep) -> list[Path]:
         """Every calls file the dynamic stages write (none while the extension is off)."""
         return [
             self.dynamic_calls(stage, judge, model, condition)

@@ -15,8 +15,11 @@ import hydra
 import polars as pl
 from omegaconf import DictConfig
 
-from losona.audit import AuditSettings, audit, audit_inputs, summary_lines, write_audit
+from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
+from losona.audit.run import audit
+from losona.audit.settings import AuditSettings
+from losona.audit.summary import summary_lines
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
@@ -69,7 +72,7 @@ def main(cfg: DictConfig) -> None:
         rejudge=rejudge,
         families=inputs.families,
     )
-    write_audit(result, layout.audit_folder)
+    result.write(layout.audit_folder)
     for line in summary_lines(result):
         print(f"audit: {line}")
     print(f"audit -> {layout.audit_folder}/")

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from losona.catalog import load_catalog
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import CANDIDATE_SCHEMA, VERDICT_SCHEMA
+from losona.contracts import VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_json_object, read_parquet, write_json, write_text
 from losona.generation.curate import (
@@ -31,6 +31,7 @@ from losona.generation.curate import (
     review_table,
     scenario_file_text,
 )
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.layout import RunLayout
 
 

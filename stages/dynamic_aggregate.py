@@ -14,16 +14,9 @@ from omegaconf import DictConfig
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA, subset_note
-from losona.dynamic.aggregate import (
-    FIGURE,
-    aggregate_dynamic,
-    load_cells,
-    presentation_of,
-    write_dynamic_reports,
-)
+from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
 from losona.dynamic.plots import draw_recovery
 from losona.files import read_parquet
-from losona.formatting import percent
 from losona.layout import RunLayout
 from losona.report.plots import write_figures
 
@@ -46,9 +39,10 @@ def main(cfg: DictConfig) -> None:
         presentation=presentation_of(settings.models, settings.conditions, [judge]),
     )
     out = layout.dynamic_reports(judge)
-    write_dynamic_reports(reports, out)
-    level = f"{percent(bootstrap.confidence):g}%"
-    figure = draw_recovery(reports["results.csv"], FIGURE, level, subset_note(scenarios))
+    reports.write(out)
+    figure = draw_recovery(
+        reports["results.csv"], FIGURE, reports.confidence, subset_note(scenarios)
+    )
     write_figures([figure], out)
     print(
         f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "

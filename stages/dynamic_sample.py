@@ -13,8 +13,8 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import DYNAMIC_PROMPT_SCHEMA
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
+from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
 from losona.layout import RunLayout

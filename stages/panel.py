@@ -15,7 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
+from losona.config import chosen, judge_kind_settings, plain
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import read_parquet, write_json, write_parquet
@@ -29,7 +29,7 @@ from losona.layout import RunLayout
 def main(cfg: DictConfig) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
     panel = chosen(cfg, "judge")
-    if panel.kind != "panel":
+    if not judge_kind_settings(panel.kind).combines:
         raise LosonaError(
             f"judge '{panel.name}' is of kind {panel.kind}, not a panel: judge it with "
             "python stages/judge.py"

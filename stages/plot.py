@@ -9,7 +9,7 @@ python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/repo
 import hydra
 from omegaconf import DictConfig
 
-from losona.audit import read_audit
+from losona.audit.files import read_audit
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
 from losona.contracts import SCENARIO_SCHEMA, subset_note

@@ -14,7 +14,6 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
-from losona.contracts import CANDIDATE_SCHEMA
 from losona.files import read_parquet, write_json, write_parquet, write_text
 from losona.generation.screen import (
     cell_report,
@@ -23,6 +22,7 @@ from losona.generation.screen import (
     screen_summary,
 )
 from losona.generation.settings import load_model
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.judges.run import make_judge
 from losona.layout import RunLayout
 from losona.models import CallOptions

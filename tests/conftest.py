@@ -13,11 +13,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+import yaml
+from filelock import FileLock
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
@@ -239,6 +242,63 @@ def copy_repo(target: Path) -> Path:
 def repo_copy(tmp_path: Path) -> Iterator[Path]:
     """A copy of the repository's files (tracked and new, not ignored) as its own git repo."""
     yield copy_repo(tmp_path / "repo")
+
+
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run that every xdist worker sees (pytest's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+# The golden run: the smallest whole run of the offline default (the embedded model, the
+# naive condition, the lexicon judge, two scenarios, K = 1), as DVC writes it and committed.
+GOLDEN_SWEEP = {"models": ["smollm2"], "conditions": ["naive"], "judges": ["lexicon"]}
+GOLDEN_IDENTITY = {"user.email": "user@example.org", "user.name": "a user"}
+
+
+@dataclass(frozen=True)
+class GoldenRun:
+    """The committed golden run, and what its `dvc repro` printed."""
+
+    repo: Path
+    output: str
+
+    def copy(self, target: Path) -> Path:
+        """A copy of the run (git history, DVC cache and outputs) for one test to change."""
+        shutil.copytree(self.repo, target, symlinks=True)
+        return target
+
+
+@pytest.fixture(scope="session")
+def golden_run(tmp_path_factory: pytest.TempPathFactory) -> GoldenRun:
+    """The golden run, made once per test run and shared by every worker: tests that start
+    from a small committed run copy it rather than each running `dvc repro` again. It was
+    made with a HOME of its own, so a copy run with the test's HOME has a cold call cache."""
+    root = shared_dir(tmp_path_factory) / "golden-run"
+    with FileLock(f"{root}.lock"):
+        if not (root / "made").is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            repo = copy_repo(root / "repo")
+            for key, value in GOLDEN_IDENTITY.items():
+                subprocess.run(["git", "config", key, value], cwd=repo, check=True)
+            run = repo / "conf" / "run.yaml"
+            text = run.read_text()
+            assert "  trials: 3 " in text and "  limit: null " in text  # else nothing changes
+            run.write_text(
+                text.replace("  trials: 3 ", "  trials: 1 ").replace(
+                    "  limit: null ", "  limit: 2 "
+                )
+            )
+            params = {"dataset": "bundled", "sweep": GOLDEN_SWEEP}
+            (repo / "params.yaml").write_text(yaml.safe_dump(params))
+            (repo / "dvc.lock").unlink(missing_ok=True)
+            env = {**os.environ, **new_home(root / "home", root / "home" / ".matplotlib")}
+            made = run_dvc("repro", cwd=repo, env=env)
+            (root / "repro.out").write_text(made.stdout)
+            subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+            subprocess.run(["git", "commit", "-qm", "a golden run"], cwd=repo, check=True)
+            (root / "made").touch()
+    return GoldenRun(repo=root / "repo", output=(root / "repro.out").read_text())
 
 
 def run_dvc(

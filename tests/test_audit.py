@@ -13,31 +13,25 @@ from conftest import BASE_ROW, verdict_table
 from test_aggregate import complying, scenario_table
 from test_judge import AlwaysComplies
 
-from losona.audit import (
-    AUDIT_FILES,
-    Audit,
-    AuditSettings,
-    Confusion,
-    DeterminismSettings,
-    audit,
-    compare_judges,
-    control_results,
-    determinism,
-    headline_stability,
-    human_agreement,
-    paired_verdicts,
-    read_audit,
-    summary_lines,
-    write_audit,
-)
+from losona.audit.agreement import Confusion
+from losona.audit.comparison import compare_judges, headline_stability, paired_verdicts
+from losona.audit.controls import control_results
+from losona.audit.files import AUDIT_FILES, read_audit
+from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
+from losona.audit.rejudging import determinism
+from losona.audit.run import audit
+from losona.audit.settings import AuditSettings, DeterminismSettings
+from losona.audit.summary import summary_lines
+from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, table
+from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.run import judge_controls
 from losona.results.aggregate import Reports, aggregate
+from losona.results.bundle import ReportBundle
 from losona.results.presentation import Presentation
 
 BOOTSTRAP = AggregateSettings(resamples=1_000, seed=0, confidence=0.95)
@@ -499,7 +493,7 @@ def two_judge_run(
     return verdicts, reports, controls
 
 
-def run_audit(scenarios: pl.DataFrame, labels: Labels = NO_LABELS, **changes: Any) -> Audit:
+def run_audit(scenarios: pl.DataFrame, labels: Labels = NO_LABELS, **changes: Any) -> ReportBundle:
     """The audit of `two_judge_run`, with `changes` to audit's keyword arguments."""
     verdicts, reports, controls = two_judge_run(scenarios)
     arguments: dict[str, Any] = {
@@ -553,8 +547,8 @@ def test_audit_files_round_trip_and_are_byte_identical_on_rerun(
     tmp_path: Path, full_scenarios: pl.DataFrame
 ) -> None:
     result = run_audit(full_scenarios)
-    write_audit(result, tmp_path / "one")
-    write_audit(run_audit(full_scenarios), tmp_path / "two")
+    result.write(tmp_path / "one")
+    run_audit(full_scenarios).write(tmp_path / "two")
     for name in (*AUDIT_FILES, "metrics.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     back = read_audit(tmp_path / "one")
@@ -577,7 +571,7 @@ def test_audit_files_round_trip_and_are_byte_identical_on_rerun(
 def test_reading_the_audit_refuses_a_missing_or_damaged_file(
     tmp_path: Path, full_scenarios: pl.DataFrame, damage: Callable[[Path], Any], message: str
 ) -> None:
-    write_audit(run_audit(full_scenarios), tmp_path)
+    run_audit(full_scenarios).write(tmp_path)
     damage(tmp_path)
     with pytest.raises(LosonaError, match=message):
         read_audit(tmp_path)

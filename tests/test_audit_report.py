@@ -16,10 +16,11 @@ from test_audit import (
     two_judge_run,
 )
 
-from losona.audit import Audit, audit
 from losona.audit.labelling import Labels
+from losona.audit.run import audit
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
+from losona.results.bundle import ReportBundle
 from losona.results.presentation import Presentation
 
 SID = "standup__binary_answer_norm__{}"
@@ -51,7 +52,7 @@ def scenarios() -> pl.DataFrame:
     return scenarios_table()
 
 
-def section_text(result: Audit, scenarios: pl.DataFrame) -> str:
+def section_text(result: ReportBundle, scenarios: pl.DataFrame) -> str:
     _, reports, _ = two_judge_run(scenarios)
     return str(Text(audit_section(result, reports).body))
 
@@ -120,7 +121,7 @@ def test_every_value_from_a_file_is_escaped(scenarios: pl.DataFrame) -> None:
         response=pl.lit(hostile), reasoning=pl.lit(hostile)
     )
     _, reports, _ = two_judge_run(scenarios)
-    body = audit_section(Audit(tables, result.metrics), reports).body
+    body = audit_section(ReportBundle(tables, result.metrics), reports).body
     assert "<script>" not in body
     assert "&lt;script&gt;" in body
 

@@ -24,8 +24,9 @@ import pytest
 from conftest import BASE_ROW, CONF_DIR, run_stage
 from test_judge_stage import write_responses
 
-from losona.contracts import CANDIDATE_SCHEMA, VERDICT_SCHEMA
+from losona.contracts import VERDICT_SCHEMA
 from losona.files import write_parquet
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.scenarios.datasets import fetch_scenarios
 
 # About a hundred stage runs of a second or two each, on a run built once per module.
@@ -964,9 +965,10 @@ def dynamic_cell(run: Path) -> None:
     """The dynamic files of the run's naive cell, written as its stages would (no model)."""
     from conftest import stand_in_followup
 
-    from losona.contracts import DYNAMIC_RESPONSE_SCHEMA, table
+    from losona.contracts import table
     from losona.dynamic.judge import judge_second_turn
     from losona.dynamic.render import render_cell
+    from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
     from losona.judges.lexicon import LexiconJudge
     from losona.scenarios.followups import Followup
 

@@ -9,10 +9,11 @@ from conftest import verdict_table
 from test_aggregate import scenario_table
 from test_audit import labelled_items
 
-from losona.audit import corrected_compliance, rogan_gladen
+from losona.audit.correction import corrected_compliance, rogan_gladen
 from losona.audit.resampling import percentile_interval
+from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import SHEET_KEY_SCHEMA, table
+from losona.contracts import table
 from losona.files import sha256_text
 from losona.results.presentation import Presentation
 
@@ -250,8 +251,8 @@ def test_the_intervals_follow_the_seed() -> None:
 def test_the_audit_writes_the_corrected_figures_only_when_labels_give_them() -> None:
     from test_audit import NO_LABELS, run_audit, scenarios_table
 
-    from losona.audit import summary_lines
     from losona.audit.labelling import Labels
+    from losona.audit.summary import summary_lines
 
     scenarios = scenarios_table()
     without = run_audit(scenarios, NO_LABELS)

@@ -8,7 +8,11 @@ module file: the file itself or a folder above it. Both pipelines are checked:
 `dvc.yaml` (deps relative to the repository root) and the generation project's
 `generation/dvc.yaml` (relative to `generation/`). The same walk finds import circles: no
 module may import one that imports it back (before #24: models' batch, calls and runlog,
-and the test server with the scripted judge).
+and the test server with the scripted judge). A config reader's call naming a group
+(`chosen(cfg, "dynamic")`) counts as an import of the group's schema module, which
+losona.config's GROUPS imports only then. And no first-turn stage depends on the tables or
+settings of another stage family (before #31 they all sat in losona/contracts.py and
+losona/config/schemas.py, so an edit of the dynamic turn's tables marked every cell changed).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_dvc
+
+from losona.config import GROUPS
+from losona.testing.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
@@ -52,6 +60,30 @@ def imported_modules(path: Path) -> Iterator[str]:
             yield node.module
             # `from losona.models import calls` imports a module, not only an attribute.
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call):
+            yield from schema_modules(node)
+
+
+# The config readers and the argument that names the group: `chosen(cfg, "dynamic")`,
+# `option("model", name)`.
+GROUP_ARGUMENT = {"chosen": 1, "option": 0}
+
+
+def schema_modules(call: ast.Call) -> Iterator[str]:
+    """The module of the schema a call to a config reader checks its group with.
+
+    losona.config's GROUPS imports a stage family's settings only when a group of theirs is
+    read, so no import statement says that `chosen(cfg, "dynamic")` runs
+    losona/dynamic/settings.py: the call does.
+    """
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    index = GROUP_ARGUMENT.get(name or "")
+    if index is None or len(call.args) <= index:
+        return
+    group = call.args[index]
+    if isinstance(group, ast.Constant) and group.value in GROUPS:
+        yield GROUPS.module(group.value)
 
 
 def closure(script: Path, root: Path = REPO) -> set[Path]:
@@ -154,6 +186,137 @@ def test_a_removed_dependency_is_named_with_its_stage(
     # The copy's relative deps are read as if it sat where the original does.
     problems = missing_deps(copy, PIPELINES[pipeline])
     assert f"dvc.yaml: stage {stage} does not depend on {module}" in problems
+
+
+# The first turn's stages, and the packages of the other stage families (the dynamic turn,
+# generation, the audit, the plots and report), which define their own tables and settings
+# (losona/<family>/tables.py, settings.py). No first-turn stage may depend on them: editing
+# the dynamic turn's tables, say, must leave every sample and judge cell up to date.
+FIRST_TURN = (
+    "fetch",
+    "render",
+    "model_config",
+    "judge_config",
+    "panel_config",
+    "sample",
+    "judge",
+    "judge_controls",
+    "panel_votes",
+    "panel",
+    "aggregate",
+)
+OTHER_FAMILIES = ("losona/dynamic", "losona/generation", "losona/audit", "losona/report")
+
+
+def test_no_first_turn_stage_depends_on_another_familys_tables_or_settings() -> None:
+    found = {name: (script, deps) for name, script, deps in stages(REPO / "dvc.yaml", REPO)}
+    assert set(FIRST_TURN) <= set(found), "a first-turn stage is no longer in dvc.yaml"
+    families = [REPO / family for family in OTHER_FAMILIES]
+    for name in FIRST_TURN:
+        script, deps = found[name]
+        for file in [*deps, *closure(script)]:
+            assert not any(file.is_relative_to(f) for f in families), f"{name} depends on {file}"
+
+
+def test_each_familys_settings_live_in_its_package() -> None:
+    for group, family in {
+        "dynamic": "dynamic",
+        "audit": "audit",
+        "generation": "generation",
+    }.items():
+        assert GROUPS.module(group) == f"losona.{family}.settings"
+    # losona.config itself reaches no family's settings: they load when their group is read.
+    reached = {f.relative_to(REPO).as_posix() for f in closure(REPO / "losona/config/__init__.py")}
+    assert not [file for file in reached if file.startswith(OTHER_FAMILIES)]
+
+
+def test_the_first_turns_contracts_hold_only_tables_a_first_turn_stage_uses() -> None:
+    """Each table of losona/contracts.py is named by the code of a first-turn stage: another
+    family's table belongs in its own tables.py, or every first-turn stage would depend on it."""
+    contracts = REPO / "losona" / "contracts.py"
+    tables = {
+        target.id
+        for node in ast.parse(contracts.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id.endswith("_SCHEMA")
+    }
+    code = {
+        f
+        for name, script, _ in stages(REPO / "dvc.yaml", REPO)
+        if name in FIRST_TURN
+        for f in [script, *closure(script)]
+        if f != contracts
+    }
+    named = set().union(*(imported_names(f) for f in code))
+    assert tables and tables <= named, f"no first-turn stage uses {sorted(tables - named)}"
+
+
+def imported_names(path: Path) -> set[str]:
+    """The names a file imports from losona.contracts."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "losona.contracts"
+        for alias in node.names
+    }
+
+
+def changed_stages(repo: Path) -> set[str]:
+    """The stages `dvc status` names as changed, matrix items by their stage's name."""
+    status = run_dvc("status", cwd=repo).stdout
+    return {
+        line[:-1].split("@")[0]
+        for line in status.splitlines()
+        if line and line[0] != "\t" and line[-1] == ":"
+    }
+
+
+@pytest.mark.slow  # a lean run of the whole pipeline, then dvc status: a minute or two
+def test_editing_another_familys_tables_or_settings_leaves_the_first_turn_up_to_date(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    repo = repo_copy
+    params = {
+        "dataset": "bundled",
+        "sweep": {"models": ["local"], "conditions": ["naive"], "judges": ["lexicon"]},
+    }
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    run = repo / "conf" / "run.yaml"
+    text = run.read_text()
+    assert "scenario_ids: []" in text and "  trials: 3 " in text  # else the run is not lean
+    ids = "event_planning__extreme_conciseness_norm, standup__binary_answer_norm"
+    run.write_text(
+        text.replace("scenario_ids: []", f"scenario_ids: [{ids}]").replace(
+            "  trials: 3 ", "  trials: 1 "
+        )
+    )
+    paths = repo / "conf" / "paths" / "default.yaml"
+    cache = tmp_path / "calls.sqlite"
+    paths.write_text(re.sub(r"call_cache: .*", f"call_cache: {cache}", paths.read_text()))
+    with OpenAIServer() as server:
+        model = server.model_config("local", label="Test server")
+        (repo / "conf" / "model" / "local.yaml").write_text(yaml.safe_dump(model))
+        run_dvc("repro", cwd=repo)
+    assert changed_stages(repo) == set()
+
+    def edited(module: str) -> set[str]:
+        """The stages a comment added to `module` marks changed (the file then restored)."""
+        path = repo / module
+        before = path.read_bytes()
+        path.write_bytes(before + b"# edited\n")
+        try:
+            return changed_stages(repo)
+        finally:
+            path.write_bytes(before)
+
+    # The dynamic turn's tables: only plot reads them while the extension is off.
+    assert edited("losona/dynamic/tables.py") == {"plot"}
+    assert edited("losona/dynamic/settings.py") == {"preflight", "calls", "plot"}
+    assert not edited("losona/generation/tables.py") & set(FIRST_TURN)
+    assert not edited("losona/audit/tables.py") & set(FIRST_TURN)
+    # The check sees an edit that does concern the first turn: its own tables.
+    assert {"sample", "judge"} <= edited("losona/contracts.py")
 
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:

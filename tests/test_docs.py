@@ -2,8 +2,8 @@
 
 A strict build fails on any warning: a link to a page the site lacks, an anchor no heading
 has, a page left out of the nav. The build runs into a temporary folder, never into the
-checkout. The contracts page is generated from losona/contracts.py (docs/hooks.py), so it
-is checked against the module's schemas themselves.
+checkout. The contracts page is generated from losona/contracts.py and each stage family's
+tables.py (docs/hooks.py), so it is checked against the modules' schemas themselves.
 """
 
 from __future__ import annotations
@@ -19,10 +19,17 @@ import polars as pl
 import pytest
 
 from losona import contracts
+from losona.audit import tables as audit_tables
+from losona.dynamic import tables as dynamic_tables
+from losona.generation import tables as generation_tables
+from losona.results import tables as result_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the build reads: the config, the pages, and the files docs/hooks.py turns into pages.
 SOURCES = ["mkdocs.yml", "docs", "README.md", "benchmarks/README.md", "losona/contracts.py"]
+SOURCES += [
+    f"losona/{family}/tables.py" for family in ("results", "audit", "generation", "dynamic")
+]
 
 # Every test here builds the site in a process of its own (seconds to tens of seconds).
 pytestmark = pytest.mark.slow
@@ -87,12 +94,14 @@ def schema_tables(page: str) -> list[list[str]]:
 @ON_THE_SITE
 def test_the_contracts_page_lists_every_schema_column_by_column(site: Path) -> None:
     tables = schema_tables((site / "contracts" / "index.html").read_text(encoding="utf-8"))
+    modules = (contracts, result_tables, audit_tables, generation_tables, dynamic_tables)
     schemas = {
         name: value
-        for name, value in vars(contracts).items()
+        for module in modules
+        for name, value in vars(module).items()
         if name.endswith("_SCHEMA") and isinstance(value, pl.Schema)
     }
-    schemas["breakdown_schema"] = contracts.breakdown_schema("norm_id")
+    schemas["breakdown_schema"] = result_tables.breakdown_schema("norm_id")
     assert len(schemas) > 20
     for name, schema in schemas.items():
         assert schema.names() in tables, f"{name}: no table lists {schema.names()}"

@@ -28,7 +28,7 @@ from test_judge import responses_table, scenarios_table
 from test_plots import svg_text
 
 from losona.config import AggregateSettings
-from losona.dynamic.aggregate import Cell, DynamicReports, aggregate_dynamic, presentation_of
+from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.plots import draw_recovery
@@ -39,6 +39,7 @@ from losona.errors import LosonaError
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.models import CallOptions, ModelSpec
+from losona.results.bundle import ReportBundle
 from losona.scenarios.followups import Followup, Message
 from losona.testing.openai_server import OpenAIServer, default_reply
 
@@ -305,7 +306,7 @@ SUBSET = "4 of 44 scenarios (limit 4 stratified by norm, seed 0)"
 
 def reported_as(
     judge: str, scenarios: pl.DataFrame, server: OpenAIServer, tmp_path: Path
-) -> DynamicReports:
+) -> ReportBundle:
     """The cell's second turn on scripted replies, judged by the lexicon rules and reported
     under `judge`'s name, with the labels its stage gives (presentation_of)."""
     prompts = render(scenarios)

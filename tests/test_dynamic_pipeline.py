@@ -1,7 +1,8 @@
 """The dynamic extension through DVC, on a copy of the repository: on, off, published.
 
-Both runs are lean: one model, one condition, a few of the bundled scenarios (each carries
-its follow-up material), a call cache of the test's own.
+Every run is lean: one model, one condition, a few of the bundled scenarios (each carries
+its follow-up material), a call cache of the test's own. The embedded model's runs start from
+a copy of the golden run (tests/conftest.py), whose first turn is already committed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
-from conftest import drop_followup, run_dvc
+from conftest import GoldenRun, drop_followup, run_dvc
 
 from losona.testing.openai_server import OpenAIServer, default_reply
 
@@ -111,20 +112,15 @@ def changed(repo: Path) -> set[str]:
 
 
 def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
-    repo_copy: Path, tmp_path: Path
+    golden_run: GoldenRun, tmp_path: Path
 ) -> None:
-    repo = repo_copy
-    # Lean: two scenarios, one trial each.
-    configure(repo, "smollm2", SCENARIOS, trials=1, cache=tmp_path / "calls.sqlite")
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "the sweep", cwd=repo)
-    off = run_dvc("repro", cwd=repo).stdout
-    assert not any(stage.startswith("dynamic") for stage in ran(off))
+    # The committed golden run, made with the extension off as shipped: two scenarios, one
+    # trial each, the embedded model; this test's HOME, so its own call cache.
+    repo = golden_run.copy(tmp_path / "repo")
+    assert not any(stage.startswith("dynamic") for stage in ran(golden_run.output))
     assert "dynamic" not in run_dvc("stage", "list", cwd=repo).stdout
     before = outputs(repo)
     assert not any(path.startswith("reports/dynamic/") for path in before if "README" not in path)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "the first turn", cwd=repo)
     lock_before = (repo / "dvc.lock").read_bytes()
     shipped = yaml.safe_load((repo / DYNAMIC).read_text())["dynamic"]
 
@@ -294,13 +290,13 @@ def free_port() -> int:
 
 
 def test_the_docs_offline_recipe_for_a_simulated_group_runs_and_reruns_with_no_call(
-    repo_copy: Path, tmp_path: Path
+    golden_run: GoldenRun, tmp_path: Path
 ) -> None:
-    repo = repo_copy
+    # A clone whose first turn is already run and committed with the recipe's own subset,
+    # K, sweep and judge (the golden run): the recipe's `dvc exp run` adds the second turn.
+    repo = golden_run.copy(tmp_path / "repo")
     start, run, stop = offline_recipe()
     assert start.endswith(" &") and stop == "kill %1"  # a background server, then stopped
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "a clone", cwd=repo)
     # A machine of its own (its HOME holds the call cache), the server's port free.
     port = str(free_port())
     home = tmp_path / "home"

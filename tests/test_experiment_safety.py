@@ -1,11 +1,10 @@
 """Nothing a user types breaks a committed run, and `publishable` means rerunnable elsewhere.
 
-On a committed run in a temporary copy of the repository (two scenarios, K = 1, one
-condition, the lexicon judge; the responses written by the test and recorded with `dvc
-commit`, as tests/test_judge_pipeline.py does, so no model runs): each mistyped `dvc exp
-run -S` of issue 30 is refused by the preflight, naming the key, with every output byte
-left as it was; a judge that cannot judge its validity controls stops the run before its
-cells; `python -m losona.publishable` refuses a run another machine could not rerun.
+On a copy of the golden run (tests/conftest.py: two scenarios, K = 1, the embedded model,
+one condition, the lexicon judge, committed): each mistyped `dvc exp run -S` of issue 30 is
+refused by the preflight, naming the key, with every output byte left as it was; a judge
+that cannot judge its validity controls stops the run before its cells; `python -m
+losona.publishable` refuses a run another machine could not rerun.
 """
 
 from __future__ import annotations
@@ -21,20 +20,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import copy_repo, run_dvc
+from conftest import GoldenRun, run_dvc
 from test_first_hour import python
-from test_judge import responses_table
 
 from losona.files import write_parquet
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import template_copy
 
-# One worker takes the whole module (make test's --dist loadgroup), so its module fixture
-# (a committed run) is made once per test run, not once per worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("experiment_safety")]
-
-CELL = "smollm2-naive"
+pytestmark = pytest.mark.slow
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -59,45 +53,10 @@ def outputs(repo: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A committed run: two scenarios, K = 1, smollm2 x naive, the lexicon judge."""
-    repo = copy_repo(tmp_path_factory.mktemp("committed") / "repo")
-    env = machine(repo.parent / "home")
-    git("config", "user.email", "user@example.org", cwd=repo)
-    git("config", "user.name", "a user", cwd=repo)
-    run = repo / "conf" / "run.yaml"
-    run.write_text(
-        run.read_text().replace("trials: 3", "trials: 1").replace("limit: null", "limit: 2")
-    )
-    params = {
-        "dataset": "bundled",
-        "sweep": {"models": ["smollm2"], "conditions": ["naive"], "judges": ["lexicon"]},
-    }
-    (repo / "params.yaml").write_text(yaml.safe_dump(params))
-    run_dvc("repro", "render", cwd=repo, env=env)
-    ids = pl.read_parquet(repo / "data" / "scenarios.parquet")["scenario_id"].to_list()
-    write_parquet(
-        responses_table([(sid, 0, "Yes.") for sid in ids]),
-        repo / "data" / "responses" / "smollm2" / "naive.parquet",
-    )
-    # Written by hand, these responses rest on no model call: the cell's calls file is empty.
-    write_parquet(
-        calls_table("", []), repo / "data" / "calls" / "sample" / "smollm2" / "naive.parquet"
-    )
-    run_dvc("commit", "--force", f"sample@{CELL}", cwd=repo, env=env)
-    run_dvc("repro", cwd=repo, env=env)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "a committed run", cwd=repo)
-    return repo
-
-
 @pytest.fixture
-def repo(committed: Path, tmp_path: Path) -> Path:
-    """A copy of the committed run, so each test starts from it."""
-    copy = tmp_path / "repo"
-    shutil.copytree(committed, copy, symlinks=True)
-    return copy
+def repo(golden_run: GoldenRun, tmp_path: Path) -> Path:
+    """A copy of the committed golden run, so each test starts from it."""
+    return golden_run.copy(tmp_path / "repo")
 
 
 @pytest.mark.parametrize(

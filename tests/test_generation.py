@@ -22,7 +22,6 @@ import pytest
 from test_generation_candidates import BUG, STANDUP, authored
 
 from losona.catalog import load_catalog
-from losona.config import GenerateSettings
 from losona.contracts import Scenario
 from losona.errors import LosonaError
 from losona.generation.cells import Slot
@@ -46,6 +45,7 @@ from losona.generation.screen import (
     format_cell_report,
     screen_candidates,
 )
+from losona.generation.settings import GenerateSettings
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.lexicon import LexiconJudge
 from losona.models import CallOptions, CallsFailed, ModelSpec

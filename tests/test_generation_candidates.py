@@ -279,8 +279,9 @@ def test_a_candidate_id_names_the_cell_and_changes_with_the_content() -> None:
 
 def test_screen_makes_a_valid_candidate_without_follow_ups_invalid() -> None:
     # A candidate table written before the generator asked for the follow-up material.
-    from losona.contracts import CANDIDATE_SCHEMA, table
+    from losona.contracts import table
     from losona.generation.screen import recheck_followups
+    from losona.generation.tables import CANDIDATE_SCHEMA
 
     rows = []
     for sample, with_block in ((0, True), (1, False)):

@@ -10,15 +10,15 @@ import pytest
 from omegaconf import DictConfig
 
 from losona.catalog import load_catalog
-from losona.config import (
+from losona.config import plain
+from losona.errors import LosonaError
+from losona.generation.cells import plan_slots, select_cells
+from losona.generation.settings import (
     CellSelection,
     CurateSettings,
     GenerateSettings,
     ScreenSettings,
-    plain,
 )
-from losona.errors import LosonaError
-from losona.generation.cells import plan_slots, select_cells
 
 CATALOG = load_catalog()
 

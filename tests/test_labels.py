@@ -21,7 +21,8 @@ from losona.audit.labelling import (
     sheet_html,
     write_sheet,
 )
-from losona.contracts import SCENARIO_SCHEMA, SHEET_KEY_SCHEMA, SHEET_SCHEMA, table
+from losona.audit.tables import SHEET_KEY_SCHEMA, SHEET_SCHEMA
+from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 

@@ -21,14 +21,14 @@ import pytest
 import yaml
 from conftest import REPO, run_layout
 
-from losona.audit import AUDIT_FILES
-from losona.audit import METRICS as AUDIT_METRICS
-from losona.config import DynamicSettings, Paths, load_option
+from losona.audit.files import AUDIT_FILES
+from losona.config import Paths, load_option
 from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
+from losona.dynamic.settings import DynamicSettings
 from losona.layout import RunLayout
-from losona.results.aggregate import CSV_FILES, METRICS, TABLE1
+from losona.results.aggregate import CSV_FILES, TABLE1
+from losona.results.bundle import METRICS
 
 TEMPLATE = re.compile(r"\$\{([^}]+)\}")
 # One cell of every matrix: the names are made up, so nothing can match by accident.
@@ -117,8 +117,8 @@ def expected_metrics(layout: RunLayout) -> dict[str, set[str]]:
         "judge_controls": posix(layout.controls_summary(j)),
         "panel": posix(layout.controls_summary(p)),
         "aggregate": posix(layout.reports_folder / METRICS),
-        "dynamic_aggregate": posix(layout.dynamic_reports(j) / DYNAMIC_METRICS),
-        "audit": posix(layout.audit_folder / AUDIT_METRICS),
+        "dynamic_aggregate": posix(layout.dynamic_reports(j) / METRICS),
+        "audit": posix(layout.audit_folder / METRICS),
     }
 
 

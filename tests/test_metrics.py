@@ -7,15 +7,19 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from losona.config import AggregateSettings
 from losona.formatting import percent
 from losona.results.metrics import (
+    bootstrap_intervals,
     bootstrap_means,
+    bootstrap_settings,
     majority_threshold,
     mcnemar_exact,
     scenario_outcomes,
 )
 
 SETTINGS = {"n_resamples": 2_000, "seed": 7, "confidence": 0.95}
+RUN = AggregateSettings(resamples=2_000, seed=7, confidence=0.95)  # SETTINGS, as config
 
 
 @pytest.mark.parametrize(("k", "needed"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)])
@@ -119,6 +123,29 @@ def test_combined_rows_are_bootstrapped_as_the_mean_of_the_rows() -> None:
 def test_a_constant_row_has_a_degenerate_interval() -> None:
     result = bootstrap_means(np.ones((1, 10)), **SETTINGS)
     assert (result.low[0], result.estimate[0], result.high[0]) == (1.0, 1.0, 1.0)
+
+
+def test_the_runs_settings_give_the_intervals_bootstrap_means_gives() -> None:
+    rng = np.random.default_rng(4)
+    values = rng.random((2, 30))
+    sizes = rng.integers(1, 4, (2, 30)).astype(float)
+    ours = bootstrap_intervals(values, RUN, sizes=sizes)
+    direct = bootstrap_means(values, sizes=sizes, **SETTINGS)
+    for field in ("estimate", "low", "high"):
+        assert np.array_equal(getattr(ours, field), getattr(direct, field)), field
+
+
+def test_one_scenario_gives_each_estimate_with_no_interval() -> None:
+    values = np.array([[0.5], [np.nan], [1.0]])
+    result = bootstrap_intervals(values, RUN, sizes=np.array([[4.0], [2.0], [3.0]]))
+    assert np.array_equal(result.estimate, [0.5, np.nan, 1.0], equal_nan=True)
+    assert np.isnan(result.low).all() and np.isnan(result.high).all()
+    combined = bootstrap_intervals(values[::2], RUN, combine=np.array([[0.5, 0.5]]))
+    assert combined.estimate.tolist() == [0.75] and np.isnan(combined.high).all()
+
+
+def test_every_metrics_json_records_the_bootstrap_with_the_confidence_in_percent() -> None:
+    assert bootstrap_settings(RUN) == {"bootstrap_resamples": 2_000, "seed": 7, "confidence": 95.0}
 
 
 def test_mcnemar_is_the_exact_binomial_test_on_discordant_pairs() -> None:

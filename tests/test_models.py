@@ -529,9 +529,12 @@ def test_a_call_rate_limited_past_its_patience_fails_naming_it(
     (result,) = complete(
         spec_for(server, rate_limit_patience_s=0.5), prompts(1), CallOptions(cache_path=cache)
     )
-    assert 0.3 < time.monotonic() - started < 2
+    # Patience, not the retry count, ends it: some tries, at most one per Retry-After in the
+    # half second, and done in seconds (the default patience would wait minutes). A loaded
+    # machine makes each try slower, so fewer fit: the bounds allow for that.
+    assert 0.3 < time.monotonic() - started < 10
     assert result.error is not None and "RateLimitError (429)" in result.error
-    assert "rate_limit_patience_s is 0.5" in result.error and 4 <= result.attempts <= 6
+    assert "rate_limit_patience_s is 0.5" in result.error and 2 <= result.attempts <= 6
 
 
 def test_sends_in_flight_drop_under_rate_limits_and_recover(cache: Path) -> None:

@@ -28,27 +28,24 @@ from conftest import BASE_ROW, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
-from losona.audit import Audit
 from losona.audit.labelling import labelling_sheet, sheet_html
 from losona.config import AggregateSettings
-from losona.contracts import (
-    CANDIDATE_SCHEMA,
+from losona.contracts import SCENARIO_SCHEMA, SUBSET_MARK, table
+from losona.dynamic.report import METRIC_LABELS, dynamic_section
+from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
     DYNAMIC_OUTCOME_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
-    SCENARIO_SCHEMA,
-    SUBSET_MARK,
-    table,
 )
-from losona.dynamic.aggregate import DynamicReports
-from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.generation.curate import review_html
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.pages import ENVIRONMENT, TEMPLATES
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
 from losona.report.plots import draw_figures
 from losona.results.aggregate import aggregate
+from losona.results.bundle import ReportBundle
 from losona.results.presentation import Presentation
 
 # Payload labels make the figures' axes crowded; the figures only need to exist here.
@@ -204,7 +201,7 @@ def hostile_report(p: Payloads) -> str:
     )
 
 
-def hostile_dynamic(p: Payloads) -> DynamicReports:
+def hostile_dynamic(p: Payloads) -> ReportBundle:
     """The dynamic extension's tables, payloads in every field its section shows."""
     model, condition = p("dynamic subject_model"), p("dynamic condition")
     # The section names its judge from results.csv, as the first turn's tables do.
@@ -257,7 +254,7 @@ def hostile_dynamic(p: Payloads) -> DynamicReports:
         "followup_sources": [p("dynamic followup_source")],
         "elicitor_sources": [p("dynamic elicitor_source")],
     }
-    return DynamicReports(
+    return ReportBundle(
         {
             "results.csv": results,
             "arms.csv": arms,
@@ -268,7 +265,7 @@ def hostile_dynamic(p: Payloads) -> DynamicReports:
     )
 
 
-def hostile_audit(p: Payloads) -> Audit:
+def hostile_audit(p: Payloads) -> ReportBundle:
     """A real audit's tables, each with at least one row, payloads in every column shown."""
     result = run_audit(scenarios_table())
     assert set(result.tables) == set(AUDIT_SHOWN), "the audit writes a table this test misses"
@@ -291,7 +288,7 @@ def hostile_audit(p: Payloads) -> Audit:
     metrics = result.metrics | {
         "labels": result.metrics["labels"] | {"sheet_items": 1, "labelled": 1}
     }
-    return Audit(tables, metrics)
+    return ReportBundle(tables, metrics)
 
 
 def _placeholder(schema: pl.Schema) -> dict[str, Any]:

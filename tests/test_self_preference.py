@@ -9,7 +9,7 @@ import pytest
 from conftest import verdict_table
 from test_aggregate import scenario_table
 
-from losona.audit import Families, self_preference
+from losona.audit.self_preference import Families, self_preference
 from losona.config import AggregateSettings
 
 QUICK = AggregateSettings(resamples=2_000, seed=0, confidence=0.95)

@@ -24,60 +24,7 @@ people and the labels they return), `agreement` (two raters on the same items), 
 (judge against judge), `human` (judge against people), `rejudging` (determinism),
 `controls`, `run` (the whole audit and its metrics), `summary` (the headlines in words),
 `files` (what it writes and reads back), `correction` and `self_preference` (judge error),
-`resampling` (their bootstraps).
+`resampling` (their bootstraps), `settings` (the `audit:` node's schema), `tables` (its
+tables' columns). Import from the module: this package runs none of them, so reading the
+audit's settings (preflight does) loads no statistics.
 """
-
-from losona.audit.agreement import RESPONSE_KEY, Confusion
-from losona.audit.comparison import (
-    BEST_CONDITION,
-    BREAKDOWNS,
-    EFFECT,
-    compare_judges,
-    headline_stability,
-    judge_names,
-    paired_verdicts,
-)
-from losona.audit.controls import control_results
-from losona.audit.correction import corrected_compliance, rogan_gladen
-from losona.audit.files import AUDIT_FILES, METRICS, read_audit, write_audit
-from losona.audit.human import human_agreement
-from losona.audit.inputs import AuditInputs, audit_inputs
-from losona.audit.rejudging import DETERMINISM_COUNTS, determinism, verdict_label
-from losona.audit.run import Audit, audit, pair_name
-from losona.audit.self_preference import Families, self_preference
-from losona.audit.summary import summary_lines
-from losona.config import AuditSettings, DeterminismSettings, SheetSettings
-
-__all__ = [
-    "AUDIT_FILES",
-    "BEST_CONDITION",
-    "BREAKDOWNS",
-    "DETERMINISM_COUNTS",
-    "EFFECT",
-    "METRICS",
-    "RESPONSE_KEY",
-    "Audit",
-    "AuditInputs",
-    "AuditSettings",
-    "Confusion",
-    "DeterminismSettings",
-    "Families",
-    "SheetSettings",
-    "audit",
-    "audit_inputs",
-    "compare_judges",
-    "control_results",
-    "corrected_compliance",
-    "determinism",
-    "headline_stability",
-    "human_agreement",
-    "judge_names",
-    "pair_name",
-    "paired_verdicts",
-    "read_audit",
-    "rogan_gladen",
-    "self_preference",
-    "summary_lines",
-    "verdict_label",
-    "write_audit",
-]

@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
-from losona.contracts import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA, table
+from losona.audit.tables import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA
+from losona.contracts import table
 from losona.errors import LosonaError
 from losona.results.presentation import Presentation
 

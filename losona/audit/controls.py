@@ -7,7 +7,8 @@ from collections.abc import Mapping
 import polars as pl
 
 from losona.audit.rejudging import verdict_label
-from losona.contracts import CONTROL_MISS_SCHEMA, CONTROL_SUMMARY_SCHEMA, table
+from losona.audit.tables import CONTROL_MISS_SCHEMA, CONTROL_SUMMARY_SCHEMA
+from losona.contracts import table
 from losona.judges.run import control_summary
 
 

@@ -34,18 +34,13 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
+from losona.audit.tables import CORRECTED_DELTA_SCHEMA, CORRECTED_SCHEMA, CORRECTION_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import (
-    CORRECTED_DELTA_SCHEMA,
-    CORRECTED_SCHEMA,
-    CORRECTION_SCHEMA,
-    table,
-)
+from losona.contracts import table
 from losona.formatting import percent
 from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
@@ -183,6 +178,8 @@ def _rate(part: int, whole: int, confidence: float) -> tuple[float | None, ...]:
     """A share with its exact (Clopper-Pearson) interval; Nones when there is no whole."""
     if not whole:
         return None, None, None
+    from scipy import stats  # seconds to import: only a process that corrects pays for it
+
     ci = stats.binomtest(part, whole).proportion_ci(confidence_level=confidence, method="exact")
     return part / whole, float(ci.low), float(ci.high)
 

@@ -1,4 +1,4 @@
-"""The files audit writes under paths.audit_dir, written and read back."""
+"""The files audit writes under paths.audit_dir (a report bundle), and reading them back."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.audit.run import Audit
-from losona.contracts import (
+from losona.audit.tables import (
     CONTROL_MISS_SCHEMA,
     CONTROL_SUMMARY_SCHEMA,
     CORRECTED_DELTA_SCHEMA,
@@ -22,7 +21,7 @@ from losona.contracts import (
     SELF_PREFERENCE_SCHEMA,
     STABILITY_SCHEMA,
 )
-from losona.files import read_csv, read_json_object, require_outputs, write_json, write_text
+from losona.results.bundle import BundleFiles, ReportBundle
 
 # The files audit writes under paths.audit_dir (dvc.yaml lists the same names).
 AUDIT_FILES: dict[str, pl.Schema] = {
@@ -40,22 +39,9 @@ AUDIT_FILES: dict[str, pl.Schema] = {
     "corrected_deltas.csv": CORRECTED_DELTA_SCHEMA,
     "self_preference.csv": SELF_PREFERENCE_SCHEMA,
 }
-METRICS = "metrics.json"
+AUDIT = BundleFiles("audit", AUDIT_FILES, metrics_keys=("labels", "settings"))
 
 
-def write_audit(result: Audit, audit_dir: str | Path) -> None:
-    """Write every audit file under `audit_dir`, each atomically."""
-    root = Path(audit_dir)
-    for name, df in result.tables.items():
-        write_text(df.write_csv(), root / name)
-    write_json(result.metrics, root / METRICS)
-
-
-def read_audit(audit_dir: str | Path) -> Audit:
-    """Read back what `write_audit` wrote, refusing a missing file or a changed shape."""
-    root = Path(audit_dir)
-    require_outputs(root, (*AUDIT_FILES, METRICS), stage="audit")
-    remedy = "rerun audit"
-    tables = {name: read_csv(root / name, schema, remedy) for name, schema in AUDIT_FILES.items()}
-    metrics = read_json_object(root / METRICS, ["labels", "settings"], remedy)
-    return Audit(tables, metrics)
+def read_audit(audit_dir: str | Path) -> ReportBundle:
+    """The audit as it was written, refusing a missing file or a changed shape."""
+    return ReportBundle.read(audit_dir, AUDIT)

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
+from losona.audit.tables import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA
 from losona.config import AggregateSettings
-from losona.contracts import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA, table
+from losona.contracts import table
 from losona.errors import LosonaError
 from losona.files import sha256_text
 from losona.formatting import percent
-from losona.results.metrics import bootstrap_means
+from losona.results.metrics import bootstrap_intervals
 
 
 def human_agreement(
@@ -97,10 +98,5 @@ def _agreement_interval(agree: pl.Series, bootstrap: AggregateSettings) -> tuple
     """A percentile interval on agreement from resampling the labelled items."""
     if agree.len() < 2:
         return None, None
-    result = bootstrap_means(
-        agree.cast(pl.Float64).to_numpy()[None, :],
-        n_resamples=bootstrap.resamples,
-        seed=bootstrap.seed,
-        confidence=bootstrap.confidence,
-    )
+    result = bootstrap_intervals(agree.cast(pl.Float64).to_numpy()[None, :], bootstrap)
     return float(result.low[0]), float(result.high[0])

@@ -22,7 +22,7 @@ class AuditInputs:
     verdicts: pl.DataFrame
     presentation: Presentation
     judges: list[str]  # in the sweep's order
-    kinds: dict[str, str]  # judge -> "lexicon" | "llm" | "panel"
+    kinds: dict[str, str]  # judge -> its kind (losona/judges/kinds/)
     families: Families  # each judge's and subject's model family (conf/judge/, conf/model/)
 
 

@@ -25,13 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.contracts import (
-    RESPONSE_SCHEMA,
-    SHEET_KEY_SCHEMA,
-    SHEET_SCHEMA,
-    scenarios_from_table,
-    table,
-)
+from losona.audit.tables import SHEET_KEY_SCHEMA, SHEET_SCHEMA
+from losona.contracts import RESPONSE_SCHEMA, scenarios_from_table, table
 from losona.errors import LosonaError
 from losona.files import display_path, read_csv, read_parquet, sha256_text, write_text
 from losona.layout import RunLayout

@@ -9,13 +9,10 @@ import numpy as np
 import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY
-from losona.config import DeterminismSettings
-from losona.contracts import (
-    DETERMINISM_FLIP_SCHEMA,
-    DETERMINISM_SCHEMA,
-    scenarios_from_table,
-    table,
-)
+from losona.audit.settings import DeterminismSettings
+from losona.audit.tables import DETERMINISM_FLIP_SCHEMA, DETERMINISM_SCHEMA
+from losona.config import judge_kind_settings
+from losona.contracts import scenarios_from_table, table
 from losona.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
 
@@ -45,24 +42,25 @@ def determinism(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset.
 
-    `kinds` gives each judge's kind (conf/judge/*.yaml): a lexicon judge is deterministic
-    by construction and never re-judged, nor is a panel (it calls no model: its verdicts
-    follow from its members', whose rows say how steady they are). `rejudge(name)` gives
+    `kinds` gives each judge's kind (conf/judge/*.yaml): a judge its kind says cannot vary
+    is never re-judged (the lexicon judge is deterministic by construction; a panel calls no
+    model: its verdicts follow from its members', whose rows say how steady they are), its
+    `method` saying why (JudgeKindSettings.determinism). `rejudge(name)` gives
     the judge to call again with the call cache bypassed; it is called only when
     `settings.repeats` is above 0.
     """
     summary: list[dict[str, Any]] = []
     flips: list[dict[str, Any]] = []
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
-    not_called = {"lexicon": "rules", "panel": "panel"}
     for name in judges:
         mine = verdicts.filter(pl.col("judge") == name)
-        if kinds[name] in not_called or not settings.repeats:
+        steady = judge_kind_settings(kinds[name]).determinism
+        if steady is not None or not settings.repeats:
             summary.append(
                 {
                     "judge": name,
                     "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
-                    "method": not_called.get(kinds[name], "not run"),
+                    "method": steady or "not run",
                     **dict.fromkeys(DETERMINISM_COUNTS, 0),
                 }
             )

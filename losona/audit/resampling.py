@@ -12,7 +12,6 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
 from losona.config import AggregateSettings
 
@@ -44,6 +43,8 @@ def bootstrap_distribution(
                 np.bincount(offsets.ravel(), minlength=batch * n).reshape(batch, n).astype(float)
             )
         return statistic(*counts)
+
+    from scipy import stats  # seconds to import: only a process that bootstraps pays for it
 
     with warnings.catch_warnings():
         # Resamples in which a statistic is undefined are NaN: each caller says what a NaN

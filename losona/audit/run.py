@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -15,31 +14,22 @@ from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
-from losona.config import AggregateSettings, DeterminismSettings
-from losona.contracts import (
+from losona.audit.settings import DeterminismSettings
+from losona.audit.tables import (
     CORRECTED_DELTA_SCHEMA,
     CORRECTED_SCHEMA,
     CORRECTION_SCHEMA,
     HUMAN_AGREEMENT_SCHEMA,
     HUMAN_ITEM_SCHEMA,
-    table,
 )
+from losona.config import AggregateSettings
+from losona.contracts import table
 from losona.errors import LosonaError
-from losona.formatting import percent
 from losona.judges.base import Judge
 from losona.results.aggregate import Reports
+from losona.results.bundle import ReportBundle
+from losona.results.metrics import bootstrap_settings
 from losona.results.presentation import Presentation
-
-
-@dataclass(frozen=True)
-class Audit:
-    """Everything audit writes: its CSV tables by file name and the DVC metrics."""
-
-    tables: dict[str, pl.DataFrame]
-    metrics: dict[str, Any]
-
-    def __getitem__(self, name: str) -> pl.DataFrame:
-        return self.tables[name]
 
 
 def audit(
@@ -55,7 +45,7 @@ def audit(
     kinds: Mapping[str, str],
     rejudge: Callable[[str], Judge],
     families: Families | None = None,
-) -> Audit:
+) -> ReportBundle:
     """The judge audit of one run: every table and the headline figures as DVC metrics.
 
     `families` names each judge's and subject's model family, for the self-preference
@@ -99,7 +89,7 @@ def audit(
         "corrected_deltas.csv": corrected_deltas,
         "self_preference.csv": preference,
     }
-    return Audit(tables, _metrics(tables, labels, bootstrap))
+    return ReportBundle(tables, _metrics(tables, labels, bootstrap))
 
 
 def pair_name(a: str, b: str) -> str:
@@ -142,11 +132,7 @@ def _metrics(
         for row in tables["determinism.csv"].iter_rows(named=True)
     }
     metrics: dict[str, Any] = {
-        "settings": {
-            "bootstrap_resamples": bootstrap.resamples,
-            "seed": bootstrap.seed,
-            "confidence": percent(bootstrap.confidence),
-        },
+        "settings": bootstrap_settings(bootstrap),
         "judge_pairs": judge_pairs,
         "labels": {
             "sheet_items": 0 if labels.key is None else labels.key.height,

@@ -32,8 +32,9 @@ import numpy as np
 import polars as pl
 
 from losona.audit.resampling import bootstrap_distribution, percentile_interval
-from losona.config import AggregateSettings
-from losona.contracts import SELF_PREFERENCE_SCHEMA, table
+from losona.audit.tables import SELF_PREFERENCE_SCHEMA
+from losona.config import AggregateSettings, judge_kind_settings
+from losona.contracts import table
 from losona.formatting import percent
 
 ESTIMATED = "estimated"
@@ -60,7 +61,7 @@ def self_preference(
     bootstrap: AggregateSettings,
 ) -> pl.DataFrame:
     """self_preference.csv: one row per judge (panels aside) when the check applies."""
-    rated = [j for j in judges if kinds.get(j) != "panel"]
+    rated = [j for j in judges if j not in kinds or not judge_kind_settings(kinds[j]).combines]
     models = [
         m for m in verdicts["subject_model"].unique().sort() if families.models.get(m) is not None
     ]

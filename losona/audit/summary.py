@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.audit.run import Audit
 from losona.formatting import number, signed
+from losona.results.bundle import ReportBundle
 
 
-def summary_lines(result: Audit) -> list[str]:
+def summary_lines(result: ReportBundle) -> list[str]:
     """The headline figures in words, one line each, for the stage to print."""
     lines = []
     stability = result["headline_stability.csv"]

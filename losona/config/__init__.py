@@ -16,10 +16,12 @@ the `dvc_param` resolver (registered on import), so stage scripts and DVC see th
 sweep.
 
 One module a job: `loading` (where config lives, params.yaml's resolver, an option's file),
-`values` (the value types and the base `Schema`), `schemas` (every group's schema),
+`values` (the value types and the base `Schema`), `schemas` (the first turn's groups'
+schemas; a stage family's own sit in its package: `audit/settings.py`, ...),
 `checker` (the one checker, pydantic's errors as one-line messages), `origins` (which
 file or override each value came from), `reading` (a group of the composed config, or one
-option, checked). Import from here: `from losona.config import ModelSpec, chosen`.
+option, checked). Import from here: `from losona.config import ModelSpec, chosen`; a
+family's settings from its package: `from losona.dynamic.settings import DynamicSettings`.
 """
 
 from __future__ import annotations
@@ -38,28 +40,19 @@ from losona.config.loading import (
 from losona.config.origins import Sources, origin_of
 from losona.config.reading import GROUPS, chosen, compose_paths, option
 from losona.config.schemas import (
-    KEEP_RULES,
     AggregateSettings,
-    AuditSettings,
     BatchSettings,
-    CellSelection,
     ConditionConfig,
     ControlsSettings,
-    CurateSettings,
     DatasetConfig,
-    DeterminismSettings,
-    DynamicSettings,
-    GenerateSettings,
-    GenerationSettings,
     JudgeConfig,
-    KeepRule,
+    JudgeKindSettings,
     ModelSpec,
     Paths,
     Price,
     SamplingSettings,
-    ScreenSettings,
-    SheetSettings,
     config_record,
+    judge_kind_settings,
     without_password,
 )
 from losona.config.values import Schema
@@ -68,38 +61,29 @@ __all__ = [
     "CONF_DIR",
     "FROM_CONFIG",
     "GROUPS",
-    "KEEP_RULES",
     "PARAMS_FILE",
     "ROOT_FILE",
     "RUN_FILE",
     "AggregateSettings",
-    "AuditSettings",
     "BatchSettings",
-    "CellSelection",
     "ConditionConfig",
     "ControlsSettings",
-    "CurateSettings",
     "DatasetConfig",
-    "DeterminismSettings",
-    "DynamicSettings",
-    "GenerateSettings",
-    "GenerationSettings",
     "JudgeConfig",
-    "KeepRule",
+    "JudgeKindSettings",
     "ModelSpec",
     "Paths",
     "Price",
     "Refusal",
     "SamplingSettings",
     "Schema",
-    "ScreenSettings",
-    "SheetSettings",
     "Sources",
     "check",
     "chosen",
     "compose_paths",
     "config_record",
     "dvc_param",
+    "judge_kind_settings",
     "load_option",
     "option",
     "option_file",

@@ -21,15 +21,27 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from losona.audit.settings import AuditSettings
 from losona.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
 from losona.config.reading import chosen, option
-from losona.config.schemas import DynamicSettings
+from losona.config.schemas import judge_kind_settings
+from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
 RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
-# The groups every run reads, checked as the stages check them.
-RUN_GROUPS = ("paths", "dataset", "sampling", "judge_controls", "aggregate", "audit", "dynamic")
+# The groups every run reads, checked as the stages check them. The families' own schemas
+# are named through their imports, not only found through GROUPS, so that this stage
+# depends on each schema it checks (dvc.yaml lists the modules a stage imports).
+RUN_GROUPS = (
+    "paths",
+    "dataset",
+    "sampling",
+    "judge_controls",
+    "aggregate",
+    AuditSettings.KEY,
+    DynamicSettings.KEY,
+)
 # What the preflight stage writes: always these bytes, so that the stages downstream of it
 # run after it but never rerun because of it.
 CHECKED_MARK = "checked by stages/preflight.py before any stage of this run ran\n"
@@ -87,7 +99,7 @@ def available(group: str) -> list[str]:
 def _check_panel(panel: str, judges: Sequence[str]) -> None:
     config = option("judge", panel)
     where = f"{option_file('judge', panel)}"
-    if config.kind != "panel":
+    if not judge_kind_settings(config.kind).combines:
         raise LosonaError(
             f"{CONF_DIR / 'panels.yaml'}: 'panels': expected judges of kind panel, found "
             f"'{panel}' of kind {config.kind} (a judge of the sweep goes in params.yaml's "

@@ -6,7 +6,8 @@ its file or override (`chosen(cfg, "sampling")`), or one option read on its own
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from hydra import compose, initialize_config_dir
@@ -17,37 +18,55 @@ from omegaconf.errors import OmegaConfBaseException
 from losona.config.checker import check
 from losona.config.loading import CONF_DIR, load_option, option_file
 from losona.config.origins import GLOBAL_NODES, Sources
-from losona.config.schemas import (
-    AggregateSettings,
-    AuditSettings,
-    ConditionConfig,
-    ControlsSettings,
-    DatasetConfig,
-    DynamicSettings,
-    GenerationSettings,
-    JudgeConfig,
-    ModelSpec,
-    Paths,
-    SamplingSettings,
-)
+from losona.config.schemas import Paths
 from losona.config.values import Schema
 from losona.errors import LosonaError
 
+
+class Schemas(Mapping[str, type[Schema]]):
+    """Each group's schema class, found by `module:Class` and imported when first asked for.
+
+    A stage family's settings live in its package; looked up lazily, they are imported only
+    by the stages that read them, so losona.config itself reaches no family's settings and
+    editing the dynamic turn's, say, reruns no first-turn stage.
+    """
+
+    def __init__(self, where: Mapping[str, str]) -> None:
+        self._where = dict(where)
+
+    def module(self, group: str) -> str:
+        """The dotted name of the module that defines `group`'s schema."""
+        return self._where[group].partition(":")[0]
+
+    def __getitem__(self, group: str) -> type[Schema]:
+        module, _, name = self._where[group].partition(":")
+        schema: type[Schema] = getattr(importlib.import_module(module), name)
+        return schema
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
 # What each group's schema is, and where its node sits in the composed config: a group
 # whose files are `@package _global_` contributes top-level nodes.
-GROUPS: dict[str, type[Schema]] = {
-    "dataset": DatasetConfig,
-    "model": ModelSpec,
-    "judge": JudgeConfig,
-    "condition": ConditionConfig,
-    "sampling": SamplingSettings,
-    "aggregate": AggregateSettings,
-    "audit": AuditSettings,
-    "generation": GenerationSettings,
-    "paths": Paths,
-    "dynamic": DynamicSettings,
-    "judge_controls": ControlsSettings,
-}
+GROUPS = Schemas(
+    {
+        "dataset": "losona.config.schemas:DatasetConfig",
+        "model": "losona.config.schemas:ModelSpec",
+        "judge": "losona.config.schemas:JudgeConfig",
+        "condition": "losona.config.schemas:ConditionConfig",
+        "sampling": "losona.config.schemas:SamplingSettings",
+        "aggregate": "losona.config.schemas:AggregateSettings",
+        "audit": "losona.audit.settings:AuditSettings",
+        "generation": "losona.generation.settings:GenerationSettings",
+        "paths": "losona.config.schemas:Paths",
+        "dynamic": "losona.dynamic.settings:DynamicSettings",
+        "judge_controls": "losona.config.schemas:ControlsSettings",
+    }
+)
 # Options whose `name` names their outputs: it must be the file's name.
 NAMED = ("dataset", "model", "judge", "condition")
 

@@ -1,13 +1,17 @@
-"""Every config group's typed schema: model, batch mode, sampling, aggregate, audit, judge,
-condition, dataset, paths, the dynamic extension and generation; and what a run records
-of a model or judge config (no password).
+"""The first turn's config groups' typed schemas: model, batch mode, sampling, judge
+controls, aggregate, judge, condition, dataset and paths; and what a run records of a
+model or judge config (no password).
+
+A stage family's own settings sit in its package (`audit/settings.py`,
+`dynamic/settings.py`, `generation/settings.py`), so that editing them reruns no
+first-turn stage; losona/config/reading.py's GROUPS names where each group's schema is.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -16,7 +20,6 @@ from pydantic import (
     Field,
     Strict,
     StrictStr,
-    StringConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -207,7 +210,7 @@ class _Batched(Schema):
         return BatchSettings(self.batch, self.batch_poll_s, self.batch_rounds, f"{self.KEY}.")
 
 
-# -- sampling, aggregate, audit (conf/config.yaml) -----------------------------------------
+# -- sampling, judge controls, aggregate (conf/config.yaml, conf/run.yaml) -------------------------
 
 
 class SamplingSettings(_Batched):
@@ -246,43 +249,12 @@ class AggregateSettings(Schema):
     ]
 
 
-class SheetSettings(Schema):
-    """The labelling sheet: how many responses, drawn with which seed."""
-
-    EVERY_KEY: ClassVar[bool] = True
-
-    items: Count = 100
-    seed: WholeNumber = 0
-
-
-class DeterminismSettings(Schema):
-    """Re-judging: how many times (0: not at all), how many items, which seed draws them."""
-
-    EVERY_KEY: ClassVar[bool] = True
-
-    repeats: WholeNumber = 0
-    items: Count = 20
-    seed: WholeNumber = 0
-
-
-class AuditSettings(Schema):
-    """The `audit:` node of conf/config.yaml."""
-
-    KEY: ClassVar[str] = "audit"
-    FILE: ClassVar[str] = str(ROOT_FILE)
-
-    export: Flag
-    sheet: SheetSettings
-    determinism: DeterminismSettings
-
-
 # -- judge (conf/judge/*.yaml) --------------------------------------------------------------
 
 
 # A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
 PANEL_RULES = ("majority", "unanimous")
 UNSCORED_MEMBER_POLICIES = ("abstain", "void")
-PANEL_KEYS = ("members", "rule", "unscored_members")
 PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
 
 
@@ -293,7 +265,8 @@ class JudgeConfig(_Batched):
 
     name: Text
     label: Annotated[StrictStr, Field(description="text")] = ""
-    kind: Literal["lexicon", "llm", "panel"]
+    # One of JUDGE_KINDS' names (below): what else the config must and must not hold.
+    kind: StrictStr
     model: ModelSpec | None = None
     max_cost_usd: CostCap = None
     # How the verdict's schema goes with each call; checked against the judge's response
@@ -308,49 +281,42 @@ class JudgeConfig(_Batched):
     rule: Literal["majority", "unanimous"] | None = None
     unscored_members: Literal["abstain", "void"] | None = None
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _a_known_kind(cls, kind: Any) -> Any:
+        if not (isinstance(kind, str) and kind in JUDGE_KINDS):
+            # In the words pydantic used for the Literal this field once was.
+            *names, last = [repr(name) for name in JUDGE_KINDS]
+            raise Refusal(f"{', '.join(names)} or {last}" if names else last)
+        return kind
+
     @model_validator(mode="before")
     @classmethod
-    def _lexicon_calls_no_model(cls, node: Any) -> Any:
-        # Settings for a model would silently do nothing on the lexicon judge or a panel.
-        model_settings: dict[str, tuple[str, ...]] = {
-            "lexicon": ("model", "structured_output"),
-            "panel": ("model", "structured_output", "max_cost_usd"),
-        }
-        if isinstance(node, Mapping) and node.get("kind") in model_settings:
-            what = "the lexicon judge" if node.get("kind") == "lexicon" else "a panel"
-            for key in model_settings[node["kind"]]:
+    def _no_settings_of_other_kinds(cls, node: Any) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        kind = node.get("kind")
+        mine = JUDGE_KINDS.get(kind) if isinstance(kind, str) else None
+        # Settings for a model would silently do nothing on a judge that calls none.
+        if mine is not None and mine.refuses_model_settings is not None:
+            for key in mine.refuses_model_settings:
                 if key in node:
-                    raise Refusal(f"no such setting: {what} calls no model", "one", key)
+                    raise Refusal(f"no such setting: {mine.called} calls no model", "one", key)
             if node.get("batch"):
-                raise Refusal(f"false: {what} calls no model", "true", "batch")
-        if isinstance(node, Mapping) and node.get("kind") != "panel":
-            for key in PANEL_KEYS:
-                if key in node:
-                    raise Refusal("no such setting: only a judge of kind panel has it", "one", key)
+                raise Refusal(f"false: {mine.called} calls no model", "true", "batch")
+        for name, other in JUDGE_KINDS.items():
+            for key in other.own_settings:
+                if key in node and other is not mine:
+                    raise Refusal(
+                        f"no such setting: only a judge of kind {name} has it", "one", key
+                    )
         return node
 
     @model_validator(mode="after")
-    def _llm_has_a_model(self) -> Self:
-        if self.kind == "llm" and self.model is None:
-            raise Refusal(
-                "a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model"
-            )
-        if self.kind == "panel":
-            for key, expected in (
-                ("members", "a list of at least two judge names (kind panel needs it)"),
-                ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
-                (
-                    "unscored_members",
-                    f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)",
-                ),
-            ):
-                if getattr(self, key) is None:
-                    raise Refusal(expected, "nothing (it is missing)", key)
-            assert self.members is not None
-            if len(set(self.members)) != len(self.members):
-                raise Refusal("each member once", repr(list(self.members)), "members")
-            if self.name in self.members:
-                raise Refusal("other judges than the panel itself", self.name, "members")
+    def _what_its_kind_needs(self) -> Self:
+        check = JUDGE_KINDS[self.kind].check
+        if check is not None:
+            check(self)
         return self
 
     @property
@@ -367,6 +333,86 @@ class JudgeConfig(_Batched):
     def test_double(self) -> bool:
         """Whether its verdicts come from a test double (its model node says so)."""
         return self.model is not None and self.model.test_double
+
+
+@dataclass(frozen=True)
+class JudgeKindSettings:
+    """What a kind of judge asks of its config, and what is known of its judges by kind alone.
+
+    Every JudgeConfig is checked against its kind's. The rest of a kind, how its judge is
+    made, judged again and recorded, is its JudgeKind (losona/judges/kinds/), which holds
+    these settings too; they sit here because a config is read and checked without any
+    judge code (preflight, the config stages) and aggregate reads `own_words` without it.
+    """
+
+    # How a refusal names a judge of the kind ("the lexicon judge", "a panel").
+    called: str
+    # The model settings it refuses, with batch mode, since it calls no model (None: it calls
+    # one, and takes them).
+    refuses_model_settings: tuple[str, ...] | None = None
+    # Settings only this kind has: a judge of any other kind is refused them.
+    own_settings: tuple[str, ...] = ()
+    # What its config must hold beyond each setting's own check: raises a Refusal.
+    check: Callable[[JudgeConfig], None] | None = None
+    # Whether its reasoning is a model's own words, so that the same reasoning on most
+    # verdicts, or none, says the verdicts say nothing (losona/judges/health.py).
+    own_words: bool = False
+    # Whether it judges nothing itself but combines other judges' verdicts (a panel: it is
+    # run by the panel stages, and the self-preference check leaves it out).
+    combines: bool = False
+    # Why its verdicts cannot change when judged again, as the determinism audit's `method`
+    # says it ("rules", "panel"); None: the audit judges it again to see.
+    determinism: str | None = None
+
+
+def _llm_needs_a_model(config: JudgeConfig) -> None:
+    if config.model is None:
+        raise Refusal("a node shaped like conf/model/*.yaml (kind llm needs one)", "none", "model")
+
+
+def _panel_needs_its_members(config: JudgeConfig) -> None:
+    for key, expected in (
+        ("members", "a list of at least two judge names (kind panel needs it)"),
+        ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
+        ("unscored_members", f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)"),
+    ):
+        if getattr(config, key) is None:
+            raise Refusal(expected, "nothing (it is missing)", key)
+    assert config.members is not None
+    if len(set(config.members)) != len(config.members):
+        raise Refusal("each member once", repr(list(config.members)), "members")
+    if config.name in config.members:
+        raise Refusal("other judges than the panel itself", config.name, "members")
+
+
+# Every kind of judge a config may name, by name (docs/judges.md, "Adding a judge kind");
+# losona.judges.kinds.register adds one.
+JUDGE_KINDS: dict[str, JudgeKindSettings] = {
+    "lexicon": JudgeKindSettings(
+        called="the lexicon judge",
+        refuses_model_settings=("model", "structured_output"),
+        determinism="rules",
+    ),
+    "llm": JudgeKindSettings(called="an LLM judge", check=_llm_needs_a_model, own_words=True),
+    "panel": JudgeKindSettings(
+        called="a panel",
+        refuses_model_settings=("model", "structured_output", "max_cost_usd"),
+        own_settings=("members", "rule", "unscored_members"),
+        check=_panel_needs_its_members,
+        combines=True,
+        determinism="panel",
+    ),
+}
+
+
+def judge_kind_settings(kind: str) -> JudgeKindSettings:
+    """The settings of a kind of judge, by its name (as a config or provenance names it)."""
+    if kind not in JUDGE_KINDS:
+        raise LosonaError(
+            f"unknown judge kind {kind!r}: expected one of {list(JUDGE_KINDS)} "
+            "(losona/judges/kinds/)"
+        )
+    return JUDGE_KINDS[kind]
 
 
 # -- condition, dataset, paths ---------------------------------------------------------------
@@ -471,211 +517,6 @@ class Paths(Schema):
     calls_dir: PathText
     calls: PathText | None  # null: no published calls below the cache, on purpose
     call_cache: PathText
-
-
-# -- the dynamic extension (conf/dynamic/default.yaml; docs/dynamic.md) ---------------------
-
-DYNAMIC_SOURCES = ("scripted", "simulated")
-OptionNames = Annotated[
-    tuple[Text, ...], Field(description="a list of option names without repeats (may be empty)")
-]
-
-
-class DynamicSettings(Schema):
-    """The dynamic second turn: which sweep cells get one, who decides the arms, who writes.
-
-    Off while `judges` is empty: dvc.yaml expands the dynamic stages from these lists, and
-    a matrix over an empty list is no stage at all.
-    """
-
-    KEY: ClassVar[str] = "dynamic"
-    FILE: ClassVar[str] = "conf/dynamic/default.yaml"
-    EVERY_KEY: ClassVar[bool] = True
-
-    # The first-turn judge(s) whose verdicts put each trial in an arm; each also judges the
-    # second turn. Empty: the extension is off.
-    judges: OptionNames
-    models: OptionNames  # the sweep's models to extend
-    conditions: OptionNames  # the sweep's conditions to extend
-    # Where the sanction and the neutral continuation come from: the scenario's own
-    # follow-up material, or a group model reacting to the subject's actual reply.
-    source: Literal["scripted", "simulated"]
-    group_model: Text  # a conf/model option: the group model of source simulated
-
-    @field_validator("judges", "models", "conditions")
-    @classmethod
-    def _each_once(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(names)) != len(names):
-            raise Refusal("names without repeats", repr(list(names)))
-        return names
-
-    @model_validator(mode="after")
-    def _cells_when_on(self) -> Self:
-        if self.judges:
-            for key in ("models", "conditions"):
-                if not getattr(self, key):
-                    raise Refusal(
-                        "at least one name while dynamic.judges is set (the extension is on)",
-                        "[]",
-                        key,
-                    )
-        return self
-
-    @property
-    def on(self) -> bool:
-        """Whether the extension runs at all."""
-        return bool(self.judges)
-
-    def check_sweep(self, sweep: Mapping[str, Sequence[str]], where: str) -> None:
-        """Refuse cells the sweep does not run: the second turn continues the first."""
-        for key in ("judges", "models", "conditions"):
-            outside = [name for name in getattr(self, key) if name not in sweep[key]]
-            if outside:
-                raise LosonaError(
-                    f"{where}: 'dynamic.{key}': expected names from sweep.{key} "
-                    f"{list(sweep[key])} (params.yaml: the second turn continues the sweep's "
-                    f"first), found {outside}"
-                )
-
-
-# -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
-
-# screen.keep: when the baselines' outcomes keep a candidate.
-KeepRule = Literal["all", "majority"]
-KEEP_RULES = {
-    "all": "kept when every baseline breaches it (no baseline adapts by default)",
-    "majority": "kept when more than half of the baselines breach it",
-}
-SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-DistinctNames = Annotated[
-    tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
-]
-
-
-def _distinct(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    if names is not None and len(set(names)) != len(names):
-        raise Refusal("names without repeats")
-    return names
-
-
-class CellSelection(Schema):
-    """Which (event, norm) cells get candidates, and in which venues (generate.cells)."""
-
-    KEY: ClassVar[str] = "generate.cells"
-    EVERY_KEY: ClassVar[bool] = True
-
-    mode: Literal["all", "per_norm", "list"]
-    per_norm: Count
-    # The `list` entries: event/norm or event/norm@venue.
-    cells: Annotated[
-        tuple[StrictStr, ...],
-        Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),
-    ] = ()
-    venues: Annotated[DistinctNames | None, Field(description="a non-empty list of names or null")]
-
-    @field_validator("cells", mode="before")
-    @classmethod
-    def _null_is_none(cls, cells: Any) -> Any:
-        return () if cells is None else cells
-
-    @field_validator("venues")
-    @classmethod
-    def _venues_once(cls, venues: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return _distinct(venues)
-
-    @model_validator(mode="after")
-    def _list_mode_lists(self) -> Self:
-        if self.mode == "list" and not self.cells:
-            raise Refusal("at least one cell when mode is list", "[]", "list")
-        return self
-
-    def describe(self) -> dict[str, Any]:
-        """The selection as plain values, for the run's summary."""
-        chosen: dict[str, Any] = {"mode": self.mode, "venues": list(self.venues or []) or None}
-        if self.mode == "per_norm":
-            chosen["per_norm"] = self.per_norm
-        if self.mode == "list":
-            chosen["list"] = list(self.cells)
-        return chosen
-
-
-class GenerateSettings(Schema):
-    """The generate node."""
-
-    KEY: ClassVar[str] = "generate"
-
-    generator: Text
-    params: Params
-    structured_output: Literal["json_schema", "json_object", "none"]
-    cells: CellSelection
-    candidates_per_cell: Count
-    seed: WholeNumber
-    max_cost_usd: CostCap
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _null_is_empty(cls, params: Any) -> Any:
-        return {} if params is None else params
-
-    @field_validator("params")
-    @classmethod
-    def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
-        no_inf_nan(params)
-        return params
-
-
-class ScreenSettings(Schema):
-    """The screen node."""
-
-    KEY: ClassVar[str] = "screen"
-
-    models: DistinctNames
-    trials: Count
-    judge: Text
-    keep: KeepRule
-    max_cost_usd: CostCap
-
-    @field_validator("models")
-    @classmethod
-    def _models_once(cls, models: tuple[str, ...]) -> tuple[str, ...] | None:
-        return _distinct(models)
-
-
-SetName = Annotated[
-    StrictStr,
-    StringConstraints(strip_whitespace=True, pattern=SET_NAME.pattern),
-    Field(description="part of a file name: letters, digits, '_', '.' or '-' only"),
-]
-
-
-class CurateSettings(Schema):
-    """The curate node."""
-
-    KEY: ClassVar[str] = "curate"
-
-    name: SetName
-    version: SetName
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _number_or_text(cls, version: Any) -> Any:
-        # 2 and "2.1" both name a version; true does not.
-        if isinstance(version, int) and not isinstance(version, bool):
-            return str(version)
-        return version
-
-    @property
-    def file_name(self) -> str:
-        """The curated set's file name, e.g. losona-generated-v1.jsonl."""
-        return f"{self.name}-v{self.version}.jsonl"
-
-
-class GenerationSettings(Schema):
-    """The generation pipeline's three nodes (conf/generation/*.yaml, global package)."""
-
-    generate: GenerateSettings
-    screen: ScreenSettings
-    curate: CurateSettings
 
 
 # -- what a run records of a model or judge config -------------------------------------

@@ -29,31 +29,29 @@ import numpy as np
 import polars as pl
 
 from losona.config import AggregateSettings
-from losona.contracts import (
+from losona.contracts import table
+from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
+from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
+from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
     DYNAMIC_OUTCOME_SCHEMA,
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
-    table,
 )
-from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
-from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.errors import LosonaError
-from losona.files import (
-    display_path,
-    read_csv,
-    read_json_object,
-    read_parquet,
-    require_outputs,
-    write_json,
-    write_text,
-)
+from losona.files import display_path, read_parquet
 from losona.formatting import percent
 from losona.layout import RunLayout
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
-from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_means, mcnemar_exact
+from losona.results.bundle import BundleFiles, ReportBundle
+from losona.results.metrics import (
+    UNSCORED_POLICY_ID,
+    bootstrap_intervals,
+    bootstrap_settings,
+    mcnemar_exact,
+)
 from losona.results.metrics import scenario_outcomes as majority
 from losona.results.presentation import Presentation, config_labels
 
@@ -65,7 +63,7 @@ CSV_FILES: dict[str, pl.Schema] = {
     "outcomes.csv": DYNAMIC_OUTCOME_SCHEMA,
     "examples.csv": DYNAMIC_EXAMPLE_SCHEMA,
 }
-METRICS = "metrics.json"
+DYNAMIC_FILES = BundleFiles("dynamic_aggregate", CSV_FILES)
 FIGURE = "recovery"
 CELL = ["judge", "subject_model", "condition"]
 KEY = ["scenario_id", "trial", "arm"]
@@ -80,17 +78,6 @@ class Cell:
     condition: str
     prompts: pl.DataFrame  # DYNAMIC_PROMPT_SCHEMA
     verdicts: pl.DataFrame  # DYNAMIC_VERDICT_SCHEMA
-
-
-@dataclass(frozen=True)
-class DynamicReports:
-    """What dynamic_aggregate writes for one judge: the CSV tables and the DVC metrics."""
-
-    tables: dict[str, pl.DataFrame]
-    metrics: dict[str, Any]
-
-    def __getitem__(self, name: str) -> pl.DataFrame:
-        return self.tables[name]
 
 
 def load_cells(
@@ -320,7 +307,7 @@ def aggregate_dynamic(
     judge: str,
     bootstrap: AggregateSettings,
     presentation: Presentation | None = None,
-) -> DynamicReports:
+) -> ReportBundle:
     """One judge's dynamic tables and metrics from its cells' prompt and verdict tables."""
     show = presentation or Presentation()
     if not cells:
@@ -333,7 +320,7 @@ def aggregate_dynamic(
         rows = trial_rows(cell, judge, scenarios)
         outcomes = scenario_outcomes(rows)
         per_cell.append((cell, rows, outcomes, cell_statistics(rows, outcomes, ids)))
-    estimates = _bootstrap([stat for *_, stats in per_cell for stat in stats], len(ids), bootstrap)
+    estimates = _bootstrap([stat for *_, stats in per_cell for stat in stats], bootstrap)
     judge_model = _judge_model(cells)
     results, arms, outcome_tables, examples = [], [], [], []
     position = 0
@@ -379,24 +366,15 @@ def aggregate_dynamic(
         else pl.DataFrame(schema=DYNAMIC_OUTCOME_SCHEMA),
         "examples.csv": table(examples, DYNAMIC_EXAMPLE_SCHEMA, sort_by=[]),
     }
-    return DynamicReports(tables, _metrics(tables, cells, judge, judge_model, bootstrap))
+    return ReportBundle(tables, _metrics(tables, cells, judge, judge_model, bootstrap))
 
 
-def _bootstrap(
-    stats: Sequence[_Stat], n_scenarios: int, settings: AggregateSettings
-) -> list[tuple[float, float]]:
-    """Every statistic's interval from one scenario bootstrap (none with a single scenario)."""
-    if not stats or n_scenarios < 2:
-        return [(np.nan, np.nan) for _ in stats]
+def _bootstrap(stats: Sequence[_Stat], settings: AggregateSettings) -> list[tuple[float, float]]:
+    """Every statistic's interval from one scenario bootstrap (none with a single scenario);
+    each cell gives eight statistics, so there is at least one."""
     values = np.vstack([stat.values for stat in stats])
     sizes = np.vstack([stat.sizes for stat in stats])
-    result = bootstrap_means(
-        values,
-        n_resamples=settings.resamples,
-        seed=settings.seed,
-        confidence=settings.confidence,
-        sizes=sizes,
-    )
+    result = bootstrap_intervals(values, settings, sizes=sizes)
     return list(zip(result.low.tolist(), result.high.tolist(), strict=True))
 
 
@@ -504,10 +482,7 @@ def _metrics(
                 "subject": SUBJECT_TEMPLATE_VERSION,
                 "group": {"version": GROUP_TEMPLATE_VERSION, "sha256": group_template_sha256()},
             },
-            "bootstrap_resamples": bootstrap.resamples,
-            "seed": bootstrap.seed,
-            # A percentage, as the first turn's reports/metrics.json writes it (95.0).
-            "confidence": percent(bootstrap.confidence),
+            **bootstrap_settings(bootstrap),
             "unscored_policy": UNSCORED_POLICY_ID,
         },
         "models": {},
@@ -541,17 +516,7 @@ def presentation_of(
 # -- files -----------------------------------------------------------------------------------
 
 
-def write_dynamic_reports(reports: DynamicReports, root: str | Path) -> None:
-    """Every table and the metrics under one judge's folder, each atomically."""
-    for name, df in reports.tables.items():
-        write_text(df.write_csv(), Path(root) / name)
-    write_json(reports.metrics, Path(root) / METRICS)
-
-
-def read_dynamic_reports(root: str | Path) -> DynamicReports:
-    """Read back what `write_dynamic_reports` wrote, refusing a missing file or a changed shape."""
-    folder = Path(root)
-    require_outputs(folder, (*CSV_FILES, METRICS), stage="dynamic_aggregate")
-    remedy = "rerun dynamic_aggregate"
-    tables = {name: read_csv(folder / name, schema, remedy) for name, schema in CSV_FILES.items()}
-    return DynamicReports(tables, read_json_object(folder / METRICS, ["settings"], remedy))
+def read_dynamic_reports(root: str | Path) -> ReportBundle:
+    """One judge's reports as dynamic_aggregate wrote them, refusing a missing file or a
+    changed shape."""
+    return ReportBundle.read(root, DYNAMIC_FILES)

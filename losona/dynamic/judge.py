@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.contracts import DYNAMIC_VERDICT_SCHEMA, scenarios_from_table, table
+from losona.contracts import scenarios_from_table, table
 from losona.dynamic.arms import OK
 from losona.dynamic.chat import SecondTurn
+from losona.dynamic.tables import DYNAMIC_VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.judges.base import Judge
 from losona.judges.run import verdict_fields

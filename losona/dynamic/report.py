@@ -16,7 +16,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from losona.dynamic.aggregate import FIGURE, DynamicReports, read_dynamic_reports
+from losona.dynamic.aggregate import FIGURE, read_dynamic_reports
 from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
 from losona.dynamic.plots import scope
 from losona.errors import LosonaError
@@ -24,6 +24,7 @@ from losona.files import display_path
 from losona.formatting import number, signed
 from losona.layout import RunLayout
 from losona.pages import Section, section
+from losona.results.bundle import ReportBundle
 from losona.results.table1 import judge_heading, subset_warning
 
 METRIC_LABELS = {
@@ -34,7 +35,7 @@ METRIC_LABELS = {
 }
 
 
-def read_judges(layout: RunLayout, judges: Sequence[str]) -> dict[str, tuple[DynamicReports, str]]:
+def read_judges(layout: RunLayout, judges: Sequence[str]) -> dict[str, tuple[ReportBundle, str]]:
     """Each judge's dynamic reports and its figure's SVG (dynamic_aggregate's)."""
     found = {}
     for judge in judges:
@@ -48,7 +49,7 @@ def read_judges(layout: RunLayout, judges: Sequence[str]) -> dict[str, tuple[Dyn
 
 
 def dynamic_section(
-    judges: Mapping[str, tuple[DynamicReports, str]], level: str, subset: str | None
+    judges: Mapping[str, tuple[ReportBundle, str]], level: str, subset: str | None
 ) -> Section:
     """The section: per judge, the metrics, the arms' counts, the figure and a few pairs;
     `subset` (losona.contracts.subset_note) when the run covers part of its dataset."""
@@ -75,7 +76,7 @@ def _cell(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"value": value + interval, "basis": basis}
 
 
-def judge_data(judge: str, reports: DynamicReports, svg: str) -> dict[str, Any]:
+def judge_data(judge: str, reports: ReportBundle, svg: str) -> dict[str, Any]:
     """One judge's part of the section, as plain values."""
     results = reports["results.csv"]
     settings = reports.metrics["settings"]

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from losona.contracts import DYNAMIC_RESPONSE_SCHEMA, table
+from losona.contracts import table
 from losona.dynamic.arms import OK
+from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
 from losona.errors import LosonaError
 from losona.models import (
     BatchSettings,

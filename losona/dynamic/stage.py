@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 from losona.config import ConditionConfig, JudgeConfig, ModelSpec
-from losona.contracts import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA, SCENARIO_SCHEMA
+from losona.contracts import SCENARIO_SCHEMA
 from losona.dynamic.judge import judge_second_turn
+from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
 from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.run import make_judge, status_counts

@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 
 from losona.catalog import Catalog
-from losona.config import CellSelection
 from losona.errors import LosonaError
+from losona.generation.settings import CellSelection
 
 
 @dataclass(frozen=True, order=True)

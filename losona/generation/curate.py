@@ -20,9 +20,10 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import Catalog
-from losona.contracts import REVIEW_SCHEMA, SCENARIO_SCHEMA, table
+from losona.contracts import SCENARIO_SCHEMA, table
 from losona.errors import LosonaError
 from losona.generation.screen import candidate_scenario, cell_report, totals
+from losona.generation.tables import REVIEW_SCHEMA
 from losona.pages import fragment, render_page, section
 from losona.scenarios.followups import FIELD as FOLLOWUP
 from losona.scenarios.followups import check_followups

@@ -17,8 +17,7 @@ from typing import Any
 import polars as pl
 
 from losona.catalog import Catalog
-from losona.config import GenerateSettings
-from losona.contracts import CANDIDATE_SCHEMA, table
+from losona.contracts import table
 from losona.errors import LosonaError
 from losona.formatting import percent
 from losona.generation.candidates import (
@@ -30,6 +29,8 @@ from losona.generation.candidates import (
 )
 from losona.generation.cells import Slot
 from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
+from losona.generation.settings import GenerateSettings
+from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.models import (
     CallOptions,
     Completion,

@@ -26,16 +26,11 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import KEEP_RULES, KeepRule
-from losona.contracts import (
-    CANDIDATE_SCHEMA,
-    GENERATION_CELL_SCHEMA,
-    VERDICT_SCHEMA,
-    Scenario,
-    table,
-)
+from losona.contracts import VERDICT_SCHEMA, Scenario, table
 from losona.formatting import percent
 from losona.generation.candidates import followup_check
+from losona.generation.settings import KEEP_RULES, KeepRule
+from losona.generation.tables import CANDIDATE_SCHEMA, GENERATION_CELL_SCHEMA
 from losona.judges.base import Judge, JudgeCase
 from losona.judges.run import verdict_fields
 from losona.models import CallOptions, ModelSpec, Request, complete_all

@@ -6,6 +6,8 @@
 - `rules`: the lexicon judge's rules file, read and checked, and one rule applied.
 - `uptake`: whether a reply takes up the elicitor at all (Appendix C, step 1).
 - `lexicon`: the rule-based judge.
+- `kinds`: every kind of judge in one registry: how each is made, judged again offline and
+  recorded (a config's `kind` names one).
 - `run`: a judge built from its config; the verdict and control tables filled.
 - `panels`: several judges' verdicts combined into one, with no model call.
 - `verdicts`: the verdict files a run leaves, read and checked to add up.

@@ -6,7 +6,8 @@ import dataclasses
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypedDict
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 import polars as pl
 
@@ -246,3 +247,17 @@ class Judge(Protocol):
     def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
         """One judgement per case, in the same order (a long run's may be made on demand)."""
         ...
+
+
+@runtime_checkable
+class CallingJudge(Judge, Protocol):
+    """A judge that calls a model, of whatever kind: the calls its verdicts were read from
+    and their run logs go with the run, and its progress lines name the cell it judges
+    (losona/judges/run.py)."""
+
+    # What its progress lines call the cell it judges.
+    progress: str
+    # Each round of calls it made (losona.models.Completion), first rounds and repairs.
+    calls: list[Sequence[Any]]
+    # The run log of each round it made.
+    run_logs: list[Path]

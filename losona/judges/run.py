@@ -7,7 +7,6 @@ validity controls), so a broken judge shows itself before anyone reads its numbe
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -29,16 +28,15 @@ from losona.files import Chunks, OnDemand
 from losona.formatting import percent
 from losona.judges.base import (
     NOT_A_VERDICT,
+    CallingJudge,
     Judge,
     JudgeCase,
     Judgement,
     Status,
     judgement_columns,
 )
-from losona.judges.lexicon import LexiconJudge
-from losona.judges.llm import LLMJudge
-from losona.models import CallOptions, CallStore, answer_sources, calls_table, read_run_log
-from losona.models.batch import batch_provider
+from losona.judges.kinds import judge_kind
+from losona.models import CallOptions, answer_sources, calls_table, read_run_log
 
 # What each kind of reply without a verdict of the judge's own was (base.NOT_A_VERDICT).
 NO_VERDICT_WHY: dict[Status, str] = {
@@ -54,52 +52,23 @@ def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) ->
     """The judge a `conf/judge/*.yaml` node describes (checked here when given plain values).
 
     An LLM judge calls its model with `options`, capped by its config's own max_cost_usd
-    (whatever `options` says of the cap).
+    (whatever `options` says of the cap); each kind makes its own (losona/judges/kinds/).
     """
     if not isinstance(config, JudgeConfig):
         config = JudgeConfig.from_config(config, origin=f"judge '{config.get('name')}'")
-    if config.kind == "lexicon":
-        return LexiconJudge()
-    if config.kind == "panel":
-        raise LosonaError(
-            f"judge '{config.name}' is a panel: it judges nothing itself but combines its "
-            "members' verdicts (python stages/panel.py); list it in conf/panels.yaml, not "
-            "in sweep.judges (docs/judges.md, 'Judge panels')"
-        )
-    assert config.model is not None  # the schema requires it of kind llm
-    spec = config.model
-    batch = config.batching
-    if batch.enabled:
-        batch_provider(spec, batch)  # before the key: no key makes a provider batchable
-    store = options.cache_path
-    published = store.published if isinstance(store, CallStore) else None
-    if not (published and published.expected):
-        # A missing key fails now, before any work; a run with published calls rejudges
-        # without one, and only a call that must really be made asks for the key.
-        spec.check_credentials()
-    return LLMJudge(
-        spec,
-        dataclasses.replace(options, max_cost_usd=config.max_cost_usd),
-        structured_output=structured_output(config),
-        batch=batch,
-    )
-
-
-def structured_output(config: JudgeConfig) -> str:
-    """An LLM judge's structured_output setting; `none` (the paper's setting) when unset."""
-    return config.structured_output or "none"
+    return judge_kind(config).make(config, options)
 
 
 def judge_calls(judge: Judge) -> Chunks:
     """The calls a judge's verdicts were read from (none for rules), as a calls table."""
-    if isinstance(judge, LLMJudge):
+    if isinstance(judge, CallingJudge):
         return calls_table(judge.model, *judge.calls)
     return calls_table("")
 
 
 def call_sources(judge: Judge) -> str | None:
     """Where an LLM judge's answers came from (its run logs); None for rules, which call no one."""
-    if not isinstance(judge, LLMJudge):
+    if not isinstance(judge, CallingJudge):
         return None
     return answer_sources(*(read_run_log(log) for log in judge.run_logs))
 
@@ -126,7 +95,7 @@ def verdict_fields(
 
 def name_cell(judge: Judge, cell: str) -> None:
     """Have an LLM judge's progress lines name what it judges (rules make no calls to show)."""
-    if isinstance(judge, LLMJudge):
+    if isinstance(judge, CallingJudge):
         judge.progress = cell
 
 

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.config import ConditionConfig, ControlsSettings, JudgeConfig, ModelSpec
+from losona.config import (
+    ConditionConfig,
+    ControlsSettings,
+    JudgeConfig,
+    ModelSpec,
+    judge_kind_settings,
+)
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_json, write_parquet
@@ -24,7 +30,6 @@ from losona.judges.health import (
     degenerate_signs,
     uniform_verdict,
 )
-from losona.judges.llm import LLMJudge
 from losona.judges.run import (
     call_sources,
     control_summary,
@@ -101,7 +106,7 @@ def run_judge(
         )
 
     def warnings(outcomes: pl.DataFrame) -> list[str]:
-        evidence = JudgeEvidence(own_words=isinstance(judge, LLMJudge))
+        evidence = JudgeEvidence(own_words=judge_kind_settings(config.kind).own_words)
         lines = [
             f"warning: judge {name}'s verdicts on {cell} say nothing: {sign}"
             for sign in degenerate_signs(outcomes, evidence)

@@ -26,9 +26,8 @@ from losona.config import AggregateSettings, JudgeConfig, without_password
 from losona.files import read_yaml, sha256_file, sha256_text
 from losona.generation import prompt as generator_prompt
 from losona.judges import prompt as judge_prompt
-from losona.judges.panels import PANEL_VERSION
+from losona.judges.kinds import judge_kind
 from losona.judges.rules import RULES_PATH
-from losona.judges.run import structured_output
 from losona.models import ModelSpec
 from losona.prompts import subject as subject_prompt
 from losona.results.metrics import UNSCORED_POLICY, UNSCORED_POLICY_ID, VOTE_RULE
@@ -133,22 +132,13 @@ def model_record(spec: ModelSpec) -> dict[str, Any]:
 
 
 def judge_record(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A judge config's record: its kind, and its model, its rules' version or its members."""
+    """A judge config's record: its kind, its model if it names one, and what its kind
+    records (its rules' version, its prompt's, or its members: losona/judges/kinds/)."""
     judge = JudgeConfig.from_config(config, origin=f"conf/judge/{config.get('name')}.yaml")
     record: dict[str, Any] = {"name": judge.name, "label": judge.display_name, "kind": judge.kind}
-    if judge.kind == "panel":
-        record["members"] = list(judge.members or ())
-        record["rule"] = judge.rule
-        record["unscored_members"] = judge.unscored_members
-        record["panel_version"] = PANEL_VERSION
-    elif judge.model is None:
-        record["rules_version"] = str(read_yaml(RULES_PATH)["version"])
-    else:
+    if judge.model is not None:
         record["model"] = model_record(judge.model)
-        record["template_version"] = judge_prompt.JUDGE_TEMPLATE_VERSION
-        # Whether the verdict's JSON schema went with each call as response_format.
-        record["structured_output"] = structured_output(judge)
-    return record
+    return record | judge_kind(judge).record(judge)
 
 
 def dataset_record(dataset: Mapping[str, Any], scenarios: pl.DataFrame) -> dict[str, Any]:

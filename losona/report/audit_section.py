@@ -15,15 +15,15 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit import Audit
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.pages import Section, section
 from losona.results.aggregate import Reports
+from losona.results.bundle import ReportBundle
 from losona.results.metrics import BASELINE_CONDITION
 
 
-def audit_section(result: Audit, reports: Reports) -> Section:
+def audit_section(result: ReportBundle, reports: Reports) -> Section:
     """The HTML report's "Judge audit" section: judges, people, determinism, controls."""
     results = reports["results.csv"]
     names = dict(results.select("subject_model", "model_label").iter_rows())
@@ -52,7 +52,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def pairs_data(
-    result: Audit, names: Mapping[str, str], judges: Mapping[str, str] | None = None
+    result: ReportBundle, names: Mapping[str, str], judges: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
     judges = judges or {}
@@ -138,7 +138,7 @@ def _condition_names(value: str, names: Mapping[str, str]) -> str:
     return " = ".join(names.get(part, part) for part in value.split(" = "))
 
 
-def human_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+def human_data(result: ReportBundle, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Judge against people: the sheet's state, agreement per judge, the disagreements."""
     judges = judges or {}
     counts = result.metrics["labels"]
@@ -164,7 +164,7 @@ def human_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[s
     }
 
 
-def self_preference_data(result: Audit, names: Mapping[str, str]) -> dict[str, Any]:
+def self_preference_data(result: ReportBundle, names: Mapping[str, str]) -> dict[str, Any]:
     """Each judge's self-preference for its model family (empty when the check does not apply)."""
 
     def models(joined: str | None) -> str:
@@ -187,7 +187,7 @@ def self_preference_data(result: Audit, names: Mapping[str, str]) -> dict[str, A
     }
 
 
-def corrected_data(result: Audit) -> dict[str, Any]:
+def corrected_data(result: ReportBundle) -> dict[str, Any]:
     """Per judge: the correction's basis (labelled items, sensitivity, specificity) and its
     corrected compliance and effects, or why there are none (empty without labels)."""
     corrected, deltas = result["corrected.csv"], result["corrected_deltas.csv"]
@@ -237,7 +237,9 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
 
 
-def determinism_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+def determinism_data(
+    result: ReportBundle, judges: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Each judge's determinism check (re-judged, rules, or not run) and the items that flipped."""
     judges = judges or {}
     return {
@@ -252,7 +254,7 @@ def determinism_data(result: Audit, judges: Mapping[str, str] | None = None) -> 
     }
 
 
-def controls_data(result: Audit, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+def controls_data(result: ReportBundle, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Each judge's validity controls (all, compliant, breaching) and the ones it missed."""
     judges = judges or {}
     by_judge: dict[str, dict[str, dict[str, Any]]] = {}

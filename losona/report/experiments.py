@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from losona.audit import files as audit_files
 from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
 from losona.layout import RunLayout
 from losona.provenance.dvc_json import dvc_json
-from losona.results import aggregate
+from losona.results.bundle import METRICS
 
 # The sweep's judge panels (`panels`): a params file of its own, for the reason it gives.
 PANELS_FILE = CONF_DIR / "panels.yaml"
@@ -69,8 +68,8 @@ class MetricsFiles:
         """Where a layout puts them: the default paths' (conf/paths/default.yaml, which
         dvc.yaml reads) are the names DVC reports."""
         return cls(
-            (layout.reports_folder / aggregate.METRICS).as_posix(),
-            (layout.audit_folder / audit_files.METRICS).as_posix(),
+            (layout.reports_folder / METRICS).as_posix(),
+            (layout.audit_folder / METRICS).as_posix(),
             f"{layout.controls_reports_folder.as_posix()}/",
         )
 

@@ -14,38 +14,41 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit import AUDIT_FILES, DeterminismSettings, audit, audit_inputs, read_audit
-from losona.audit import METRICS as AUDIT_METRICS
+from losona.audit.files import AUDIT, read_audit
+from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import load_labels
-from losona.config import AggregateSettings, DynamicSettings, JudgeConfig, option
+from losona.audit.run import audit
+from losona.audit.settings import DeterminismSettings
+from losona.config import AggregateSettings, judge_kind_settings, option
 from losona.contracts import (
     CONTROL_SCHEMA,
-    DYNAMIC_PROMPT_SCHEMA,
-    DYNAMIC_RESPONSE_SCHEMA,
-    DYNAMIC_VERDICT_SCHEMA,
     PROMPT_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
-from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
-from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.aggregate import METRICS as DYNAMIC_METRICS
 from losona.dynamic.aggregate import (
+    DYNAMIC_FILES,
     aggregate_dynamic,
     load_cells,
     presentation_of,
     read_dynamic_reports,
 )
+from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
+from losona.dynamic.settings import DynamicSettings
+from losona.dynamic.tables import (
+    DYNAMIC_PROMPT_SCHEMA,
+    DYNAMIC_RESPONSE_SCHEMA,
+    DYNAMIC_VERDICT_SCHEMA,
+)
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.health import JudgeEvidence, controls_accuracy
-from losona.judges.lexicon import LexiconJudge
-from losona.judges.panels import combine_verdicts, panel_description
-from losona.judges.run import control_summary, judge_responses, make_judge
+from losona.judges.kinds import judge_kind
+from losona.judges.run import control_summary, judge_responses
 from losona.judges.verdicts import verdict_files
 from losona.layout import RunLayout
 from losona.models import (
@@ -69,7 +72,8 @@ from losona.reproduce.compare import (
     compare_text,
     same,
 )
-from losona.results.aggregate import CSV_FILES, METRICS, TABLE1, Reports, aggregate, read_reports
+from losona.results.aggregate import REPORT_FILES, Reports, aggregate, read_reports
+from losona.results.bundle import METRICS, BundleFiles, ReportBundle
 from losona.scenarios.datasets import fetch_followups
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
@@ -122,23 +126,9 @@ def check_verdict_origins(
         entry = record["judges"].get(judge)
         if entry is None:
             continue  # outside the recorded sweep: reported by aggregate, noted by the caller
-        if entry.get("kind") == "panel":
-            panel = JudgeConfig.from_config(
-                {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
-                origin=f"{display_path(verdicts_dir)} (provenance: judges.{judge})",
-            )
-            expected = {
-                "judge_model": panel_description(panel),
-                "judge_version": entry.get("panel_version"),
-            }
-        elif entry.get("kind") == "lexicon":
-            expected = {"judge_version": entry.get("rules_version")}
-            expected["judge_model"] = f"lexicon@{expected['judge_version']}"
-        else:
-            expected = {
-                "judge_model": entry.get("model", {}).get("model"),
-                "judge_version": entry.get("template_version"),
-            }
+        expected = judge_kind(entry.get("kind")).verdict_origin(
+            entry, f"{display_path(verdicts_dir)} (provenance: judges.{judge})"
+        )
         for column, found in (("judge_model", model), ("judge_version", version)):
             compared += 1
             if not same(expected[column], found):
@@ -158,8 +148,9 @@ def check_judgements(
 ) -> None:
     """Verdicts against the responses they judge, and judged again where that costs nothing.
 
-    The lexicon judge's verdicts are judged again from the responses (rules cost nothing),
-    an LLM judge's from the run's published calls alone (`published`; no model is called),
+    Each judge's kind judges its verdicts again with no model call (losona/judges/kinds/):
+    the lexicon judge's from the responses (rules cost nothing), an LLM judge's from the
+    run's published calls alone (`published`), a panel's by combining its members' again,
     so that every field of every verdict is checked, not only the response it quotes.
     """
     for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
@@ -172,72 +163,49 @@ def check_judgements(
             continue
         found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
         responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-        if kinds[judge] == "panel":
-            # A panel's verdicts follow from its members': combine them again.
-            panel = option("judge", judge)
-            members = {
-                m: read_parquet(
-                    layout.verdicts(m, model, condition), VERDICT_SCHEMA, made_by="judge"
-                )
-                for m in panel.members
-            }
-            expected = combine_verdicts(panel, members).sort("scenario_id", "trial")
-        elif kinds[judge] == "lexicon":
-            # Rules, not a model: judging again is free and must give the same verdicts.
-            expected = judge_responses(
-                scenarios,
-                responses,
-                LexiconJudge(),
-                judge,
-                model=model,
-                condition=condition,
-                origin=display_path(responses_path),
-            )
-        elif published is not None and published.expected:
-            rejudged = rejudge_from_calls(
-                check, scenarios, responses, judge, model, condition, published
-            )
-            if rejudged is None:
-                continue
-            expected = rejudged
+        kind = judge_kind(kinds[judge])
+        if kind.recombine is not None:
+            # Its verdicts follow from other judges': combine theirs again.
+            expected = kind.recombine(judge, layout, model, condition).sort("scenario_id", "trial")
         else:
-            expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
-                responses.select("scenario_id", "trial", "response"),
-                on=["scenario_id", "trial"],
-                how="left",
-            )
-            expected = expected.select(found.columns)
+            with tempfile.TemporaryDirectory() as scratch:
+                # A cache of its own, so that only the published calls can answer.
+                store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
+                rejudger = kind.rejudge(judge, store)
+                if rejudger is None:
+                    expected = _quoting(found, responses)
+                else:
+                    try:
+                        expected = judge_responses(
+                            scenarios,
+                            responses,
+                            rejudger,
+                            judge,
+                            model=model,
+                            condition=condition,
+                            origin=display_path(responses_path),
+                        )
+                    except CallNotFound as exc:
+                        assert published is not None  # only published calls are looked up
+                        file = display_path(published.path)
+                        where = f"judge {judge} on {model}/{condition}"
+                        check.add(
+                            file, 1, [Difference(file, where, "calls", "all present", str(exc))]
+                        )
+                        continue
         file = display_path(path)
         check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
-def rejudge_from_calls(
-    check: Check,
-    scenarios: pl.DataFrame,
-    responses: pl.DataFrame,
-    judge: str,
-    model: str,
-    condition: str,
-    published: PublishedCalls,
-) -> pl.DataFrame | None:
-    """An LLM judge's verdicts on one cell, judged again from the run's calls, offline.
-
-    None, with the shortfall named as a difference, when the calls file lacks calls the
-    verdicts rest on.
-    """
-    with tempfile.TemporaryDirectory() as scratch:
-        # A cache of its own, so that only the published calls can answer.
-        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        llm = make_judge(option("judge", judge), CallOptions(cache_path=store))
-        try:
-            return judge_responses(
-                scenarios, responses, llm, judge, model=model, condition=condition, origin=""
-            )
-        except CallNotFound as exc:
-            file = display_path(published.path)
-            where = f"judge {judge} on {model}/{condition}"
-            check.add(file, 1, [Difference(file, where, "calls", "all present", str(exc))])
-            return None
+def _quoting(found: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts that nothing can judge again offline, as they must be: each quoting the
+    response of its scenario and trial."""
+    expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
+        responses.select("scenario_id", "trial", "response"),
+        on=["scenario_id", "trial"],
+        how="left",
+    )
+    return expected.select(found.columns)
 
 
 def _no_model_calls(name: str) -> Judge:
@@ -281,13 +249,14 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         judges={
             judge: JudgeEvidence(
                 controls=controls_accuracy(controls[judge]) if judge in controls else None,
-                own_words=kind == "llm",
+                own_words=judge_kind_settings(kind).own_words,
             )
             for judge, kind in inputs.kinds.items()
         },
     )
-    check_reports(check, expected, read_reports(layout.reports_folder), layout.reports_folder)
-    if (layout.audit_folder / AUDIT_METRICS).is_file():
+    reported = read_reports(layout.reports_folder)
+    check_bundle(check, REPORT_FILES, layout.reports_folder, expected, reported)
+    if (layout.audit_folder / METRICS).is_file():
         recomputed = audit(
             inputs.verdicts,
             scenarios,
@@ -301,7 +270,7 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
             rejudge=_no_model_calls,
             families=inputs.families,
         )
-        check_audit(check, recomputed.tables, recomputed.metrics, layout.audit_folder)
+        check_audit(check, recomputed, layout.audit_folder)
     else:
         check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
     if layout.figures_folder.is_dir():
@@ -459,20 +428,36 @@ def check_lock(check: Check) -> None:
     )
 
 
-def check_reports(check: Check, expected: Reports, reported: Reports, root: Path) -> None:
-    """aggregate's tables, Table 1 and metrics.json against what is on disk (under `root`)."""
-    for name in CSV_FILES:
+def check_bundle(
+    check: Check,
+    files: BundleFiles,
+    folder: str | Path,
+    expected: ReportBundle,
+    reported: ReportBundle,
+    *,
+    skip_tables: Sequence[str] = (),
+    skip_metrics: Sequence[str] = (),
+) -> None:
+    """A stage's reports against what is on disk: every table cell by cell, every text line
+    by line, every metric leaf by leaf, each difference named by file and line or key.
+
+    `skip_tables` (file names) and `skip_metrics` (metrics.json's keys) are not rechecked;
+    the caller notes why.
+    """
+    root = Path(folder)
+    for name in files.tables:
+        if name not in skip_tables:
+            file = display_path(root / name)
+            check.add(
+                file,
+                cell_count(expected[name]),
+                compare_tables(file, expected[name], reported[name]),
+            )
+    for name in files.texts:
         file = display_path(root / name)
-        check.add(
-            file, cell_count(expected[name]), compare_tables(file, expected[name], reported[name])
-        )
-    check.add(
-        root / TABLE1, *compare_text(display_path(root / TABLE1), expected.table1, reported.table1)
-    )
-    check.add(
-        root / METRICS,
-        *compare_json(display_path(root / METRICS), expected.metrics, reported.metrics),
-    )
+        check.add(file, *compare_text(file, expected.texts[name], reported.texts[name]))
+    file = display_path(root / METRICS)
+    check.add(file, *compare_json(file, expected.metrics, reported.metrics, skip=skip_metrics))
 
 
 def check_controls(
@@ -501,31 +486,26 @@ def check_controls(
     return controls
 
 
-def check_audit(
-    check: Check,
-    tables: Mapping[str, pl.DataFrame],
-    metrics: Mapping[str, Any],
-    root: Path,
-) -> None:
+def check_audit(check: Check, recomputed: ReportBundle, root: Path) -> None:
     """The judge audit's tables and metrics (under `root`); re-judged determinism figures
     are only noted."""
     reported = read_audit(root)
     rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
-    skip = DETERMINISM_FILES if rejudged.height else ()
-    if skip:
+    if rejudged.height:
         check.notes.append(
             f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
             "were re-judged by model calls; those figures are not rechecked"
         )
-    for name in AUDIT_FILES:
-        if name not in skip:
-            file = display_path(root / name)
-            check.add(
-                file, cell_count(tables[name]), compare_tables(file, tables[name], reported[name])
-            )
-    file = display_path(root / AUDIT_METRICS)
-    skipped = ("determinism",) if skip else ()
-    check.add(file, *compare_json(file, metrics, reported.metrics, skip=skipped))
+    skip = rejudged.height > 0
+    check_bundle(
+        check,
+        AUDIT,
+        root,
+        recomputed,
+        reported,
+        skip_tables=DETERMINISM_FILES if skip else (),
+        skip_metrics=("determinism",) if skip else (),
+    )
 
 
 def check_figures(check: Check, expected: Reports, figures_folder: Path) -> None:
@@ -596,15 +576,7 @@ def check_dynamic(
             bootstrap=bootstrap,
             presentation=presentation_of(settings.models, settings.conditions, [judge]),
         )
-        for name in DYNAMIC_CSV_FILES:
-            file = display_path(root / name)
-            check.add(
-                file,
-                cell_count(expected[name]),
-                compare_tables(file, expected[name], reported[name]),
-            )
-        file = display_path(root / DYNAMIC_METRICS)
-        check.add(file, *compare_json(file, expected.metrics, reported.metrics))
+        check_bundle(check, DYNAMIC_FILES, root, expected, reported)
         from losona.dynamic.plots import figure_data  # matplotlib: only when it is on
 
         figure = root / f"{DYNAMIC_FIGURE}.csv"
@@ -655,13 +627,8 @@ def _check_dynamic_cell(
             )
             file = display_path(prompts_file)
             check.add(file, cell_count(prompts), compare_tables(file, rendered.prompts, prompts))
-            kind = option("judge", judge).kind
-            rejudger: Judge | None = None
-            if kind == "lexicon":
-                rejudger = LexiconJudge()
-            elif published is not None and published.expected:
-                rejudger = make_judge(option("judge", judge), offline)
-            else:
+            rejudger = judge_kind(option("judge", judge)).rejudge(judge, store)
+            if rejudger is None:
                 check.notes.append(
                     f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
                     "published calls to answer it)"

@@ -11,7 +11,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, DynamicSettings, compose_paths
+from losona.config import CONF_DIR, compose_paths
+from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
 from losona.layout import RunLayout
 from losona.reproduce.checks import DynamicRun, check_run

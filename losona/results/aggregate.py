@@ -8,47 +8,38 @@ bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.contracts import (
-    CONTROL_SCHEMA,
+from losona.config import AggregateSettings, judge_kind_settings
+from losona.contracts import CONTROL_SCHEMA, subset_note, table
+from losona.files import read_parquet
+from losona.formatting import percent
+from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
+from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
+from losona.layout import RunLayout
+from losona.results.bundle import BundleFiles, ReportBundle
+from losona.results.metrics import (
+    BASELINE_CONDITION,
+    UNSCORED_POLICY_ID,
+    bootstrap_intervals,
+    bootstrap_settings,
+    mcnemar_exact,
+    scenario_outcomes,
+)
+from losona.results.presentation import Presentation
+from losona.results.table1 import table1_markdown
+from losona.results.tables import (
     DELTA_SCHEMA,
     FLIP_SCHEMA,
     MEAN_SCHEMA,
     OUTCOME_SCHEMA,
     RESULT_SCHEMA,
     breakdown_schema,
-    subset_note,
-    table,
 )
-from losona.files import (
-    read_csv,
-    read_json_object,
-    read_parquet,
-    read_text,
-    require_outputs,
-    write_json,
-    write_text,
-)
-from losona.formatting import percent
-from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
-from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
-from losona.layout import RunLayout
-from losona.results.metrics import (
-    BASELINE_CONDITION,
-    UNSCORED_POLICY_ID,
-    bootstrap_means,
-    mcnemar_exact,
-    scenario_outcomes,
-)
-from losona.results.presentation import Presentation
-from losona.results.table1 import table1_markdown
 
 T = TypeVar("T", bound=Hashable)
 
@@ -63,24 +54,16 @@ CSV_FILES: dict[str, pl.Schema] = {
     "outcomes.csv": OUTCOME_SCHEMA,
 }
 TABLE1 = "table1.md"
-METRICS = "metrics.json"
+REPORT_FILES = BundleFiles("aggregate", CSV_FILES, texts=(TABLE1,))
 
 
-@dataclass(frozen=True)
-class Reports:
+class Reports(ReportBundle):
     """Everything aggregate writes: the CSV tables by file name, Table 1 and the DVC metrics."""
 
-    tables: dict[str, pl.DataFrame]
-    table1: str
-    metrics: dict[str, Any]
-
-    def __getitem__(self, name: str) -> pl.DataFrame:
-        return self.tables[name]
-
     @property
-    def confidence(self) -> str:
-        """The intervals' confidence level as written in reports, e.g. "95%"."""
-        return f"{self.metrics['settings']['confidence']:g}%"
+    def table1(self) -> str:
+        """Table 1 in the paper's layout (table1.md)."""
+        return self.texts[TABLE1]
 
 
 def judge_evidence(layout: RunLayout, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
@@ -94,7 +77,7 @@ def judge_evidence(layout: RunLayout, kinds: Mapping[str, str]) -> dict[str, Jud
         )
         evidence[judge] = JudgeEvidence(
             controls=None if controls is None else controls_accuracy(controls),
-            own_words=kind == "llm",
+            own_words=judge_kind_settings(kind).own_words,
         )
     return evidence
 
@@ -162,7 +145,7 @@ def aggregate(
     table1 = table1_markdown(
         results, means, unscored, bootstrap, n_scenarios, subset_note(scenarios)
     )
-    return Reports(tables, table1, metrics)
+    return Reports(tables, metrics, {TABLE1: table1})
 
 
 def _estimate(
@@ -209,18 +192,7 @@ class _Statistics:
         for offset, (_, members) in enumerate(self.combined):
             combine[n_rows + offset, members] = 1 / len(members)
         keys = [*self.position, *(key for key, _ in self.combined)]
-        values = np.vstack(self.rows)
-        if values.shape[1] < 2:
-            # One scenario cannot be resampled: report the estimate with no interval.
-            point = combine @ np.nanmean(values, axis=1)
-            return {k: (e, np.nan, np.nan) for k, e in zip(keys, point, strict=True)}
-        result = bootstrap_means(
-            values,
-            combine,
-            n_resamples=settings.resamples,
-            seed=settings.seed,
-            confidence=settings.confidence,
-        )
+        result = bootstrap_intervals(np.vstack(self.rows), settings, combine=combine)
         triples = zip(result.estimate, result.low, result.high, strict=True)
         return dict(zip(keys, triples, strict=True))
 
@@ -463,12 +435,7 @@ def _metrics(
         (r["judge"], r["subject_model"], r["condition"]): r for r in deltas.iter_rows(named=True)
     }
     metrics: dict[str, Any] = {
-        "settings": {
-            "bootstrap_resamples": bootstrap.resamples,
-            "seed": bootstrap.seed,
-            "confidence": percent(bootstrap.confidence),
-            "unscored_policy": UNSCORED_POLICY_ID,
-        }
+        "settings": {**bootstrap_settings(bootstrap), "unscored_policy": UNSCORED_POLICY_ID}
     }
     for judge, rows in results.group_by("judge", maintain_order=True):
         models: dict[str, Any] = {}
@@ -503,18 +470,9 @@ def _metrics(
 
 def write_reports(reports: Reports, reports_dir: str | Path) -> None:
     """Write every report file under `reports_dir`, each atomically."""
-    root = Path(reports_dir)
-    for name, df in reports.tables.items():
-        write_text(df.write_csv(), root / name)
-    write_text(reports.table1, root / TABLE1)
-    write_json(reports.metrics, root / METRICS)
+    reports.write(reports_dir)
 
 
 def read_reports(reports_dir: str | Path) -> Reports:
     """Read back what `write_reports` wrote, refusing a missing file or a changed shape."""
-    root = Path(reports_dir)
-    require_outputs(root, (*CSV_FILES, TABLE1, METRICS), stage="aggregate")
-    remedy = "rerun aggregate"
-    tables = {name: read_csv(root / name, schema, remedy) for name, schema in CSV_FILES.items()}
-    metrics = read_json_object(root / METRICS, ["settings"], remedy)
-    return Reports(tables, read_text(root / TABLE1, remedy), metrics)
+    return Reports.read(reports_dir, REPORT_FILES)

@@ -17,11 +17,13 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from losona.config import AggregateSettings
+from losona.formatting import percent
 from losona.judges.verdicts import CELL
 
 # The condition every other one is compared with (paper Section 5.3).
@@ -109,19 +111,8 @@ def bootstrap_means(
     when a value is a share of a scenario's trials and its size their number, the
     statistic is the share of all the trials (pooled), still resampled by scenario.
     """
-    counts_row = ~np.isnan(values)
-    if sizes is None:
-        numerators = np.where(counts_row, values, 0.0)
-        denominators = counts_row.astype(float)
-    else:
-        numerators = np.where(counts_row, values * sizes, 0.0)
-        denominators = np.where(counts_row, sizes, 0.0).astype(float)
+    numerators, denominators = _weighted(values, sizes)
     n = values.shape[1]
-
-    def combined(means: np.ndarray) -> np.ndarray:
-        # Without `combine`, each statistic is its own row's mean: no product, so that a
-        # row with no data in a resample (NaN) leaves every other row's mean as it is.
-        return means if combine is None else combine @ means
 
     def combined_means(indices: np.ndarray, axis: int = -1) -> np.ndarray:
         # `indices` holds one resample of scenario positions per row (batch x n). Counting
@@ -133,11 +124,11 @@ def bootstrap_means(
         drawn = drawn.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = (drawn @ numerators.T) / (drawn @ denominators.T)
-        result: np.ndarray = combined(means.T)
-        return result
+        return _combined(means.T, combine)
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = combined(numerators.sum(axis=1) / denominators.sum(axis=1))
+    from scipy import stats  # seconds to import: only a process that bootstraps pays for it
+
+    estimate = _point_estimates(values, combine, sizes)
     with warnings.catch_warnings():
         # scipy warns when a bootstrap distribution holds NaN (resamples in which nothing
         # counts for a statistic); the interval is taken below without those resamples.
@@ -160,9 +151,70 @@ def bootstrap_means(
     return Estimates(estimate=estimate, low=low, high=high)
 
 
+def bootstrap_intervals(
+    values: np.ndarray,
+    settings: AggregateSettings,
+    *,
+    combine: np.ndarray | None = None,
+    sizes: np.ndarray | None = None,
+) -> Estimates:
+    """`bootstrap_means` with the run's `aggregate:` settings: the one place they become
+    intervals, for the first turn's reports, the dynamic turn's and the audit's agreement.
+
+    One scenario (a column) cannot be resampled: with fewer than two, each statistic comes
+    with its estimate and no interval (NaN bounds).
+    """
+    if values.shape[1] < 2:
+        estimate = _point_estimates(values, combine, sizes)
+        return Estimates(estimate, np.full_like(estimate, np.nan), np.full_like(estimate, np.nan))
+    return bootstrap_means(
+        values,
+        combine,
+        n_resamples=settings.resamples,
+        seed=settings.seed,
+        confidence=settings.confidence,
+        sizes=sizes,
+    )
+
+
+def bootstrap_settings(settings: AggregateSettings) -> dict[str, Any]:
+    """The bootstrap's settings as every metrics.json's `settings` block records them, the
+    confidence as a percentage (95.0 for `aggregate.confidence: 0.95`; docs/metrics.md)."""
+    return {
+        "bootstrap_resamples": settings.resamples,
+        "seed": settings.seed,
+        "confidence": percent(settings.confidence),
+    }
+
+
+def _weighted(values: np.ndarray, sizes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each scenario's numerator and denominator: 0 and 0 where it does not count."""
+    counts_row = ~np.isnan(values)
+    if sizes is None:
+        return np.where(counts_row, values, 0.0), counts_row.astype(float)
+    return np.where(counts_row, values * sizes, 0.0), np.where(counts_row, sizes, 0.0).astype(float)
+
+
+def _combined(means: np.ndarray, combine: np.ndarray | None) -> np.ndarray:
+    # Without `combine`, each statistic is its own row's mean: no product, so that a
+    # row with no data in a resample (NaN) leaves every other row's mean as it is.
+    return means if combine is None else combine @ means
+
+
+def _point_estimates(
+    values: np.ndarray, combine: np.ndarray | None, sizes: np.ndarray | None
+) -> np.ndarray:
+    """Each statistic over all the scenarios, as `bootstrap_means` estimates it."""
+    numerators, denominators = _weighted(values, sizes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _combined(numerators.sum(axis=1) / denominators.sum(axis=1), combine)
+
+
 def mcnemar_exact(recovered: int, regressed: int) -> float:
     """Two-sided exact McNemar p-value: a binomial test on the discordant pairs."""
     discordant = recovered + regressed
     if discordant == 0:
         return 1.0
+    from scipy import stats
+
     return float(stats.binomtest(recovered, discordant, 0.5).pvalue)

@@ -1,0 +1,27 @@
+"""The lexicon judge's kind: rules and no model, so judging again is free."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from losona.config import judge_kind_settings
+from losona.files import read_yaml
+from losona.judges.kinds.kind import JudgeKind
+from losona.judges.lexicon import LexiconJudge
+from losona.judges.rules import RULES_PATH
+
+
+def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    version = entry.get("rules_version")
+    return {"judge_model": f"lexicon@{version}", "judge_version": version}
+
+
+LEXICON = JudgeKind(
+    name="lexicon",
+    settings=judge_kind_settings("lexicon"),
+    make=lambda config, options: LexiconJudge(),
+    rejudge=lambda name, store: LexiconJudge(),
+    record=lambda config: {"rules_version": str(read_yaml(RULES_PATH)["version"])},
+    verdict_origin=_verdict_origin,
+)

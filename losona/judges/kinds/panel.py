@@ -1,0 +1,65 @@
+"""The panel's kind: it judges nothing itself but combines its members' verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from losona.config import JudgeConfig, judge_kind_settings, option
+from losona.contracts import VERDICT_SCHEMA
+from losona.errors import LosonaError
+from losona.files import read_parquet
+from losona.judges.base import Judge
+from losona.judges.kinds.kind import JudgeKind
+from losona.judges.panels import PANEL_VERSION, combine_verdicts, panel_description
+from losona.layout import RunLayout
+from losona.models import CallOptions
+
+
+def _make(config: JudgeConfig, options: CallOptions) -> Judge:
+    raise LosonaError(
+        f"judge '{config.name}' is a panel: it judges nothing itself but combines its "
+        "members' verdicts (python stages/panel.py); list it in conf/panels.yaml, not "
+        "in sweep.judges (docs/judges.md, 'Judge panels')"
+    )
+
+
+def _record(config: JudgeConfig) -> dict[str, Any]:
+    return {
+        "members": list(config.members or ()),
+        "rule": config.rule,
+        "unscored_members": config.unscored_members,
+        "panel_version": PANEL_VERSION,
+    }
+
+
+def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    panel = JudgeConfig.from_config(
+        {k: entry.get(k) for k in ("name", "kind", "members", "rule", "unscored_members")},
+        origin=origin,
+    )
+    return {"judge_model": panel_description(panel), "judge_version": entry.get("panel_version")}
+
+
+def _recombine(name: str, layout: RunLayout, model: str, condition: str) -> pl.DataFrame:
+    panel = option("judge", name)
+    members = {
+        member: read_parquet(
+            layout.verdicts(member, model, condition), VERDICT_SCHEMA, made_by="judge"
+        )
+        for member in panel.members
+    }
+    return combine_verdicts(panel, members)
+
+
+PANEL = JudgeKind(
+    name="panel",
+    settings=judge_kind_settings("panel"),
+    make=_make,
+    rejudge=lambda name, store: None,
+    record=_record,
+    verdict_origin=_verdict_origin,
+    recombine=_recombine,
+)
