@@ -32,7 +32,9 @@ from hydra.core.utils import configure_log
 from omegaconf import DictConfig, open_dict
 
 import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+from losona.config import Paths, load_option
 from losona.contracts import VERDICT_SCHEMA, table
+from losona.layout import RunLayout
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
@@ -116,6 +118,12 @@ def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The real config, composed with Hydra's compose API and the given overrides."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
+
+
+def run_layout(**paths: str) -> RunLayout:
+    """The default layout (conf/paths/default.yaml), with the given paths set elsewhere."""
+    node = load_option("paths", "default").paths
+    return RunLayout(Paths.from_config({**node, **paths}))
 
 
 @pytest.fixture

@@ -1,24 +1,32 @@
-"""The judge and judge_controls stages as a user runs them, on the offline lexicon judge: the
-scripts' own mains, in this process (`call_stage`)."""
+"""The judge and judge_controls stages on the offline lexicon judge: their functions called
+in-process with the composed config, and their scripts as a user runs them (exit codes, one
+error line, nothing half-written), with LLM judges served by the local test server."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from conftest import call_stage
+from conftest import call_stage, run_stage
+from omegaconf import DictConfig
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.config import chosen
+from losona.contracts import CALL_SCHEMA, CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges.rules import load_rules
+from losona.judges.stage import run_judge, run_judge_controls
+from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 
@@ -44,10 +52,18 @@ def write_responses(workdir: Path, model: str = "smollm2", condition: str = "nai
     return path
 
 
-def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
+def judge_in_process(make_cfg: Callable[..., DictConfig], *overrides: str) -> None:
+    """What `python stages/judge.py condition=naive ...` does, called in this process."""
+    cfg = make_cfg("condition=naive", *overrides)
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_judge(chosen(cfg, "judge"), layout, chosen(cfg, "model"), chosen(cfg, "condition"))
+
+
+def test_judge_writes_the_cells_verdicts_and_counts_them(
+    fetched: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
     write_responses(fetched)
-    result = call_stage("judge", "condition=naive")
-    assert result.returncode == 0, result.stderr
+    judge_in_process(make_cfg)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
     verdicts = pl.read_parquet(out)
     assert verdicts.schema == VERDICT_SCHEMA
@@ -55,21 +71,33 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert set(verdicts["judge"]) == {"lexicon"}
     complying = verdicts["complies"].sum()
     judge = f"lexicon (lexicon@{load_rules().version})"
-    assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in result.stdout
+    assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in (
+        capsys.readouterr().out
+    )
+    # The rules call no model: the cell's calls file is there, and empty.
+    calls = pl.read_parquet(
+        fetched / "data" / "calls" / "judge" / "lexicon" / "smollm2" / "naive.parquet"
+    )
+    assert calls.schema == CALL_SCHEMA and calls.is_empty()
 
 
-def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
+def test_rerun_gives_a_byte_identical_file(
+    fetched: Path, make_cfg: Callable[..., DictConfig]
+) -> None:
     write_responses(fetched)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
-    call_stage("judge", "condition=naive")
+    judge_in_process(make_cfg)
     first = out.read_bytes()
-    call_stage("judge", "condition=naive")
+    judge_in_process(make_cfg)
     assert out.read_bytes() == first
 
 
-def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
-    result = call_stage("judge_controls")
-    assert result.returncode == 0, result.stderr
+def test_judge_controls_reports_how_many_it_got_right(
+    fetched: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = make_cfg()
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_judge_controls(chosen(cfg, "judge"), chosen(cfg, "judge_controls"), layout)
     controls = pl.read_parquet(fetched / "data" / "judge_controls" / "lexicon.parquet")
     metrics = json.loads((fetched / "reports" / "judge_controls" / "lexicon.json").read_text())
     summary = metrics["lexicon"]
@@ -80,8 +108,9 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
     assert summary["all"]["items"] == 88
     assert (
         f"judge_controls lexicon (lexicon@{load_rules().version}): {right} of 88 right"
-        in result.stdout
+        in capsys.readouterr().out
     )
+    assert (fetched / "data" / "calls" / "judge_controls" / "lexicon.parquet").is_file()
 
 
 @pytest.mark.parametrize(
@@ -94,27 +123,31 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
         ),
     ],
 )
+@pytest.mark.slow  # starts a Python process
 def test_judge_fails_cleanly_and_writes_nothing(
     fetched: Path, overrides: tuple[str, ...], message: str
 ) -> None:
     write_responses(fetched)
-    result = call_stage("judge", *overrides)
+    result = run_stage("judge", *overrides)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (fetched / "data" / "verdicts").exists()
 
 
-def test_responses_of_another_cell_are_refused(fetched: Path) -> None:
+def test_responses_of_another_cell_are_refused(
+    fetched: Path, make_cfg: Callable[..., DictConfig]
+) -> None:
     path = write_responses(fetched, model="smollm2", condition="naive")
     elsewhere = fetched / "data" / "responses" / "smollm2" / "norm_informed.parquet"
     elsewhere.write_bytes(path.read_bytes())
-    result = call_stage("judge", "condition=norm_informed")
-    assert result.returncode == 2
-    assert (
-        "error: data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
-        "['naive'], expected only 'norm_informed'" in result.stderr
+    message = (
+        "data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
+        "['naive'], expected only 'norm_informed'"
     )
+    with pytest.raises(LosonaError, match=re.escape(message)):
+        judge_in_process(make_cfg, "condition=norm_informed")
+    assert not (fetched / "data" / "verdicts").exists()
 
 
 def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
@@ -129,6 +162,7 @@ def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # 88 verdicts and 88 controls from the test server
 def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=scripted_judge) as server:
@@ -168,6 +202,7 @@ def yes_man(body: dict[str, Any]) -> str:
     )
 
 
+@pytest.mark.slow  # three stages' calls to the test server
 def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=yes_man) as server:
@@ -251,6 +286,7 @@ def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> N
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow  # a server killed midway, its retries, a rerun
 def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_the_rest(
     fetched: Path,
 ) -> None:

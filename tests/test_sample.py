@@ -7,6 +7,7 @@ their configs through an extra Hydra search path, as a user's own config folder 
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,17 @@ import polars as pl
 import pytest
 import yaml
 from conftest import REPO, call_stage, run_dvc, run_stage
+from omegaconf import DictConfig
 
+from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA
 from losona.errors import LosonaError
 from losona.files import write_parquet
+from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.prompts.render import render_prompts
 from losona.sampling.sample import SamplingSettings, sample_cell
+from losona.sampling.stage import run_sample
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 
@@ -52,7 +57,7 @@ def prompts(workdir: Path) -> pl.DataFrame:
 def sample_stage(
     workdir: Path, server: OpenAIServer, *overrides: str, name: str = "local", **settings: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run the sample stage (model=<name> condition=naive) against the server, in process."""
+    """The sample stage (model=<name> condition=naive) against the server, in this process."""
     configs = workdir / "my_conf"
     (configs / "model").mkdir(parents=True, exist_ok=True)
     node = server.model_config(name, **settings)
@@ -137,7 +142,7 @@ def test_a_condition_that_was_not_rendered_is_refused(
     assert server.request_count == 0
 
 
-# --- the stage script ------------------------------------------------------------------
+# --- the stage: its function in-process, its script as a user runs it ----------------------
 
 
 def test_without_its_key_a_model_fails_at_once_naming_the_variable(
@@ -152,25 +157,46 @@ def test_without_its_key_a_model_fails_at_once_naming_the_variable(
     assert not (workdir / "data").exists()
 
 
-def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
-    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+def sample_in_process(
+    make_cfg: Callable[..., DictConfig], server: OpenAIServer, *overrides: str
 ) -> None:
-    result = sample_stage(workdir, server)
-    assert result.returncode == 0, result.stderr
+    """What `sample_stage` runs, called in this process: the stage's function with the
+    composed config, the server's model checked as a config option is."""
+    cfg = make_cfg("condition=naive", f"paths.call_cache={Path.cwd() / 'calls.sqlite'}", *overrides)
+    run_sample(
+        chosen(cfg, "sampling"),
+        RunLayout(chosen(cfg, "paths")),
+        ModelSpec.from_config(server.model_config("local")),
+        chosen(cfg, "condition"),
+        functools.partial(chosen, cfg, "dataset"),
+    )
+
+
+def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
+    workdir: Path,
+    prompts: pl.DataFrame,
+    server: OpenAIServer,
+    make_cfg: Callable[..., DictConfig],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sample_in_process(make_cfg, server)
     out = responses_path(workdir)
     first = out.read_bytes()
     assert pl.read_parquet(out).height == 18 and server.request_count == 18
-    assert "18 responses (local, naive, 3 trials; 0 from the call cache, 18 new" in result.stdout
+    printed = capsys.readouterr().out
+    assert "18 responses (local, naive, 3 trials; 0 from the call cache, 18 new" in printed
+    assert printed.rstrip().endswith(f"-> {out.relative_to(workdir)}")
+    calls = workdir / "data" / "calls" / "sample" / "local" / "naive.parquet"
+    assert pl.read_parquet(calls).height == 18  # the calls the table was built from
     log = out.with_suffix(".log.json")
     assert '"cache_misses": 18' in log.read_text()
-    again = sample_stage(workdir, server)
-    assert again.returncode == 0, again.stderr
+    sample_in_process(make_cfg, server)
     assert out.read_bytes() == first and server.request_count == 18
-    assert "18 from the call cache, 0 new calls" in again.stdout
+    assert "18 from the call cache, 0 new calls" in capsys.readouterr().out
     assert '"cache_hits": 18' in log.read_text()  # the run log moves, the table does not
     # The sweep's K comes from the config: more trials add calls, reusing the first three.
-    more = sample_stage(workdir, server, "sampling.trials=4")
-    assert more.returncode == 0 and server.request_count == 24
+    sample_in_process(make_cfg, server, "sampling.trials=4")
+    assert server.request_count == 24
 
 
 def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
