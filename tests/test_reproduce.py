@@ -14,13 +14,15 @@ from test_judge import responses_table
 
 from losona.config import AggregateSettings as Bootstrap
 from losona.config import compose_paths, load_option, plain
-from losona.contracts import SCENARIO_SCHEMA, table
+from losona.contracts import CALL_SCHEMA, SCENARIO_SCHEMA, table
 from losona.files import write_json, write_parquet
 from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.layout import RunLayout
+from losona.prompts.render import render_prompts
 from losona.provenance.record import provenance
+from losona.reproduce import checks
 from losona.reproduce.checks import check_judgements, check_run
 from losona.reproduce.cli import main
 from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
@@ -97,6 +99,31 @@ def test_a_fresh_run_reproduces(run: RunLayout) -> None:
         "data/judge_controls/lexicon.parquet: no validity controls for 'lexicon'",
         "reports/audit: no audit in this run",
     ]
+
+
+def test_the_published_calls_are_read_once_for_every_check(
+    run: RunLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A published calls file that answers none of the run's responses: every check that
+    # looks at calls (the verdicts, the calls themselves) reads it, from one reading.
+    assert run.calls is not None
+    scenarios = pl.read_parquet(run.scenarios)
+    write_parquet(render_prompts(scenarios, SWEEP["conditions"]), run.prompts)
+    write_parquet(pl.DataFrame(schema=CALL_SCHEMA), run.calls)
+    # The fixture's model 'm' has no config file: its calls' keys are those of another.
+    option = checks.option
+    monkeypatch.setattr(checks, "option", lambda g, n: option(g, "local_openai" if n == "m" else n))
+    reads: list[str] = []
+    read_parquet = pl.read_parquet
+
+    def counted(source: Any, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        reads.append(str(source))
+        return read_parquet(source, *args, **kwargs)
+
+    monkeypatch.setattr(pl, "read_parquet", counted)
+    check = check_run(run)
+    assert reads.count(str(run.calls)) == 1
+    assert {d.file for d in check.differences} == {str(run.calls)}  # and it was checked
 
 
 def test_an_edited_verdict_is_named_with_the_numbers_it_changes(run: RunLayout) -> None:

@@ -275,9 +275,9 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
     if layout.figures_folder.is_dir():
         check_figures(check, expected, layout.figures_folder)
-    check_calls(check, record["sweep"], layout)
+    check_calls(check, record["sweep"], layout, published)
     if dynamic is not None and dynamic.settings.on:
-        check_dynamic(check, dynamic, layout, scenarios, bootstrap)
+        check_dynamic(check, dynamic, layout, scenarios, bootstrap, published)
     check_lock(check)
     return check
 
@@ -309,8 +309,14 @@ def published_calls(layout: RunLayout) -> PublishedCalls | None:
     return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
 
 
-def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], layout: RunLayout) -> None:
-    """The run's published calls: every cell's calls in the run's file, every response in them.
+def check_calls(
+    check: Check,
+    sweep: Mapping[str, Sequence[str]],
+    layout: RunLayout,
+    published: PublishedCalls | None,
+) -> None:
+    """The run's published calls (`published`, read once for every check of the run): every
+    cell's calls in the run's file, every response in them.
 
     Each response is looked up by the call-cache key of the request that produced it (the
     prompt sent, the trial, the model config), so a calls file that would serve a rerun
@@ -319,12 +325,9 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], layout: RunLay
     if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
-    layer = published_calls(layout)
-    if layer is None:
+    if published is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    published, file = layer.path, display_path(layer.path)
-    calls = read_calls(published, remedy=layer.remedy)
-    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    file, by_key = display_path(published.path), published.rows_by_key
     check_call_files(check, layout.sweep_calls(sweep), file, by_key)
     prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
     messages = {
@@ -348,7 +351,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], layout: RunLay
                 )
                 compared += len(RESPONSE_FROM_CALL)
                 differences += response_against_call(row, by_key.get(key, {}), file, where)
-            check.add(published, compared, differences)
+            check.add(published.path, compared, differences)
 
 
 def response_against_call(
@@ -543,6 +546,7 @@ def check_dynamic(
     layout: RunLayout,
     scenarios: pl.DataFrame,
     bootstrap: AggregateSettings,
+    published: PublishedCalls | None,
 ) -> None:
     """The dynamic extension's files, stage by stage, from the first turn's, with no call.
 
@@ -555,11 +559,8 @@ def check_dynamic(
     others differs from the recomputed one).
     """
     settings = run.settings
-    published = published_calls(layout)
     if published is not None:
-        calls = read_calls(published.path, remedy=published.remedy)
-        by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
-        file = display_path(published.path)
+        file, by_key = display_path(published.path), published.rows_by_key
         check_call_files(check, layout.dynamic_call_files(settings), file, by_key)
     for judge in settings.judges:
         root = layout.dynamic_reports(judge)
@@ -663,8 +664,7 @@ def _check_second_replies(
     """Every second reply is the published call its prompt and trial were answered with."""
     if published is None:
         return
-    calls = read_calls(published.path, remedy=published.remedy)
-    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    by_key = published.rows_by_key
     spec = option("model", model)
     sent = {
         (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])
