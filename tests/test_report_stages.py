@@ -1,21 +1,28 @@
 """The stages after aggregate called in-process with the composed config, on a small run
-judged in this process by the offline lexicon judge: the audit (and its labelling sheet)
-and plot. Their scripts run under DVC in tests/test_plots.py and tests/test_audit_pipeline.py.
+judged in this process by the offline lexicon judge: the audit (and its labelling sheet),
+plot and calls. Their scripts run under DVC in tests/test_plots.py,
+tests/test_audit_pipeline.py and tests/test_models_published.py.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
 import pytest
 from omegaconf import DictConfig
 from test_judge_stage import fetched, write_responses  # noqa: F401  (fetched: a fixture)
 
 from losona.audit.stage import run_audit, run_audit_export
 from losona.config import chosen, option, plain
+from losona.contracts import CALL_SCHEMA
+from losona.errors import LosonaError
+from losona.files import write_parquet
 from losona.judges.stage import run_judge, run_judge_controls
 from losona.layout import RunLayout
+from losona.provenance.calls_stage import run_calls
 from losona.report.stage import run_plot
 from losona.results.stage import run_aggregate
 
@@ -82,3 +89,22 @@ def test_plot_draws_the_figures_and_the_report_from_the_audited_run(
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"plot: {drawn} figures -> {aggregated.figures_folder}/, report -> {aggregated.report_page}"
     )
+
+
+def test_calls_merges_every_cells_calls_file_and_names_a_missing_one(
+    aggregated: RunLayout, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = make_cfg()
+    sweep, dynamic = plain(cfg.sweep), chosen(cfg, "dynamic")
+    # The fixture's responses were written by hand, not sampled: no sample calls file yet.
+    missing = aggregated.sample_calls("smollm2", "naive")
+    with pytest.raises(LosonaError, match=re.escape(f"{missing} not found")):
+        run_calls(aggregated, sweep, dynamic)
+    write_parquet(pl.DataFrame(schema=CALL_SCHEMA), missing)
+    run_calls(aggregated, sweep, dynamic)
+    # The lexicon judge calls no model: three files (sample, judge, controls), no call.
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"calls: 0 calls from 3 files -> {aggregated.calls}"
+    )
+    assert aggregated.calls is not None
+    assert pl.read_parquet(aggregated.calls).schema == CALL_SCHEMA
