@@ -69,3 +69,12 @@ def test_past_capacity_the_states_used_least_recently_are_removed(tmp_path: Path
     kept.keep([3], STATE)
     assert states(tmp_path).longest([2]) is None
     assert states(tmp_path).longest([1]) is not None and states(tmp_path).longest([3])
+
+
+def test_a_write_cut_short_counts_against_capacity_and_goes_first(tmp_path: Path) -> None:
+    left = tmp_path / ".abc.state.x1y2.tmp"  # what a killed process's write leaves
+    left.write_bytes(STATE)
+    os.utime(left, ns=(1, 1))
+    kept = states(tmp_path, capacity=len(STATE) + 1000)
+    kept.keep([1], STATE)
+    assert not left.exists() and kept.longest([1]) is not None

@@ -159,9 +159,12 @@ class PromptStates:
         return self._tokens[path.name]
 
     def _evict(self) -> None:
-        """Remove the states used least recently until the folder fits its capacity."""
+        """Remove the states used least recently until the folder fits its capacity.
+
+        Every file counts: a write cut short by a kill leaves its temporary file behind.
+        """
         found = []
-        for path in self._files():
+        for path in self.folder.iterdir():
             with contextlib.suppress(OSError):
                 stat = path.stat()
                 found.append((stat.st_mtime_ns, stat.st_size, path))
