@@ -227,7 +227,7 @@ def test_a_kept_state_gives_the_very_logits_of_reading_its_tokens(tmp_path: Path
 
     resumer = SmolLM2()._model()  # another model: nothing read yet
     resumer.keep_states_in(tmp_path)
-    assert resumer._resume(head, 0) == 300
+    assert resumer._resume(head, 0) == (300, 300)
     resumer.n_tokens = 300
     resumer.eval(head[300:])
     resumer.eval(last)

@@ -26,7 +26,7 @@ before.
 
 The model's cache holds one prompt, and dies with its process, but the second turn
 (dynamic_sample) begins every prompt with most of a prompt the first turn (sample) read in
-another process. So a prompt whose head was mostly read anew (a scenario's first-turn
+another process. So a prompt whose head is mostly not kept yet (a scenario's first-turn
 prompt, shared by its K trials and both arms of the second turn) is kept on disk, as
 llama.cpp's state after its head, in a folder beside the call cache
 (losona/models/prompt_states.py); a later prompt that shares more of its head with a kept
@@ -200,10 +200,11 @@ def _prefix_llama() -> type[Any]:
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
             head = list(tokens[:-1])
             held = self._held(head)
+            kept = 0  # how many of these tokens, from the first, a usable kept state holds
             if not self.reuse_prefixes and (tuple(head) != self._evaluated or held < len(head)):
                 held = 0  # read from a clean state, as every prompt was read before
             elif self.states is not None:
-                held = self._resume(head, held)
+                held, kept = self._resume(head, held)
             if held == 0:
                 self.reset()  # type: ignore[no-untyped-call]
             # eval drops the cache's state past n_tokens before it reads on.
@@ -212,10 +213,10 @@ def _prefix_llama() -> type[Any]:
             self.eval(head[held:])
             self.tokens_read += len(head) - held + 1  # and the last token, read alone
             self._evaluated = tuple(head)
-            if self.states is not None and held < len(head) // 2:
-                # Mostly new: a head that later prompts, here or in another process, begin
-                # with (a scenario's first-turn prompt). One that mostly repeats a held or
-                # kept head would add little to what is kept.
+            if self.states is not None and kept < len(head) // 2:
+                # Mostly not kept yet: a head that later prompts, here or in another
+                # process, begin with (a scenario's first-turn prompt). One that mostly
+                # repeats a kept head (its K trials, the second turn's) would add little.
                 self.states.keep(head, self._state())
             return super().generate(tokens, *args, **kwargs)
 
@@ -237,24 +238,27 @@ def _prefix_llama() -> type[Any]:
                     )
                 self.states = PromptStates(folder, self._identity)
 
-        def _resume(self, head: Sequence[int], held: int) -> int:
+        def _resume(self, head: Sequence[int], held: int) -> tuple[int, int]:
             """Load the kept state that holds more of these tokens than the cache does, if
-            any; how many of them, from the first, the cache holds then."""
+            any. How many of them, from the first, the cache holds then, and how many the
+            best usable kept state holds."""
             assert self.states is not None
             found = self.states.longest(head)
-            if found is None or found[0] <= held:
-                return held
+            if found is None:
+                return held, 0
             shared, kept = found
+            if shared <= held:
+                return held, shared
             state = self.states.read(kept)
             if state is None:
-                return held
+                return held, 0  # passed over (and removed): not kept after all
             buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
             if llama_cpp.llama_state_set_data(self.ctx, buffer, len(state)) != len(state):
                 self.states.forget(kept)
-                return 0  # what the cache held is gone with the failed load
+                return 0, 0  # what the cache held is gone with the failed load
             self.input_ids[: len(kept.tokens)] = kept.tokens
             self.tokens_resumed += shared - held
-            return shared
+            return shared, shared
 
         def _state(self) -> bytes:
             """llama.cpp's state now: the cache after the tokens read."""
