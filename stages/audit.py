@@ -11,8 +11,6 @@ metrics.json, the DVC metrics). With audit.export=true it writes the labelling s
 (paths.label_sheet, paths.label_sheet_html) and its key (paths.label_key) instead.
 """
 
-from pathlib import Path
-
 import hydra
 import polars as pl
 from omegaconf import DictConfig
@@ -23,11 +21,12 @@ from losona.audit.run import audit
 from losona.audit.settings import AuditSettings
 from losona.audit.summary import summary_lines
 from losona.cli import launch, reports_user_errors
-from losona.config import Paths, chosen, option, plain
+from losona.config import chosen, option, plain
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.files import read_parquet
 from losona.judges.base import Judge
 from losona.judges.run import make_judge
+from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.results.aggregate import read_reports
 
@@ -36,19 +35,15 @@ from losona.results.aggregate import read_reports
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "audit")
-    paths = chosen(cfg, "paths")
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    layout = RunLayout(chosen(cfg, "paths"))
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     if settings.export:
-        export(cfg, paths, settings, scenarios)
+        export(cfg, layout, settings, scenarios)
         return
 
-    inputs = audit_inputs(paths.verdicts_dir, plain(cfg.sweep))
+    inputs = audit_inputs(layout.verdicts_folder, plain(cfg.sweep))
     controls = {
-        judge: read_parquet(
-            Path(paths.judge_controls_dir) / f"{judge}.parquet",
-            CONTROL_SCHEMA,
-            made_by="judge_controls",
-        )
+        judge: read_parquet(layout.controls(judge), CONTROL_SCHEMA, made_by="judge_controls")
         for judge in inputs.judges
     }
 
@@ -58,18 +53,18 @@ def main(cfg: DictConfig) -> None:
         return make_judge(
             config,
             CallOptions(
-                cache_path=paths.call_cache,
+                cache_path=layout.call_cache,
                 use_cache=False,
-                run_log=Path(paths.judge_logs_dir) / name / "determinism.log.json",
+                run_log=layout.determinism_log(name),
             ),
         )
 
     result = audit(
         inputs.verdicts,
         scenarios,
-        read_reports(paths.reports_dir),
+        read_reports(layout.reports_folder),
         controls,
-        load_labels(paths.label_key, paths.labels),
+        load_labels(layout.label_key, layout.labels),
         presentation=inputs.presentation,
         bootstrap=chosen(cfg, "aggregate"),
         determinism_settings=settings.determinism,
@@ -77,30 +72,32 @@ def main(cfg: DictConfig) -> None:
         rejudge=rejudge,
         families=inputs.families,
     )
-    result.write(paths.audit_dir)
+    result.write(layout.audit_folder)
     for line in summary_lines(result):
         print(f"audit: {line}")
-    print(f"audit -> {paths.audit_dir}/")
+    print(f"audit -> {layout.audit_folder}/")
 
 
-def export(cfg: DictConfig, paths: Paths, settings: AuditSettings, scenarios: pl.DataFrame) -> None:
+def export(
+    cfg: DictConfig, layout: RunLayout, settings: AuditSettings, scenarios: pl.DataFrame
+) -> None:
     """Write the labelling sheet and its key."""
     sweep = plain(cfg.sweep)
-    responses = load_responses(paths.responses_dir, sweep["models"], sweep["conditions"])
+    responses = load_responses(layout, sweep["models"], sweep["conditions"])
     sheet = labelling_sheet(
         responses, scenarios, items=settings.sheet.items, seed=settings.sheet.seed
     )
     write_sheet(
         sheet,
-        csv_path=paths.label_sheet,
-        html_path=paths.label_sheet_html,
-        key_path=paths.label_key,
+        csv_path=layout.label_sheet,
+        html_path=layout.label_sheet_html,
+        key_path=layout.label_key,
     )
     print(
         f"audit: a labelling sheet of {sheet.items.height} responses (seed "
-        f"{settings.sheet.seed}) -> {paths.label_sheet_html} and {paths.label_sheet}; "
-        f"its key -> {paths.label_key} (do not show it to labellers). Save the labels "
-        f"as {paths.labels} (columns item_id and complies: true or false) and rerun "
+        f"{settings.sheet.seed}) -> {layout.label_sheet_html} and {layout.label_sheet}; "
+        f"its key -> {layout.label_key} (do not show it to labellers). Save the labels "
+        f"as {layout.labels} (columns item_id and complies: true or false) and rerun "
         "the audit (python stages/audit.py, or dvc repro)."
     )
 

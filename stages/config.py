@@ -10,8 +10,6 @@ conf/judge/ folders, so a config the sweep does not use, written after a run, le
 run up to date, and one it does use reruns what it should.
 """
 
-from pathlib import Path
-
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
@@ -20,6 +18,7 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, config_record
 from losona.errors import LosonaError
 from losona.files import write_json
+from losona.layout import RunLayout
 
 GROUPS = ("model", "judge")
 
@@ -27,7 +26,7 @@ GROUPS = ("model", "judge")
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     # The groups chosen on the command line: both have defaults, so only those are meant.
     given = {o.split("=", 1)[0] for o in HydraConfig.get().overrides.task}
     groups = [group for group in GROUPS if group in given]
@@ -35,7 +34,7 @@ def main(cfg: DictConfig) -> None:
         raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
     for group in groups:
         checked = chosen(cfg, group)
-        out = Path(paths.configs_dir) / group / f"{checked.name}.json"
+        out = layout.config(group, checked.name)
         write_json(config_record(checked), out)
         print(f"config: {group} {checked.name} -> {out}")
 

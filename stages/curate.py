@@ -31,8 +31,8 @@ from losona.generation.curate import (
     review_table,
     scenario_file_text,
 )
-from losona.generation.settings import GenerationFiles
 from losona.generation.tables import CANDIDATE_SCHEMA
+from losona.layout import RunLayout
 
 
 def _read_summary(path: Path, made_by: str) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def _read_summary(path: Path, made_by: str) -> dict[str, Any]:
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "generation").curate
-    files = GenerationFiles.from_paths(chosen(cfg, "paths"))
+    files = RunLayout(chosen(cfg, "paths")).generation
     catalog = load_catalog()
     candidates = read_parquet(files.screened, CANDIDATE_SCHEMA, made_by="screen")
     verdicts = read_parquet(files.screen_verdicts, VERDICT_SCHEMA, made_by="screen")
@@ -55,7 +55,7 @@ def main(cfg: DictConfig) -> None:
     review = review_table(candidates, verdicts)
     page = review_html(candidates, verdicts, accept_list)
     rows = curated_rows(candidates, read_accept_list(files.accept_list, candidates), catalog)
-    out = files.generated_dir / settings.file_name
+    out = files.generated_folder / settings.file_name
     sidecar = out.with_name(out.name.removesuffix(".jsonl") + ".provenance.json")
     record = provenance(
         set_name=settings.name,

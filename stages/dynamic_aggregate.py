@@ -15,22 +15,22 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
 from losona.contracts import SCENARIO_SCHEMA, subset_note
 from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
-from losona.dynamic.files import reports_dir
 from losona.dynamic.plots import draw_recovery
 from losona.files import read_parquet
+from losona.layout import RunLayout
 from losona.report.plots import write_figures
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     settings = chosen(cfg, "dynamic")
     settings.check_sweep(plain(cfg.sweep), where="conf/dynamic/default.yaml")
     bootstrap = chosen(cfg, "aggregate")
     judge = chosen(cfg, "judge").name
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    cells = load_cells(paths, judge, settings.models, settings.conditions)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    cells = load_cells(layout, judge, settings.models, settings.conditions)
     reports = aggregate_dynamic(
         cells,
         scenarios,
@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> None:
         bootstrap=bootstrap,
         presentation=presentation_of(settings.models, settings.conditions, [judge]),
     )
-    out = reports_dir(paths, judge)
+    out = layout.dynamic_reports(judge)
     reports.write(out)
     figure = draw_recovery(
         reports["results.csv"], FIGURE, reports.confidence, subset_note(scenarios)

@@ -11,18 +11,16 @@ through the call cache, and its calls are written under paths.calls_dir; with
 sampling.dry_run=true it prints what those calls would cost, and writes nothing.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
 from losona.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA, scenarios_from_table
-from losona.dynamic.files import GROUP_CALLS, PROMPTS, calls_file, cell_file, run_log
 from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cell
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
+from losona.layout import RunLayout
 from losona.models import CallOptions, plan
 from losona.provenance.call_files import call_store
 from losona.scenarios.datasets import fetch_followups
@@ -31,7 +29,7 @@ from losona.scenarios.datasets import fetch_followups
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     settings = chosen(cfg, "dynamic")
     if "condition" not in cfg:
         raise LosonaError(
@@ -39,12 +37,12 @@ def main(cfg: DictConfig) -> None:
         )
     judge, model = chosen(cfg, "judge").name, chosen(cfg, "model").name
     condition = chosen(cfg, "condition").name
-    out = cell_file(paths, PROMPTS, judge, model, condition)
+    out = layout.dynamic_prompts(judge, model, condition)
     group = None
     sampling = chosen(cfg, "sampling")
     if settings.source == "simulated":
         spec = option("model", settings.group_model)
-        store = call_store(paths)
+        store = call_store(layout)
         if not sampling.dry_run and not (store.published and store.published.expected):
             spec.check_credentials()  # before any work; a published run needs no key
         group = GroupModel(
@@ -52,12 +50,12 @@ def main(cfg: DictConfig) -> None:
             CallOptions(
                 cache_path=store,
                 max_cost_usd=sampling.max_cost_usd,
-                run_log=run_log(paths, "render", judge, model, condition),
+                run_log=layout.dynamic_log("render", judge, model, condition),
                 progress=f"dynamic_render {judge}/{model}/{condition} (group model)",
             ),
         )
-    verdicts_path = Path(paths.verdicts_dir) / judge / model / f"{condition}.parquet"
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    verdicts_path = layout.verdicts(judge, model, condition)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     verdicts = read_parquet(verdicts_path, VERDICT_SCHEMA, made_by="judge")
     followups = fetch_followups(chosen(cfg, "dataset"))
     if sampling.dry_run:
@@ -90,7 +88,8 @@ def main(cfg: DictConfig) -> None:
         origin=display_path(verdicts_path),
     )
     write_parquet(rendered.prompts, out)
-    write_parquet(rendered.calls, calls_file(paths, GROUP_CALLS, judge, model, condition))
+    calls_out = layout.dynamic_calls("dynamic_group", judge, model, condition)
+    write_parquet(rendered.calls, calls_out)
     counts = rendered.prompts.group_by("status").len().sort("status").rows()
     print(
         f"dynamic_render {judge}/{model}/{condition} ({settings.source}): "

@@ -13,18 +13,11 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.dynamic.files import (
-    PROMPTS,
-    RESPONSES,
-    SAMPLE_CALLS,
-    calls_file,
-    cell_file,
-    run_log,
-)
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
+from losona.layout import RunLayout
 from losona.models import CallOptions, answer_sources, plan, read_run_log
 from losona.provenance.call_files import call_store
 
@@ -32,7 +25,7 @@ from losona.provenance.call_files import call_store
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     if "condition" not in cfg:
         raise LosonaError(
             "dynamic_sample needs one cell, e.g. judge=lexicon model=smollm2 condition=naive"
@@ -40,17 +33,17 @@ def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "sampling")
     spec = chosen(cfg, "model")
     judge, condition = chosen(cfg, "judge").name, chosen(cfg, "condition").name
-    store = call_store(paths)
+    store = call_store(layout)
     if not settings.dry_run and not (store.published and store.published.expected):
         spec.check_credentials()
-    source = cell_file(paths, PROMPTS, judge, spec.name, condition)
+    source = layout.dynamic_prompts(judge, spec.name, condition)
     prompts = read_parquet(source, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     if settings.dry_run:
         found = plan(spec, second_turn_requests(prompts), cache_path=store)
         print(f"dynamic_sample (dry run, no calls made): {condition}, {found.describe()}")
         return
-    out = cell_file(paths, RESPONSES, judge, spec.name, condition)
-    log = run_log(paths, "sample", judge, spec.name, condition)
+    out = layout.dynamic_responses(judge, spec.name, condition)
+    log = layout.dynamic_log("sample", judge, spec.name, condition)
     sampled = sample_second_turn(
         prompts,
         spec,
@@ -64,7 +57,8 @@ def main(cfg: DictConfig) -> None:
         batch=settings.batching,
     )
     write_parquet(sampled.responses, out)
-    write_parquet(sampled.calls, calls_file(paths, SAMPLE_CALLS, judge, spec.name, condition))
+    calls_out = layout.dynamic_calls("dynamic_sample", judge, spec.name, condition)
+    write_parquet(sampled.calls, calls_out)
     facts = read_run_log(log)
     print(
         f"dynamic_sample {judge}/{spec.name}/{condition}: {sampled.responses.height} second "

@@ -11,18 +11,15 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, origin_of
-from losona.files import write_parquet
-from losona.scenarios.datasets import fetch_scenarios
+from losona.layout import RunLayout
+from losona.scenarios.stage import run_fetch
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
-    scenarios = fetch_scenarios(chosen(cfg, "dataset"), ids_from=origin_of("dataset.scenario_ids"))
-    write_parquet(scenarios, paths.scenarios)
-    source = scenarios["source"][0]
-    print(f"fetch: {scenarios.height} scenarios from {source} -> {paths.scenarios}")
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_fetch(chosen(cfg, "dataset"), layout, ids_from=origin_of("dataset.scenario_ids"))
 
 
 if __name__ == "__main__":

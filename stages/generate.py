@@ -17,7 +17,8 @@ from losona.config import chosen
 from losona.files import write_json, write_parquet
 from losona.generation.cells import plan_slots
 from losona.generation.generate import generate_candidates, generation_summary, generator_spec
-from losona.generation.settings import GenerationFiles, load_model
+from losona.generation.settings import load_model
+from losona.layout import RunLayout
 from losona.models import CallOptions
 
 
@@ -25,8 +26,8 @@ from losona.models import CallOptions
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "generation").generate
-    paths = chosen(cfg, "paths")
-    files = GenerationFiles.from_paths(paths)
+    layout = RunLayout(chosen(cfg, "paths"))
+    files = layout.generation
     catalog = load_catalog()
     slots = plan_slots(settings.cells, catalog, settings.candidates_per_cell, settings.seed)
     spec = generator_spec(
@@ -38,7 +39,7 @@ def main(cfg: DictConfig) -> None:
         spec,
         catalog,
         CallOptions(
-            cache_path=paths.call_cache,
+            cache_path=layout.call_cache,
             max_cost_usd=settings.max_cost_usd,
             # Beside the table, not in it: latency, cache hits and spend differ between runs.
             run_log=files.run_logs / "generate.log.json",

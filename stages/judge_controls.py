@@ -11,77 +11,20 @@ example) stops the run here, before its cells are paid for, and writes nothing, 
 judge_controls.judge_anyway=true (conf/run.yaml). Its calls stay in the call cache.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.contracts import SCENARIO_SCHEMA
-from losona.errors import LosonaError
-from losona.files import read_parquet, write_json, write_parquet
-from losona.judges.health import TRUSTWORTHY_PERCENT, cannot_judge
-from losona.judges.run import (
-    call_sources,
-    control_summary,
-    judge_calls,
-    judge_controls,
-    make_judge,
-    status_counts,
-    unscored_notes,
-)
-from losona.models import CallOptions
-from losona.provenance.call_files import call_store, controls_calls
+from losona.judges.stage import run_judge_controls
+from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
-    config = chosen(cfg, "judge")
-    name = config.name
-    judge = make_judge(
-        config,
-        CallOptions(
-            cache_path=call_store(paths),
-            run_log=Path(paths.judge_logs_dir) / name / "controls.log.json",
-        ),
-    )
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    controls = judge_controls(scenarios, judge, name)
-    summary = control_summary(controls)
-    out = Path(paths.judge_controls_dir)
-    signs = cannot_judge(controls)
-    if signs and not chosen(cfg, "judge_controls").judge_anyway:
-        raise LosonaError(
-            f"judge {name} ({judge.model}) cannot judge: {'; '.join(signs)} "
-            f"({status_counts(controls)}). Its cells would cost their calls for verdicts "
-            "that measure the judge, so the run stops before them; nothing was written, and "
-            "the calls made are kept in the call cache. Try structured_output in "
-            f"conf/judge/{name}.yaml (docs/judges.md), or a larger judge model; to judge "
-            "with it anyway: dvc exp run -S conf/run.yaml:judge_controls.judge_anyway=true"
-        )
-    write_parquet(controls, out / f"{name}.parquet")
-    write_parquet(judge_calls(judge), controls_calls(paths, name))
-    # Keyed by the judge, so `dvc exp show` puts several judges' figures side by side.
-    write_json({name: summary}, Path(paths.judge_controls_reports_dir) / f"{name}.json")
-    every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]
-    print(
-        f"judge_controls {name} ({judge.model}): {every['right']} of {every['items']} right "
-        f"({every['accuracy']}%): compliant examples {compliant['right']}/{compliant['items']}, "
-        f"breaching examples {breaching['right']}/{breaching['items']}; "
-        f"{status_counts(controls)} -> {out / f'{name}.parquet'}"
-    )
-    if (sources := call_sources(judge)) is not None:
-        print(f"judge_controls {name}: answers: {sources}")
-    for note in unscored_notes(controls):
-        print(f"note: {note}")
-    if (every["accuracy"] or 0.0) < TRUSTWORTHY_PERCENT:
-        print(
-            f"warning: judge {name} got fewer than {TRUSTWORTHY_PERCENT:g}% of its controls "
-            f"right; check its config and {out / f'{name}.parquet'} before trusting its verdicts"
-        )
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_judge_controls(chosen(cfg, "judge"), chosen(cfg, "judge_controls"), layout)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ one more judge. How the votes combine: losona/judges/panels.py and docs/judges.m
 """
 
 import shutil
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -22,12 +21,13 @@ from losona.errors import LosonaError
 from losona.files import read_parquet, write_json, write_parquet
 from losona.judges.panels import combine_controls, combine_verdicts, panel_description
 from losona.judges.run import control_summary, status_counts
+from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     panel = chosen(cfg, "judge")
     if not judge_kind_settings(panel.kind).combines:
         raise LosonaError(
@@ -41,33 +41,32 @@ def main(cfg: DictConfig) -> None:
             f"panel '{panel.name}': member '{outside[0]}' is not in sweep.judges {judges} "
             "(params.yaml): a panel combines the verdicts of the run's judges; add it there"
         )
-    votes = Path(paths.panel_votes_dir) / panel.name
     verdicts = combine_verdicts(
         panel,
         {
-            m: read_parquet(votes / f"{m}.parquet", VERDICT_SCHEMA, "panel_votes")
+            m: read_parquet(layout.panel_votes(panel.name, m), VERDICT_SCHEMA, "panel_votes")
             for m in panel.members
         },
     )
     controls = combine_controls(
         panel,
         {
-            m: read_parquet(votes / f"{m}.controls.parquet", CONTROL_SCHEMA, "panel_votes")
+            m: read_parquet(
+                layout.panel_control_votes(panel.name, m), CONTROL_SCHEMA, "panel_votes"
+            )
             for m in panel.members
         },
     )
     # Every table is built (and checked) before anything is written.
-    out = Path(paths.verdicts_dir) / panel.name
+    out = layout.judge_verdicts(panel.name)
     shutil.rmtree(out, ignore_errors=True)  # cells the sweep no longer has go with the run
     for (model, condition), cell in verdicts.group_by(
         "subject_model", "condition", maintain_order=True
     ):
-        write_parquet(cell.sort("scenario_id", "trial"), out / str(model) / f"{condition}.parquet")
-    write_parquet(controls, Path(paths.judge_controls_dir) / f"{panel.name}.parquet")
-    write_json(
-        {panel.name: control_summary(controls)},
-        Path(paths.judge_controls_reports_dir) / f"{panel.name}.json",
-    )
+        cell_out = layout.verdicts(panel.name, str(model), str(condition))
+        write_parquet(cell.sort("scenario_id", "trial"), cell_out)
+    write_parquet(controls, layout.controls(panel.name))
+    write_json({panel.name: control_summary(controls)}, layout.controls_summary(panel.name))
     print(
         f"panel {panel.name} ({panel_description(panel)}): {verdicts.height} verdicts, "
         f"{status_counts(verdicts)} -> {out}/; controls: {status_counts(controls)}"

@@ -9,8 +9,6 @@ verdicts on the sweep's cells and its control table to paths.panel_votes_dir/<pa
 any other judge it writes empty tables. The panel stage then depends on that one folder.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
@@ -20,12 +18,13 @@ from losona.contracts import CONTROL_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import read_parquet, write_parquet
 from losona.judges.panels import member_verdicts
+from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     panel = chosen(cfg, "judge")
     if not judge_kind_settings(panel.kind).combines:
         raise LosonaError(f"judge '{panel.name}' is of kind {panel.kind}, not a panel")
@@ -33,19 +32,17 @@ def main(cfg: DictConfig) -> None:
         raise LosonaError("panel_votes needs the judge whose votes to copy: +member=NAME")
     member = str(cfg.member)
     sweep = plain(cfg.sweep)
-    out = Path(paths.panel_votes_dir) / panel.name
+    out = layout.panel_votes_folder(panel.name)
     if member in (panel.members or ()):
-        verdicts = member_verdicts(paths.verdicts_dir, member, sweep["models"], sweep["conditions"])
-        controls = read_parquet(
-            Path(paths.judge_controls_dir) / f"{member}.parquet", CONTROL_SCHEMA, "judge_controls"
-        )
+        verdicts = member_verdicts(layout, member, sweep["models"], sweep["conditions"])
+        controls = read_parquet(layout.controls(member), CONTROL_SCHEMA, "judge_controls")
         said = f"{verdicts.height} verdicts and {controls.height} controls of member '{member}'"
     else:
-        verdicts = member_verdicts(paths.verdicts_dir, member, [], [])
+        verdicts = member_verdicts(layout, member, [], [])
         controls = table([], CONTROL_SCHEMA, sort_by=[])
         said = f"judge '{member}' is not a member: no votes"
-    write_parquet(verdicts, out / f"{member}.parquet")
-    write_parquet(controls, out / f"{member}.controls.parquet")
+    write_parquet(verdicts, layout.panel_votes(panel.name, member))
+    write_parquet(controls, layout.panel_control_votes(panel.name, member))
     print(f"panel_votes {panel.name}: {said} -> {out}/")
 
 

@@ -11,8 +11,6 @@ before it removes any output. Otherwise it writes the same few bytes every time
 first, and nothing reruns because of it.
 """
 
-from pathlib import Path
-
 import hydra
 from omegaconf import DictConfig
 
@@ -21,6 +19,7 @@ from losona.config import chosen
 from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
 from losona.errors import LosonaError
 from losona.files import write_text
+from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -29,7 +28,7 @@ def main(cfg: DictConfig) -> None:
     problems = run_problems(cfg)
     if problems:
         raise LosonaError(refusal(problems, changed_settings_files()))
-    out = Path(chosen(cfg, "paths").configs_dir) / "run.checked"
+    out = RunLayout(chosen(cfg, "paths")).run_checked
     write_text(CHECKED_MARK, out)
     print(f"preflight: every setting and name of the run checked -> {out}")
 

@@ -15,16 +15,17 @@ from losona.cli import launch, reports_user_errors
 from losona.config import chosen, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA
 from losona.files import read_parquet, write_json
+from losona.layout import RunLayout
 from losona.provenance.record import provenance
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     sweep = plain(cfg.sweep)
     record = provenance(
-        scenarios=read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
+        scenarios=read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
         dataset=chosen(cfg, "dataset").settings(),
         sweep=sweep,
         models={name: plain(load_option("model", name)) for name in sweep["models"]},
@@ -34,8 +35,8 @@ def main(cfg: DictConfig) -> None:
         trials=chosen(cfg, "sampling").trials,
         bootstrap=chosen(cfg, "aggregate"),
     )
-    write_json(record, paths.provenance)
-    print(f"provenance -> {paths.provenance}")
+    write_json(record, layout.provenance)
+    print(f"provenance -> {layout.provenance}")
 
 
 if __name__ == "__main__":

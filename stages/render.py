@@ -9,23 +9,19 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, option
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet, write_parquet
-from losona.prompts.render import render_table
+from losona.layout import RunLayout
+from losona.prompts.stage import run_render
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    paths = chosen(cfg, "paths")
+    layout = RunLayout(chosen(cfg, "paths"))
     if "condition" in cfg:
         conditions = [chosen(cfg, "condition").name]
     else:  # a condition must have its config, not only a template
         conditions = [option("condition", name).name for name in cfg.sweep.conditions]
-    scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    prompts = render_table(scenarios, conditions)
-    write_parquet(prompts, paths.prompts)  # made a chunk at a time as it is written
-    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {paths.prompts}")
+    run_render(conditions, layout)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ from losona.generation.screen import (
     screen_candidates,
     screen_summary,
 )
-from losona.generation.settings import GenerationFiles, load_model
+from losona.generation.settings import load_model
 from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.judges.run import make_judge
+from losona.layout import RunLayout
 from losona.models import CallOptions
 
 
@@ -31,14 +32,14 @@ from losona.models import CallOptions
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "generation").screen
-    paths = chosen(cfg, "paths")
-    files = GenerationFiles.from_paths(paths)
+    layout = RunLayout(chosen(cfg, "paths"))
+    files = layout.generation
     baselines = [load_model(name) for name in settings.models]
     for spec in baselines:
         spec.check_credentials()  # before any work: a missing key fails at once
     judge = make_judge(
         option("judge", settings.judge),
-        CallOptions(cache_path=paths.call_cache, run_log=files.run_logs / "screen_judge.log.json"),
+        CallOptions(cache_path=layout.call_cache, run_log=files.run_logs / "screen_judge.log.json"),
     )
     candidates = read_parquet(files.candidates, CANDIDATE_SCHEMA, made_by="generate")
     screening = screen_candidates(
@@ -48,7 +49,7 @@ def main(cfg: DictConfig) -> None:
         settings.judge,
         trials=settings.trials,
         keep=settings.keep,
-        options=CallOptions(cache_path=paths.call_cache, max_cost_usd=settings.max_cost_usd),
+        options=CallOptions(cache_path=layout.call_cache, max_cost_usd=settings.max_cost_usd),
         run_log_dir=files.run_logs,
     )
     cells = cell_report(screening.candidates)

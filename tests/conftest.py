@@ -7,7 +7,12 @@ linked in and a copy of params.yaml, and writes nothing inside the repository.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
+import importlib.util
+import io
+import logging
 import os
 import shutil
 import subprocess
@@ -22,10 +27,14 @@ import pytest
 import yaml
 from filelock import FileLock
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import configure_log
+from omegaconf import DictConfig, open_dict
 
 import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+from losona.config import Paths, load_option
 from losona.contracts import VERDICT_SCHEMA, table
+from losona.layout import RunLayout
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
@@ -111,6 +120,12 @@ def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
         return compose(config_name="config", overrides=list(overrides))
 
 
+def run_layout(**paths: str) -> RunLayout:
+    """The default layout (conf/paths/default.yaml), with the given paths set elsewhere."""
+    node = load_option("paths", "default").paths
+    return RunLayout(Paths.from_config({**node, **paths}))
+
+
 @pytest.fixture
 def make_cfg(workdir: Path) -> Callable[..., DictConfig]:
     """Compose the real config inside `workdir`, shrunk to one condition by default."""
@@ -133,6 +148,57 @@ def run_stage(
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
         check=False,
     )
+
+
+@functools.cache
+def _stage_main(name: str) -> Callable[..., None]:
+    """The Hydra main of `stages/<name>.py`, imported as a module (its `__main__` block not run)."""
+    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main  # type: ignore[no-any-return]
+
+
+def call_stage(
+    name: str, *overrides: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run stage `name` in this process, as `run_stage` runs its script, and return the same
+    record (exit code, stdout, stderr): seconds of interpreter start and imports saved per run.
+
+    Hydra's `main` takes an already composed config and calls the stage with it, so what
+    runs is the script's own main: its checks, its `error:` line and exit code 2. The config
+    is composed with the overrides the way the script would compose it, and Hydra's own
+    record of the run (the choices and overrides a refusal names) is set as the script's
+    would be. What only the script does, Hydra refusing an override before the stage starts
+    (exit 2 through `launch`), is `run_stage`'s to test.
+    """
+    main = _stage_main(name)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    hydra_config = HydraConfig.instance()
+    with contextlib.chdir(cwd or Path.cwd()):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+        hydra_config.set_config(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]  # as Hydra hands a stage its config: without its own node
+        root = logging.getLogger()
+        handlers, level = root.handlers[:], root.level
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                configure_log(HydraConfig.get().job_logging)  # the stage's log, to its stdout
+                main(cfg)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            hydra_config.cfg = None  # a config composed by a later test is not a stage's
+            for handler in root.handlers:
+                if handler not in handlers:
+                    handler.close()
+            root.handlers[:], root.level = handlers, level
+    argv = [sys.executable, str(REPO / "stages" / f"{name}.py"), *overrides]
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 BASE_ROW: dict[str, Any] = {

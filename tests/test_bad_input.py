@@ -1,10 +1,12 @@
 """Bad input, everywhere: every stage refuses broken input with one clear message.
 
 Each case copies a small complete run (every stage's inputs and outputs), breaks one
-thing, runs one stage script as a user would, and checks the contract of a refusal:
-exit code 2, a message starting `error:` that names the file (and the scenario, item and
-field where there is one), no traceback, and not one byte changed on disk, so a failed
-run never leaves a half-written output behind.
+thing, runs one stage as a user would, and checks the contract of a refusal: exit code
+2, a message starting `error:` that names the file (and the scenario, item and field
+where there is one), no traceback, and not one byte changed on disk, so a failed run
+never leaves a half-written output behind. The stage script's own main runs in this
+process (`call_stage`), composed as the script composes it; what Hydra refuses before a
+stage starts is tested through the script itself (`run_stage`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import BASE_ROW, CONF_DIR, run_stage
+from conftest import BASE_ROW, CONF_DIR, call_stage, run_stage
 from test_judge_stage import write_responses
 
 from losona.contracts import VERDICT_SCHEMA
@@ -29,7 +31,7 @@ from losona.files import write_parquet
 from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.scenarios.datasets import fetch_scenarios
 
-# About a hundred stage runs of a second or two each, on a run built once per module.
+# About a hundred stage runs, on a run built once per module.
 pytestmark = pytest.mark.slow
 
 Mutation = Callable[[Path], object]
@@ -63,7 +65,7 @@ sweep:
 
 
 def _stage(name: str, *overrides: str, cwd: Path) -> None:
-    result = run_stage(name, *overrides, cwd=cwd)
+    result = call_stage(name, *overrides, cwd=cwd)
     assert result.returncode == 0, f"{name}: {result.stderr}"
 
 
@@ -117,7 +119,7 @@ def snapshot(root: Path) -> dict[str, str]:
 def refused(root: Path, stage: str, *overrides: str) -> str:
     """Run `stage` in `root`; assert a clean refusal that changed nothing; return stderr."""
     before = snapshot(root)
-    result = run_stage(stage, *overrides, cwd=root)
+    result = call_stage(stage, *overrides, cwd=root)
     stderr = result.stderr
     assert "Traceback" not in stderr, stderr
     assert result.returncode == 2, f"exit {result.returncode}: {stderr}"
@@ -375,7 +377,7 @@ def test_fetch_refuses_a_bad_subset(run: Path, overrides: list[str], fragments: 
 def test_a_limit_larger_than_the_dataset_fetches_all_of_it(run: Path) -> None:
     """Not an error: a limit is an upper bound, and the whole set is not marked a subset."""
     before = (run / "data" / "scenarios.parquet").read_bytes()
-    result = run_stage("fetch", "dataset.limit=1000", cwd=run)
+    result = call_stage("fetch", "dataset.limit=1000", cwd=run)
     assert result.returncode == 0, result.stderr
     assert (run / "data" / "scenarios.parquet").read_bytes() == before
 
@@ -592,7 +594,7 @@ def test_curate_refuses_a_broken_summary(
     run: Path, target: str, content: bytes, fragments: list[str]
 ) -> None:
     screened_run(run)
-    assert run_stage("curate", cwd=run).returncode == 0  # the run is good until broken
+    assert call_stage("curate", cwd=run).returncode == 0  # the run is good until broken
     path = run / target
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content)
@@ -908,7 +910,7 @@ def test_a_broken_sheet_key_is_refused(run: Path, mutate: Mutation, fragments: l
 def test_the_complete_run_itself_is_accepted(run: Path) -> None:
     """The cases above fail because of what they break, not because the run was broken."""
     (run / LABELS).write_text(labels_csv(key_items(run)), encoding="utf-8")
-    result = run_stage("audit", QUICK_BOOTSTRAP, cwd=run)
+    result = call_stage("audit", QUICK_BOOTSTRAP, cwd=run)
     assert result.returncode == 0, result.stderr
     agreement = pl.read_csv(run / "reports" / "audit" / "human_agreement.csv")
     assert agreement.height >= 1
@@ -1018,9 +1020,9 @@ def test_scripted_follow_ups_missing_from_a_dataset_stop_dynamic_render_naming_t
     # A user's own dataset, without any follow-up material: its scenario table and its
     # first turn are fine, the scripted second turn cannot be written.
     (run / "s.jsonl").write_bytes(jsonl(row()))
-    assert run_stage("fetch", "dataset=local", "dataset.path=s.jsonl", cwd=run).returncode == 0
+    assert call_stage("fetch", "dataset=local", "dataset.path=s.jsonl", cwd=run).returncode == 0
     write_responses(run, condition="naive")
-    assert run_stage("judge", "condition=naive", cwd=run).returncode == 0
+    assert call_stage("judge", "condition=naive", cwd=run).returncode == 0
     message = refused(run, "dynamic_render", *CELL, "dataset=local", "dataset.path=s.jsonl")
     assert_names(
         message,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from losona.errors import LosonaError
+from losona.layout import RunLayout
 from losona.report.experiments import (
     Experiment,
     MetricsFiles,
@@ -60,7 +61,7 @@ def section(sections: list[tuple[str, list[Row]]], title: str) -> dict[str, list
 
 
 def test_each_experiment_is_a_column_of_settings_and_headline_numbers(workdir: Path) -> None:
-    files = MetricsFiles.of(default_paths())  # where dvc.yaml puts them, from conf/paths
+    files = MetricsFiles.of(RunLayout(default_paths()))  # where dvc.yaml puts them
     assert files == FILES
     experiments = from_exp_show(SHOWN)
     assert [e.name for e in experiments] == ["workspace", "master", "erect-cyma", "conic-maid"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import run_layout
 from test_judge import responses_table, scenarios_table
 
 from losona.audit.rejudging import determinism
@@ -137,17 +138,19 @@ def test_the_added_kind_judges_is_recorded_and_is_judged_again_by_reproduce(
 
     compared, differences = check_verdict_origins(verdicts, record, "data/verdicts")
     assert (compared, differences) == (2, [])
-    paths = {"verdicts_dir": str(workdir / "verdicts"), "responses_dir": str(workdir / "responses")}
-    write_parquet(responses, workdir / "responses" / "m" / "naive.parquet")
-    cell = workdir / "verdicts" / "wordy" / "m" / "naive.parquet"
+    layout = run_layout(
+        verdicts_dir=str(workdir / "verdicts"), responses_dir=str(workdir / "responses")
+    )
+    write_parquet(responses, layout.responses("m", "naive"))
+    cell = layout.verdicts("wordy", "m", "naive")
     write_parquet(verdicts, cell)
     check = Check()
-    check_judgements(check, scenarios, {"wordy": "length"}, paths)
+    check_judgements(check, scenarios, {"wordy": "length"}, layout)
     assert check.ok and check.differences == []
     # A verdict changed by hand is named: the kind judged the cell again.
     write_parquet(verdicts.with_columns(complies=pl.lit(True)), cell)
     check = Check()
-    check_judgements(check, scenarios, {"wordy": "length"}, paths)
+    check_judgements(check, scenarios, {"wordy": "length"}, layout)
     assert [(d.field, d.expected, d.found) for d in check.differences] == [
         ("complies", False, True),
         ("complies", None, True),

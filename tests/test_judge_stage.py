@@ -1,23 +1,32 @@
-"""The judge and judge_controls scripts as a user runs them, on the offline lexicon judge."""
+"""The judge and judge_controls stages on the offline lexicon judge: their functions called
+in-process with the composed config, and their scripts as a user runs them (exit codes, one
+error line, nothing half-written), with LLM judges served by the local test server."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_stage
+from conftest import call_stage, run_stage
+from omegaconf import DictConfig
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.config import chosen
+from losona.contracts import CALL_SCHEMA, CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges.rules import load_rules
+from losona.judges.stage import run_judge, run_judge_controls
+from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 
@@ -43,11 +52,18 @@ def write_responses(workdir: Path, model: str = "smollm2", condition: str = "nai
     return path
 
 
-@pytest.mark.slow  # starts a Python process
-def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
+def judge_in_process(make_cfg: Callable[..., DictConfig], *overrides: str) -> None:
+    """What `python stages/judge.py condition=naive ...` does, called in this process."""
+    cfg = make_cfg("condition=naive", *overrides)
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_judge(chosen(cfg, "judge"), layout, chosen(cfg, "model"), chosen(cfg, "condition"))
+
+
+def test_judge_writes_the_cells_verdicts_and_counts_them(
+    fetched: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
     write_responses(fetched)
-    result = run_stage("judge", "condition=naive")
-    assert result.returncode == 0, result.stderr
+    judge_in_process(make_cfg)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
     verdicts = pl.read_parquet(out)
     assert verdicts.schema == VERDICT_SCHEMA
@@ -55,23 +71,33 @@ def test_judge_writes_the_cells_verdicts_and_counts_them(fetched: Path) -> None:
     assert set(verdicts["judge"]) == {"lexicon"}
     complying = verdicts["complies"].sum()
     judge = f"lexicon (lexicon@{load_rules().version})"
-    assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in result.stdout
+    assert f"judge {judge} on smollm2/naive: 88 verdicts, {complying} comply" in (
+        capsys.readouterr().out
+    )
+    # The rules call no model: the cell's calls file is there, and empty.
+    calls = pl.read_parquet(
+        fetched / "data" / "calls" / "judge" / "lexicon" / "smollm2" / "naive.parquet"
+    )
+    assert calls.schema == CALL_SCHEMA and calls.is_empty()
 
 
-@pytest.mark.slow  # starts a Python process
-def test_rerun_gives_a_byte_identical_file(fetched: Path) -> None:
+def test_rerun_gives_a_byte_identical_file(
+    fetched: Path, make_cfg: Callable[..., DictConfig]
+) -> None:
     write_responses(fetched)
     out = fetched / "data" / "verdicts" / "lexicon" / "smollm2" / "naive.parquet"
-    run_stage("judge", "condition=naive")
+    judge_in_process(make_cfg)
     first = out.read_bytes()
-    run_stage("judge", "condition=naive")
+    judge_in_process(make_cfg)
     assert out.read_bytes() == first
 
 
-@pytest.mark.slow  # starts a Python process
-def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
-    result = run_stage("judge_controls")
-    assert result.returncode == 0, result.stderr
+def test_judge_controls_reports_how_many_it_got_right(
+    fetched: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = make_cfg()
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_judge_controls(chosen(cfg, "judge"), chosen(cfg, "judge_controls"), layout)
     controls = pl.read_parquet(fetched / "data" / "judge_controls" / "lexicon.parquet")
     metrics = json.loads((fetched / "reports" / "judge_controls" / "lexicon.json").read_text())
     summary = metrics["lexicon"]
@@ -82,8 +108,9 @@ def test_judge_controls_reports_how_many_it_got_right(fetched: Path) -> None:
     assert summary["all"]["items"] == 88
     assert (
         f"judge_controls lexicon (lexicon@{load_rules().version}): {right} of 88 right"
-        in result.stdout
+        in capsys.readouterr().out
     )
+    assert (fetched / "data" / "calls" / "judge_controls" / "lexicon.parquet").is_file()
 
 
 @pytest.mark.parametrize(
@@ -108,17 +135,19 @@ def test_judge_fails_cleanly_and_writes_nothing(
     assert not (fetched / "data" / "verdicts").exists()
 
 
-@pytest.mark.slow  # starts a Python process
-def test_responses_of_another_cell_are_refused(fetched: Path) -> None:
+def test_responses_of_another_cell_are_refused(
+    fetched: Path, make_cfg: Callable[..., DictConfig]
+) -> None:
     path = write_responses(fetched, model="smollm2", condition="naive")
     elsewhere = fetched / "data" / "responses" / "smollm2" / "norm_informed.parquet"
     elsewhere.write_bytes(path.read_bytes())
-    result = run_stage("judge", "condition=norm_informed")
-    assert result.returncode == 2
-    assert (
-        "error: data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
-        "['naive'], expected only 'norm_informed'" in result.stderr
+    message = (
+        "data/responses/smollm2/norm_informed.parquet: column 'condition' holds "
+        "['naive'], expected only 'norm_informed'"
     )
+    with pytest.raises(LosonaError, match=re.escape(message)):
+        judge_in_process(make_cfg, "condition=norm_informed")
+    assert not (fetched / "data" / "verdicts").exists()
 
 
 def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
@@ -133,13 +162,13 @@ def server_judge(server: OpenAIServer, cache: Path) -> list[str]:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # 88 verdicts and 88 controls from the test server
 def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=scripted_judge) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
-        judged = run_stage("judge", "condition=naive", *overrides)
-        controls = run_stage("judge_controls", *overrides)
+        judged = call_stage("judge", "condition=naive", *overrides)
+        controls = call_stage("judge_controls", *overrides)
     assert judged.returncode == 0, judged.stderr
     assert controls.returncode == 0, controls.stderr
     verdicts = pl.read_parquet(
@@ -173,16 +202,16 @@ def yes_man(body: dict[str, Any]) -> str:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # three stages' calls to the test server
 def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path) -> None:
     write_responses(fetched)
     with OpenAIServer(reply=yes_man) as server:
         overrides = server_judge(server, fetched / "calls.sqlite")
-        judged = run_stage("judge", "condition=naive", *overrides)
+        judged = call_stage("judge", "condition=naive", *overrides)
         # Its controls stop it before its cells (run by hand here, the cell came first);
         # told to judge anyway, they are written and warn.
-        refused = run_stage("judge_controls", *overrides)
-        controls = run_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
+        refused = call_stage("judge_controls", *overrides)
+        controls = call_stage("judge_controls", *overrides, "judge_controls.judge_anyway=true")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "cannot judge: every one of its 88 scored validity controls is comply" in refused.stderr
     assert judged.returncode == 0, judged.stderr
@@ -195,7 +224,7 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
         judged.stdout
     )
     assert "got fewer than 90% of its controls right" in controls.stdout
-    aggregated = run_stage("aggregate", "sweep.judges=[gemini_pro]", "sweep.models=[smollm2]")
+    aggregated = call_stage("aggregate", "sweep.judges=[gemini_pro]", "sweep.models=[smollm2]")
     assert aggregated.returncode == 0, aggregated.stderr
     (flag,) = pl.read_csv(fetched / "reports" / "results.csv")["degenerate"].to_list()
     assert flag == (
@@ -209,12 +238,11 @@ def test_a_judge_that_says_comply_to_everything_is_flagged_by_name(fetched: Path
     assert "**Degenerate verdicts: judge gemini_pro.**" in table1
 
 
-@pytest.mark.slow  # starts a Python process
 def test_an_llm_judge_without_its_key_fails_at_once(
     fetched: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    result = run_stage("judge", "judge=gemini_pro", "condition=naive")
+    result = call_stage("judge", "judge=gemini_pro", "condition=naive")
     assert result.returncode == 2
     assert "needs its API key in the environment variable GEMINI_API_KEY" in result.stderr
     assert not (fetched / "data" / "verdicts").exists()
@@ -243,12 +271,11 @@ def judge_at(port: int, cache: Path) -> list[str]:
     ]
 
 
-@pytest.mark.slow
 def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> None:
     write_responses(fetched)
     port = free_port()
     started = time.monotonic()
-    result = run_stage("judge", *judge_at(port, fetched / "calls.sqlite"))
+    result = call_stage("judge", *judge_at(port, fetched / "calls.sqlite"))
     assert result.returncode == 2, result.stderr
     assert f"could not connect to http://127.0.0.1:{port}/v1" in result.stderr
     assert "Traceback" not in result.stderr
@@ -259,7 +286,7 @@ def test_a_judge_server_that_is_down_stops_the_stage_at_once(fetched: Path) -> N
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # a server killed midway, its retries, a rerun
 def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_the_rest(
     fetched: Path,
 ) -> None:
@@ -277,7 +304,7 @@ def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_th
 
     first = OpenAIServer(reply=scripted_judge, faults=kill_at_the_next_call, port=port)
     first.__enter__()
-    died = run_stage("judge", *judge_at(port, cache))
+    died = call_stage("judge", *judge_at(port, cache))
     assert died.returncode == 2, died.stderr
     assert len(first.answered) == answered_before_kill
     assert (
@@ -289,7 +316,7 @@ def test_a_judge_server_killed_halfway_fails_the_stage_and_a_rerun_sends_only_th
     assert not out.exists()
 
     with OpenAIServer(reply=scripted_judge, port=port) as back:
-        rerun = run_stage("judge", *judge_at(port, cache))
+        rerun = call_stage("judge", *judge_at(port, cache))
     assert rerun.returncode == 0, rerun.stderr
     # Only the calls the first run lost were sent: the rest came from the call cache.
     assert back.request_count == 88 - answered_before_kill

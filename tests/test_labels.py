@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import BASE_ROW
+from conftest import BASE_ROW, run_layout
 from test_judge import responses_table
 
 from losona.audit.labelling import (
@@ -164,10 +164,11 @@ def test_responses_come_from_the_sweeps_files(tmp_path: Path, responses: pl.Data
 
     for (model, condition), part in responses.group_by("subject_model", "condition"):
         write_parquet(part, tmp_path / str(model) / f"{condition}.parquet")
-    loaded = load_responses(tmp_path, MODELS[:1], ["naive", "oracle"])
+    layout = run_layout(responses_dir=str(tmp_path))
+    loaded = load_responses(layout, MODELS[:1], ["naive", "oracle"])
     assert loaded.height == 40
     with pytest.raises(LosonaError, match=r"naive\.parquet not found: run the sample stage"):
-        load_responses(tmp_path, ["absent_model"], ["naive"])
+        load_responses(layout, ["absent_model"], ["naive"])
 
 
 # -- reading labels back -----------------------------------------------------------------------

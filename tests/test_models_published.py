@@ -189,3 +189,25 @@ def test_the_recorded_hash_is_read_from_dvc_lock(tmp_path: Path) -> None:
     )
     assert recorded_md5("data/calls.parquet", lock) == "0123abcd"
     assert recorded_md5("data/other.parquet", lock) is None
+
+
+def test_the_published_calls_are_read_once_however_they_are_asked(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, spec = publish(server, tmp_path)
+    keys = set(texts(path))
+    published = PublishedCalls(path, md5_file(path), REMEDY)
+    reads: list[str] = []
+    read_parquet = pl.read_parquet
+
+    def counted(source: object, *args: object, **kwargs: object) -> pl.DataFrame:
+        reads.append(str(source))
+        return read_parquet(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pl, "read_parquet", counted)
+    # Served to a rerun (the call cache's layer), then looked up row by row (reproduce).
+    store = CallStore(tmp_path / "rerun.sqlite", published, offline=True)
+    complete(spec, requests(6), CallOptions(cache_path=store))
+    assert set(published.rows_by_key) == keys and published.table().height == 6
+    assert reads.count(str(path)) == 1
+    assert server.request_count == 6  # publish's calls: the rerun made none

@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_stage, verdict_table
+from conftest import run_layout, run_stage, verdict_table
 from test_aggregate import scenario_table
 from test_audit import scenarios_table
 from test_judge import AlwaysComplies, responses_table
@@ -308,7 +308,7 @@ def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
     panel_config = option("judge", "offline_panel")
     combined = combine_verdicts(panel_config, {"lexicon": rules, "local_openai": judge_verdicts})
     assert combined["judge_status"].to_list().count("split") == 1
-    paths = {"verdicts_dir": str(workdir / "data" / "verdicts"), "responses_dir": "data/responses"}
+    layout = run_layout(verdicts_dir=str(workdir / "data" / "verdicts"))
     for judge, frame in (
         ("lexicon", rules),
         ("local_openai", judge_verdicts),
@@ -317,7 +317,7 @@ def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
         write_parquet(frame, workdir / "data" / "verdicts" / judge / "m" / "naive.parquet")
     kinds = {"lexicon": "lexicon", "local_openai": "llm", "offline_panel": "panel"}
     check = Check()
-    check_judgements(check, scenarios, kinds, paths)
+    check_judgements(check, scenarios, kinds, layout)
     assert check.ok, check.differences
     # A panel verdict changed by hand is named, with the field.
     changed = combined.with_columns(
@@ -327,7 +327,7 @@ def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
     )
     write_parquet(changed, workdir / "data" / "verdicts" / "offline_panel" / "m" / "naive.parquet")
     check = Check()
-    check_judgements(check, scenarios, kinds, paths)
+    check_judgements(check, scenarios, kinds, layout)
     assert [
         (d.field, d.file.endswith("offline_panel/m/naive.parquet")) for d in check.differences
     ] == [("complies", True)]

@@ -14,12 +14,15 @@ from test_judge import responses_table
 
 from losona.config import AggregateSettings as Bootstrap
 from losona.config import compose_paths, load_option, plain
-from losona.contracts import SCENARIO_SCHEMA, table
+from losona.contracts import CALL_SCHEMA, SCENARIO_SCHEMA, table
 from losona.files import write_json, write_parquet
 from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
+from losona.layout import RunLayout
+from losona.prompts.render import render_prompts
 from losona.provenance.record import provenance
+from losona.reproduce import checks
 from losona.reproduce.checks import check_judgements, check_run
 from losona.reproduce.cli import main
 from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
@@ -32,15 +35,15 @@ NAIVE = "data/verdicts/lexicon/m/naive.parquet"
 
 
 @pytest.fixture
-def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> dict[str, str]:
+def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> RunLayout:
     """A small finished run in `workdir`: scenarios, responses, verdicts, reports, provenance."""
     rows = [
         scenario_row(scenario_id=f"standup__binary_answer_norm__{i}", source="test")
         for i in range(6)
     ]
     scenarios = table(rows, SCENARIO_SCHEMA, sort_by=["scenario_id"])
-    paths = compose_paths([])
-    write_parquet(scenarios, paths["scenarios"])
+    layout = RunLayout(compose_paths([]))
+    write_parquet(scenarios, layout.scenarios)
     cells = []
     for condition, bare in (("naive", (1, 4)), ("norm_informed", (0, 1, 2, 4, 5))):
         # binary_answer_norm: a bare "Yes." complies, an explained yes breaches.
@@ -50,7 +53,7 @@ def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> dict[str,
             for t in range(3)
         ]
         responses = responses_table(items, model="m", condition=condition)
-        write_parquet(responses, f"{paths['responses_dir']}/m/{condition}.parquet")
+        write_parquet(responses, layout.responses("m", condition))
         verdicts = judge_responses(
             scenarios,
             responses,
@@ -60,12 +63,12 @@ def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> dict[str,
             condition=condition,
             origin="",
         )
-        write_parquet(verdicts, f"{paths['verdicts_dir']}/lexicon/m/{condition}.parquet")
+        write_parquet(verdicts, layout.verdicts("lexicon", "m", condition))
         cells.append(verdicts)
     verdicts = pl.concat(cells)
     presentation = presentation_for(verdicts, SWEEP)
     reports = aggregate(verdicts, scenarios, bootstrap=BOOTSTRAP, presentation=presentation)
-    write_reports(reports, paths["reports_dir"])
+    write_reports(reports, layout.reports_folder)
     record = provenance(
         scenarios=scenarios,
         dataset={"name": "local", "kind": "local", "path": "s.jsonl"},
@@ -75,8 +78,8 @@ def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> dict[str,
         trials=3,
         bootstrap=BOOTSTRAP,
     )
-    write_json(record, paths["provenance"])
-    return paths
+    write_json(record, layout.provenance)
+    return layout
 
 
 def overturn(path: str, row: int = 0) -> pl.DataFrame:
@@ -87,7 +90,7 @@ def overturn(path: str, row: int = 0) -> pl.DataFrame:
     return before
 
 
-def test_a_fresh_run_reproduces(run: dict[str, str]) -> None:
+def test_a_fresh_run_reproduces(run: RunLayout) -> None:
     check = check_run(run)
     assert check.ok, check.differences
     assert {"reports/results.csv", "reports/metrics.json", NAIVE} <= set(check.files)
@@ -98,13 +101,38 @@ def test_a_fresh_run_reproduces(run: dict[str, str]) -> None:
     ]
 
 
-def test_an_edited_verdict_is_named_with_the_numbers_it_changes(run: dict[str, str]) -> None:
+def test_the_published_calls_are_read_once_for_every_check(
+    run: RunLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A published calls file that answers none of the run's responses: every check that
+    # looks at calls (the verdicts, the calls themselves) reads it, from one reading.
+    assert run.calls is not None
+    scenarios = pl.read_parquet(run.scenarios)
+    write_parquet(render_prompts(scenarios, SWEEP["conditions"]), run.prompts)
+    write_parquet(pl.DataFrame(schema=CALL_SCHEMA), run.calls)
+    # The fixture's model 'm' has no config file: its calls' keys are those of another.
+    option = checks.option
+    monkeypatch.setattr(checks, "option", lambda g, n: option(g, "local_openai" if n == "m" else n))
+    reads: list[str] = []
+    read_parquet = pl.read_parquet
+
+    def counted(source: Any, *args: Any, **kwargs: Any) -> pl.DataFrame:
+        reads.append(str(source))
+        return read_parquet(source, *args, **kwargs)
+
+    monkeypatch.setattr(pl, "read_parquet", counted)
+    check = check_run(run)
+    assert reads.count(str(run.calls)) == 1
+    assert {d.file for d in check.differences} == {str(run.calls)}  # and it was checked
+
+
+def test_an_edited_verdict_is_named_with_the_numbers_it_changes(run: RunLayout) -> None:
     before = overturn(NAIVE)
     reported = (
         pl.read_csv("reports/results.csv").filter(pl.col("condition") == "naive").row(0, named=True)
     )
     edited = pl.concat(pl.read_parquet(p) for p in sorted(Path("data/verdicts").rglob("*.parquet")))
-    scenarios = pl.read_parquet(run["scenarios"])
+    scenarios = pl.read_parquet(run.scenarios)
     presentation = presentation_for(edited, SWEEP)
     again = aggregate(edited, scenarios, bootstrap=BOOTSTRAP, presentation=presentation)
     recomputed = again["results.csv"].filter(pl.col("condition") == "naive").row(0, named=True)
@@ -137,11 +165,11 @@ def test_an_edited_verdict_is_named_with_the_numbers_it_changes(run: dict[str, s
 
 
 def test_a_changed_dataset_or_template_is_named(
-    run: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    run: RunLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scenarios = pl.read_parquet(run["scenarios"])
+    scenarios = pl.read_parquet(run.scenarios)
     # Same rows, other Parquet settings: the content hash does not move.
-    scenarios.reverse().write_parquet(run["scenarios"], compression="snappy", statistics=False)
+    scenarios.reverse().write_parquet(run.scenarios, compression="snappy", statistics=False)
     assert check_run(run).ok
 
     changed = scenarios.with_columns(
@@ -149,13 +177,13 @@ def test_a_changed_dataset_or_template_is_named(
         .then(pl.lit("#elsewhere"))
         .otherwise("channel_description")
     )
-    write_parquet(changed, run["scenarios"])
+    write_parquet(changed, run.scenarios)
     monkeypatch.setattr(templates, "JUDGE_TEMPLATE", templates.JUDGE_TEMPLATE + " ")
     fields = {d.field for d in check_run(run).differences}
     assert fields == {"dataset.content_sha256", "templates.judge.sha256"}
 
 
-def test_verdicts_of_another_judge_version_are_named(run: dict[str, str]) -> None:
+def test_verdicts_of_another_judge_version_are_named(run: RunLayout) -> None:
     verdicts = pl.read_parquet(NAIVE)
     verdicts.with_columns(judge_version=pl.lit("0")).write_parquet(NAIVE)
     named = {(d.file, d.field, d.expected, d.found) for d in check_run(run).differences}
@@ -164,9 +192,9 @@ def test_verdicts_of_another_judge_version_are_named(run: dict[str, str]) -> Non
     assert (NAIVE, "judge_version", version, "0") in named  # the rules, run again
 
 
-def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: dict[str, str]) -> None:
+def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: RunLayout) -> None:
     check = Check()
-    scenarios = pl.read_parquet(run["scenarios"])
+    scenarios = pl.read_parquet(run.scenarios)
     check_judgements(check, scenarios, {"lexicon": "llm"}, run)
     assert check.ok and len(check.files) == 2
     verdicts = pl.read_parquet(NAIVE)
@@ -183,9 +211,7 @@ def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: dict[str,
 
 
 @pytest.mark.slow  # starts a Python process
-def test_the_command_exits_0_3_or_2(
-    run: dict[str, str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_command_exits_0_3_or_2(run: RunLayout, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
     assert "every value matches" in capsys.readouterr().out
 
@@ -197,7 +223,7 @@ def test_the_command_exits_0_3_or_2(
     assert "differs: reports/results.csv, line 2 (judge=lexicon, subject_model=m, " in done.stdout
     assert "differ (expected: recomputed; found: on disk)" in done.stdout
 
-    Path(run["provenance"]).unlink()
+    run.provenance.unlink()
     assert main([]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: reports/provenance.json not found: run the provenance stage")

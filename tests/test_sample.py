@@ -7,6 +7,7 @@ their configs through an extra Hydra search path, as a user's own config folder 
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import re
@@ -15,21 +16,25 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, run_dvc, run_stage
+from conftest import REPO, call_stage, run_dvc, run_stage
+from omegaconf import DictConfig
 
+from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA
 from losona.errors import LosonaError
 from losona.files import write_parquet
+from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.prompts.render import render_prompts
 from losona.sampling.sample import SamplingSettings, sample_cell
+from losona.sampling.stage import run_sample
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 
@@ -52,12 +57,12 @@ def prompts(workdir: Path) -> pl.DataFrame:
 def sample_stage(
     workdir: Path, server: OpenAIServer, *overrides: str, name: str = "local", **settings: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python stages/sample.py model=<name> condition=naive` against the server."""
+    """The sample stage (model=<name> condition=naive) against the server, in this process."""
     configs = workdir / "my_conf"
     (configs / "model").mkdir(parents=True, exist_ok=True)
     node = server.model_config(name, **settings)
     (configs / "model" / f"{name}.yaml").write_text(yaml.safe_dump(node))
-    return run_stage(
+    return call_stage(
         "sample",
         f"hydra.searchpath=[file://{configs}]",
         f"model={name}",
@@ -137,45 +142,63 @@ def test_a_condition_that_was_not_rendered_is_refused(
     assert server.request_count == 0
 
 
-# --- the stage script ------------------------------------------------------------------
+# --- the stage: its function in-process, its script as a user runs it ----------------------
 
 
-@pytest.mark.slow  # starts a Python process
 def test_without_its_key_a_model_fails_at_once_naming_the_variable(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # No prompt table either: the key is checked before any work.
-    result = run_stage("sample", "model=claude_opus", "condition=style_adaptation")
+    result = call_stage("sample", "model=claude_opus", "condition=style_adaptation")
     assert result.returncode == 2, result.stderr
     assert "environment variable ANTHROPIC_API_KEY, which is not set" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (workdir / "data").exists()
 
 
-@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
-def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
-    workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
+def sample_in_process(
+    make_cfg: Callable[..., DictConfig], server: OpenAIServer, *overrides: str
 ) -> None:
-    result = sample_stage(workdir, server)
-    assert result.returncode == 0, result.stderr
+    """What `sample_stage` runs, called in this process: the stage's function with the
+    composed config, the server's model checked as a config option is."""
+    cfg = make_cfg("condition=naive", f"paths.call_cache={Path.cwd() / 'calls.sqlite'}", *overrides)
+    run_sample(
+        chosen(cfg, "sampling"),
+        RunLayout(chosen(cfg, "paths")),
+        ModelSpec.from_config(server.model_config("local")),
+        chosen(cfg, "condition"),
+        functools.partial(chosen, cfg, "dataset"),
+    )
+
+
+def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
+    workdir: Path,
+    prompts: pl.DataFrame,
+    server: OpenAIServer,
+    make_cfg: Callable[..., DictConfig],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sample_in_process(make_cfg, server)
     out = responses_path(workdir)
     first = out.read_bytes()
     assert pl.read_parquet(out).height == 18 and server.request_count == 18
-    assert "18 responses (local, naive, 3 trials; 0 from the call cache, 18 new" in result.stdout
+    printed = capsys.readouterr().out
+    assert "18 responses (local, naive, 3 trials; 0 from the call cache, 18 new" in printed
+    assert printed.rstrip().endswith(f"-> {out.relative_to(workdir)}")
+    calls = workdir / "data" / "calls" / "sample" / "local" / "naive.parquet"
+    assert pl.read_parquet(calls).height == 18  # the calls the table was built from
     log = out.with_suffix(".log.json")
     assert '"cache_misses": 18' in log.read_text()
-    again = sample_stage(workdir, server)
-    assert again.returncode == 0, again.stderr
+    sample_in_process(make_cfg, server)
     assert out.read_bytes() == first and server.request_count == 18
-    assert "18 from the call cache, 0 new calls" in again.stdout
+    assert "18 from the call cache, 0 new calls" in capsys.readouterr().out
     assert '"cache_hits": 18' in log.read_text()  # the run log moves, the table does not
     # The sweep's K comes from the config: more trials add calls, reusing the first three.
-    more = sample_stage(workdir, server, "sampling.trials=4")
-    assert more.returncode == 0 and server.request_count == 24
+    sample_in_process(make_cfg, server, "sampling.trials=4")
+    assert server.request_count == 24
 
 
-@pytest.mark.slow  # runs the stage script (and imports litellm) more than once
 def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
@@ -198,7 +221,7 @@ def test_failed_calls_exit_nonzero_write_nothing_and_a_rerun_sends_only_those(
     assert server.request_count == 21 + 3  # only the three failed calls were sent again
 
 
-@pytest.mark.slow  # runs the stage script on 132 calls
+@pytest.mark.slow  # 264 calls, half of their sends refused and retried
 def test_a_run_with_half_its_sends_rate_limited_finishes_in_one_go(workdir: Path) -> None:
     # The bundled set under one condition, K = 6: 264 calls. With every send drawn 50:50,
     # a bound of 6 attempts would leave about 264 / 2**6 = 4 calls failed.
@@ -216,7 +239,6 @@ def test_a_run_with_half_its_sends_rate_limited_finishes_in_one_go(workdir: Path
     assert log["concurrency"]["cuts_on_429"] >= 1
 
 
-@pytest.mark.slow  # runs the stage script
 def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
@@ -243,11 +265,10 @@ def test_a_dry_run_counts_calls_and_cost_and_calls_nothing(
     assert server.request_count == 0 and not responses_path(workdir).exists()
 
 
-@pytest.mark.slow  # runs the stage script, which imports litellm
 def test_a_dry_run_without_a_condition_prices_every_cell_of_the_sweep_and_their_sum(
     workdir: Path, prompts: pl.DataFrame, server: OpenAIServer
 ) -> None:
-    result = run_stage(
+    result = call_stage(
         "sample",
         "sampling.dry_run=true",
         "sweep.models=[gpt_5_5,claude_opus]",
@@ -420,7 +441,6 @@ def test_changing_one_models_config_reruns_only_its_sample_stages(
         assert stages_run(run_dvc("repro", "sample", cwd=repo_copy).stdout) == set()
 
 
-@pytest.mark.slow  # runs the stage scripts, which import litellm
 def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as_after_render(
     workdir: Path,
 ) -> None:
@@ -434,7 +454,7 @@ def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as
         "dataset.limit=4",
         f"paths.call_cache={cache}",
     )
-    before = run_stage(*dry_run)
+    before = call_stage(*dry_run)
     assert before.returncode == 0, before.stderr
     assert before.stdout.splitlines()[0] == (
         "sample (dry run): no data/prompts.parquet yet, so the prompts are rendered in memory "
@@ -445,9 +465,9 @@ def test_a_dry_run_before_any_run_renders_in_memory_writes_nothing_and_prices_as
 
     # After fetch and render the same dry run prices the very same prompts.
     for stage in ("fetch", "render"):
-        made = run_stage(stage, "dataset.limit=4", "sweep.conditions=[naive,norm_informed]")
+        made = call_stage(stage, "dataset.limit=4", "sweep.conditions=[naive,norm_informed]")
         assert made.returncode == 0, made.stderr
-    after = run_stage(*dry_run)
+    after = call_stage(*dry_run)
     assert after.returncode == 0, after.stderr
     assert after.stdout.splitlines() == before.stdout.splitlines()[1:]
 

@@ -1,4 +1,5 @@
-"""The fetch and render scripts as a user runs them: outputs, overrides, and clean failures."""
+"""The fetch and render stages: their functions in-process, and their scripts as a user runs
+them (outputs, overrides, and clean failures)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_stage
+from conftest import call_stage, run_stage
+from omegaconf import DictConfig
 
-# Every test here starts stage scripts as processes, each importing the pipeline's stack.
-pytestmark = pytest.mark.slow
+from losona.config import chosen
+from losona.layout import RunLayout
+from losona.prompts.stage import run_render
+from losona.scenarios.stage import run_fetch
 
 Row = Callable[..., dict[str, Any]]
 
 
 def test_fetch_then_render_writes_both_tables(workdir: Path) -> None:
-    assert run_stage("fetch").returncode == 0
-    result = run_stage("render")
+    assert call_stage("fetch").returncode == 0
+    result = call_stage("render")
     assert result.returncode == 0, result.stderr
     prompts = pl.read_parquet(workdir / "data" / "prompts.parquet")
     scenarios = pl.read_parquet(workdir / "data" / "scenarios.parquet")
@@ -33,22 +37,35 @@ def test_fetch_then_render_writes_both_tables(workdir: Path) -> None:
 
 
 def test_render_one_condition_by_override(workdir: Path) -> None:
-    run_stage("fetch")
-    assert run_stage("render", "condition=norm_informed").returncode == 0
+    call_stage("fetch")
+    assert call_stage("render", "condition=norm_informed").returncode == 0
     prompts = pl.read_parquet(workdir / "data" / "prompts.parquet")
     assert set(prompts["condition"]) == {"norm_informed"}
 
 
-def test_rerun_gives_byte_identical_files(workdir: Path) -> None:
-    run_stage("fetch")
-    run_stage("render")
+def fetch_and_render(make_cfg: Callable[..., DictConfig]) -> None:
+    """What `python stages/fetch.py` then `python stages/render.py` do, in this process."""
+    cfg = make_cfg("sweep.conditions=[naive,norm_informed]")
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_fetch(chosen(cfg, "dataset"), layout)
+    run_render(["naive", "norm_informed"], layout)
+
+
+def test_rerun_gives_byte_identical_files(
+    workdir: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    fetch_and_render(make_cfg)
+    fetched, rendered = capsys.readouterr().out.splitlines()
+    assert fetched.startswith("fetch: 44 scenarios from bundled:")
+    assert fetched.endswith(" -> data/scenarios.parquet")
+    assert rendered == "render: 88 prompts (2 conditions) -> data/prompts.parquet"
     first = [(workdir / "data" / n).read_bytes() for n in ("scenarios.parquet", "prompts.parquet")]
-    run_stage("fetch")
-    run_stage("render")
+    fetch_and_render(make_cfg)
     again = [(workdir / "data" / n).read_bytes() for n in ("scenarios.parquet", "prompts.parquet")]
     assert first == again
 
 
+@pytest.mark.slow  # starts stage scripts as processes
 def test_bad_scenario_file_exits_2_with_a_message_and_writes_nothing(
     workdir: Path, scenario_row: Row
 ) -> None:
@@ -68,6 +85,7 @@ def test_bad_scenario_file_exits_2_with_a_message_and_writes_nothing(
     assert list(out.parent.iterdir()) == [out]
 
 
+@pytest.mark.slow  # starts stage scripts as processes
 def test_render_before_fetch_says_what_to_run(workdir: Path) -> None:
     result = run_stage("render")
     assert result.returncode == 2
@@ -75,14 +93,14 @@ def test_render_before_fetch_says_what_to_run(workdir: Path) -> None:
 
 
 def test_unknown_condition_is_refused(workdir: Path) -> None:
-    run_stage("fetch")
-    result = run_stage("render", "sweep.conditions=[naive,sarcastic]")
+    call_stage("fetch")
+    result = call_stage("render", "sweep.conditions=[naive,sarcastic]")
     assert result.returncode == 2
     assert "no config 'condition/sarcastic'" in result.stderr
 
 
 def test_local_dataset_without_a_path_is_a_clear_config_error(workdir: Path) -> None:
-    result = run_stage("fetch", "dataset=local")
+    result = call_stage("fetch", "dataset=local")
     assert result.returncode == 2
     assert result.stderr.startswith(
         "error: conf/dataset/local.yaml: 'dataset.path': expected a value (give it on the "

@@ -29,6 +29,7 @@ from losona.audit.tables import SHEET_KEY_SCHEMA, SHEET_SCHEMA
 from losona.contracts import RESPONSE_SCHEMA, scenarios_from_table, table
 from losona.errors import LosonaError
 from losona.files import display_path, read_csv, read_parquet, sha256_text, write_text
+from losona.layout import RunLayout
 from losona.pages import fragment, render_page, section
 from losona.prompts.render import format_transcript
 
@@ -52,13 +53,11 @@ class Labels:
 
 
 def load_responses(
-    responses_dir: str | Path, models: Sequence[str], conditions: Sequence[str]
+    layout: RunLayout, models: Sequence[str], conditions: Sequence[str]
 ) -> pl.DataFrame:
     """Every response of the sweep's models x conditions in one table."""
     frames = [
-        read_parquet(
-            Path(responses_dir) / model / f"{condition}.parquet", RESPONSE_SCHEMA, "sample"
-        )
+        read_parquet(layout.responses(model, condition), RESPONSE_SCHEMA, "sample")
         for model in models
         for condition in conditions
     ]

@@ -107,7 +107,7 @@ def _named_after_file(checked: Any, group: str, option_name: str | None, where: 
         )
 
 
-def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
+def compose_paths(overrides: Sequence[str]) -> Paths:
     """conf/paths as this repository's config gives it, with command-line overrides."""
     if not CONF_DIR.is_dir():
         raise LosonaError(
@@ -124,4 +124,4 @@ def compose_paths(overrides: Sequence[str]) -> dict[str, Any]:
         (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
     )
     checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-    return checked.model_dump()
+    return checked

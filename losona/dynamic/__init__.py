@@ -10,5 +10,6 @@ prompt and the same judge scores that reply (docs/dynamic.md).
 `arms` names the arms, `chat` builds the second turn's chat, `group` holds the group
 model's prompt (source simulated), and one module per stage: `render`, `sample`, `judge`,
 `aggregate` (the metrics and their tables), with `plots` and `report` for the figure and
-the HTML report's section; `files` says where everything lives.
+the HTML report's section; `stage` holds dynamic_judge as a function. Where everything
+lives: losona/layout.py.
 """

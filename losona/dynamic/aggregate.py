@@ -28,10 +28,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings, Paths
+from losona.config import AggregateSettings
 from losona.contracts import table
 from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
-from losona.dynamic.files import PROMPTS, VERDICTS, cell_file
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
@@ -44,6 +43,7 @@ from losona.dynamic.tables import (
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
 from losona.formatting import percent
+from losona.layout import RunLayout
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (
@@ -81,18 +81,25 @@ class Cell:
 
 
 def load_cells(
-    paths: Paths, judge: str, models: Sequence[str], conditions: Sequence[str]
+    layout: RunLayout, judge: str, models: Sequence[str], conditions: Sequence[str]
 ) -> list[Cell]:
     """Every cell's prompt and verdict tables, each checked against its place."""
     cells = []
     for model in models:
         for condition in conditions:
             tables = []
-            for name, schema, made_by in (
-                (PROMPTS, DYNAMIC_PROMPT_SCHEMA, "dynamic_render"),
-                (VERDICTS, DYNAMIC_VERDICT_SCHEMA, "dynamic_judge"),
+            for path, schema, made_by in (
+                (
+                    layout.dynamic_prompts(judge, model, condition),
+                    DYNAMIC_PROMPT_SCHEMA,
+                    "dynamic_render",
+                ),
+                (
+                    layout.dynamic_verdicts(judge, model, condition),
+                    DYNAMIC_VERDICT_SCHEMA,
+                    "dynamic_judge",
+                ),
             ):
-                path = cell_file(paths, name, judge, model, condition)
                 df = read_parquet(path, schema, made_by=made_by)
                 for column, expected in (("subject_model", model), ("condition", condition)):
                     found = sorted(df[column].unique().to_list(), key=str)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from losona.dynamic.aggregate import FIGURE, read_dynamic_reports
@@ -23,6 +22,7 @@ from losona.dynamic.plots import scope
 from losona.errors import LosonaError
 from losona.files import display_path
 from losona.formatting import number, signed
+from losona.layout import RunLayout
 from losona.pages import Section, section
 from losona.results.bundle import ReportBundle
 from losona.results.table1 import judge_heading, subset_warning
@@ -35,11 +35,11 @@ METRIC_LABELS = {
 }
 
 
-def read_judges(folder: str | Path, judges: Sequence[str]) -> dict[str, tuple[ReportBundle, str]]:
-    """Each judge's dynamic reports and its figure's SVG, from paths.dynamic_reports_dir."""
+def read_judges(layout: RunLayout, judges: Sequence[str]) -> dict[str, tuple[ReportBundle, str]]:
+    """Each judge's dynamic reports and its figure's SVG (dynamic_aggregate's)."""
     found = {}
     for judge in judges:
-        root = Path(folder) / judge
+        root = layout.dynamic_reports(judge)
         reports = read_dynamic_reports(root)
         svg = root / f"{FIGURE}.svg"
         if not svg.is_file():

@@ -12,4 +12,5 @@
 - `panels`: several judges' verdicts combined into one, with no model call.
 - `verdicts`: the verdict files a run leaves, read and checked to add up.
 - `health`: whether a judge's verdicts in one cell say anything (the degenerate flag).
+- `stage`: the judge and judge_controls stages as functions, and every judging stage's end.
 """

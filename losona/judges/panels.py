@@ -26,7 +26,6 @@ come from its members' control tables by the same rule.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -35,6 +34,7 @@ from losona.config import JudgeConfig
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import read_parquet
+from losona.layout import RunLayout
 
 # Written into every panel verdict (judge_version): the version of the rules above.
 PANEL_VERSION = "panel@1"
@@ -225,13 +225,11 @@ def _reasoning(
 
 
 def member_verdicts(
-    verdicts_dir: str | Path, member: str, models: Sequence[str], conditions: Sequence[str]
+    layout: RunLayout, member: str, models: Sequence[str], conditions: Sequence[str]
 ) -> pl.DataFrame:
     """One judge's verdicts on every cell of the sweep, in one table (a panel's votes)."""
     frames = [
-        read_parquet(
-            Path(verdicts_dir) / member / model / f"{condition}.parquet", VERDICT_SCHEMA, "judge"
-        )
+        read_parquet(layout.verdicts(member, model, condition), VERDICT_SCHEMA, "judge")
         for model in models
         for condition in conditions
     ]

@@ -15,9 +15,11 @@ a missing file is an error depends on whether the run recorded one (see Publishe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -90,13 +92,22 @@ class PublishedCalls:
         # of them (every cell's), as Python objects would take many times the file's size.
         return read_calls(self.path, self.remedy).sort("key")
 
+    def table(self) -> pl.DataFrame:
+        """Every published call, sorted by key: the file is read once, on first use."""
+        if self._calls is None:
+            self._calls = self._load()
+        return self._calls
+
+    @functools.cached_property
+    def rows_by_key(self) -> dict[str, dict[str, Any]]:
+        """Each published call's row by its key, for checking a run's files against them."""
+        return {row["key"]: row for row in self.table().iter_rows(named=True)}
+
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
         """The published (model, completion) among these keys; the file is read on first use."""
         if not keys:
             return {}
-        if self._calls is None:
-            self._calls = self._load()
-        calls = self._calls
+        calls = self.table()
         if calls.is_empty():
             return {}
         wanted = pl.Series(list(dict.fromkeys(keys)), dtype=pl.String)

@@ -1,9 +1,10 @@
-"""A run's calls, published with it: where each stage's calls go, and where stages find them.
+"""A run's calls, published with it: the call store stages read, and the calls stage's merge.
 
 Each sample, judge and judge_controls stage writes the calls its table was built from
-beside it, under paths.calls_dir (one file per cell, a DVC output of that stage, so it
-travels with the cell through `dvc push`, `dvc pull` and DVC's run cache). The calls stage
-merges them into one file, paths.calls, at the end of the pipeline.
+beside it, under paths.calls_dir (one file per cell, where losona/layout.py puts it: a DVC
+output of that stage, so it travels with the cell through `dvc push`, `dvc pull` and DVC's
+run cache). The calls stage merges them into one file, paths.calls, at the end of the
+pipeline.
 
 Every stage that calls a model reads that merged file as a read-only layer below the
 user's call cache. It has to be a file of its own stage: DVC deletes a stage's outputs
@@ -14,47 +15,20 @@ rewrites it from the cells' files, with the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from losona.config import Paths
 from losona.contracts import CALL_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_yaml
+from losona.layout import RunLayout
 from losona.models import CallStore, PublishedCalls, read_calls
 
 # DVC's record of the last run, in the repository root (the working directory of a stage).
 LOCK_FILE = Path("dvc.lock")
-# The parts of paths.calls_dir, one per stage that calls models.
-SAMPLE, JUDGE, CONTROLS = "sample", "judge", "judge_controls"
-
-
-def sample_calls(paths: Paths, model: str, condition: str) -> Path:
-    """Where the sample stage of one cell writes its calls."""
-    return Path(paths.calls_dir) / SAMPLE / model / f"{condition}.parquet"
-
-
-def judge_calls_file(paths: Paths, judge: str, model: str, condition: str) -> Path:
-    """Where the judge stage of one cell writes its judge's calls (none for rules)."""
-    return Path(paths.calls_dir) / JUDGE / judge / model / f"{condition}.parquet"
-
-
-def controls_calls(paths: Paths, judge: str) -> Path:
-    """Where a judge's validity controls write its calls."""
-    return Path(paths.calls_dir) / CONTROLS / f"{judge}.parquet"
-
-
-def sweep_call_files(paths: Paths, sweep: Mapping[str, Sequence[str]]) -> list[Path]:
-    """Every calls file a run of the sweep writes, in a fixed order."""
-    models, conditions, judges = sweep["models"], sweep["conditions"], sweep["judges"]
-    return [
-        *(sample_calls(paths, m, c) for m in models for c in conditions),
-        *(judge_calls_file(paths, j, m, c) for j in judges for m in models for c in conditions),
-        *(controls_calls(paths, j) for j in judges),
-    ]
 
 
 def lock_outputs(record: Any, origin: str | Path = LOCK_FILE) -> dict[str, str]:
@@ -80,17 +54,17 @@ def recorded_md5(out: str | Path, lock: Path = LOCK_FILE) -> str | None:
     return lock_outputs(read_yaml(lock), lock).get(Path(out).as_posix())
 
 
-def call_store(paths: Paths) -> CallStore:
+def call_store(layout: RunLayout) -> CallStore:
     """The user's call cache, with the run's published calls (paths.calls) below it."""
-    if paths.calls is None:  # paths.calls=null: no published layer, on purpose
-        return CallStore(paths.call_cache)
-    published = Path(paths.calls)
+    published = layout.calls
+    if published is None:  # paths.calls=null: no published layer, on purpose
+        return CallStore(layout.call_cache)
     where = display_path(published)
     remedy = (
         f"Get the run's own with `dvc pull {where}` (or `dvc checkout {where}`); to call "
         "the models instead, rerun with paths.calls=null."
     )
-    return CallStore(paths.call_cache, PublishedCalls(published, recorded_md5(published), remedy))
+    return CallStore(layout.call_cache, PublishedCalls(published, recorded_md5(published), remedy))
 
 
 def merge_calls(files: Sequence[Path]) -> pl.DataFrame:

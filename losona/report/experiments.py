@@ -31,6 +31,7 @@ from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.errors import LosonaError
 from losona.formatting import MISSING, number, signed
+from losona.layout import RunLayout
 from losona.provenance.dvc_json import dvc_json
 from losona.results.bundle import METRICS
 
@@ -63,12 +64,13 @@ class MetricsFiles:
     controls_dir: str  # each judge's validity controls, <judge>.json
 
     @classmethod
-    def of(cls, paths: Paths) -> MetricsFiles:
-        """Where the default paths (conf/paths/default.yaml, which dvc.yaml reads) put them."""
+    def of(cls, layout: RunLayout) -> MetricsFiles:
+        """Where a layout puts them: the default paths' (conf/paths/default.yaml, which
+        dvc.yaml reads) are the names DVC reports."""
         return cls(
-            f"{paths.reports_dir}/{METRICS}",
-            f"{paths.audit_dir}/{METRICS}",
-            f"{paths.judge_controls_reports_dir}/",
+            (layout.reports_folder / METRICS).as_posix(),
+            (layout.audit_folder / METRICS).as_posix(),
+            f"{layout.controls_reports_folder.as_posix()}/",
         )
 
 
@@ -446,7 +448,7 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     """Print the experiments named (default: all that `dvc exp show` lists) side by side."""
     wanted: list[str] = _parser().parse_args(argv).experiments
     try:
-        files = MetricsFiles.of(default_paths())
+        files = MetricsFiles.of(RunLayout(default_paths()))
         experiments = select(dvc_experiments(), wanted)
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -23,8 +23,8 @@ import polars as pl
 
 from losona.contracts import CALL_SCHEMA
 from losona.files import read_parquet
+from losona.layout import CONTROLS_CALLS, JUDGE_CALLS, SAMPLE_CALLS
 from losona.pages import Section, section
-from losona.provenance.call_files import CONTROLS, JUDGE, SAMPLE
 
 
 def cell_calls(calls_dir: str | Path) -> pl.DataFrame:
@@ -32,17 +32,17 @@ def cell_calls(calls_dir: str | Path) -> pl.DataFrame:
     root = Path(calls_dir)
     rows = []
     for kind, pattern in (
-        (SAMPLE, "*/*.parquet"),
-        (JUDGE, "*/*/*.parquet"),
-        (CONTROLS, "*.parquet"),
+        (SAMPLE_CALLS, "*/*.parquet"),
+        (JUDGE_CALLS, "*/*/*.parquet"),
+        (CONTROLS_CALLS, "*.parquet"),
     ):
         for path in sorted((root / kind).glob(pattern)):
             parts = path.relative_to(root / kind).with_suffix("").parts
             calls = read_parquet(path, CALL_SCHEMA, made_by=kind)
             judge, model, condition = {
-                SAMPLE: (None, *parts),
-                JUDGE: tuple(parts),
-                CONTROLS: (parts[0], None, None),
+                SAMPLE_CALLS: (None, *parts),
+                JUDGE_CALLS: tuple(parts),
+                CONTROLS_CALLS: (parts[0], None, None),
             }[kind]
             rows.append(
                 {
@@ -81,7 +81,7 @@ def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
     def rank(name: str | None) -> tuple[int, str]:
         return (order.get(name, len(order)), name or "") if name else (-1, "")
 
-    stages = {SAMPLE: 0, JUDGE: 1, CONTROLS: 2}
+    stages = {SAMPLE_CALLS: 0, JUDGE_CALLS: 1, CONTROLS_CALLS: 2}
     ordered = sorted(
         calls.iter_rows(named=True),
         key=lambda r: (
@@ -130,9 +130,9 @@ def cell_name(row: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     def shown(name: str) -> str:
         return labels.get(name, name)
 
-    if row["stage"] == SAMPLE:
+    if row["stage"] == SAMPLE_CALLS:
         return f"sample: {shown(row['subject_model'])} / {shown(row['condition'])}"
-    if row["stage"] == JUDGE:
+    if row["stage"] == JUDGE_CALLS:
         return (
             f"judge {shown(row['judge'])}: {shown(row['subject_model'])} / "
             f"{shown(row['condition'])}"

@@ -23,16 +23,17 @@ from losona.config import compose_paths
 from losona.errors import LosonaError
 from losona.files import display_path
 from losona.formatting import MISSING
+from losona.layout import RunLayout
 
 
-def run_logs(responses_dir: str | Path, judge_logs_dir: str | Path) -> list[tuple[str, Path]]:
+def run_logs(layout: RunLayout) -> list[tuple[str, Path]]:
     """Every run log of the last run of each cell: (cell, file), samples first."""
     found = [
         (f"sample {p.parent.name}/{p.name.removesuffix('.log.json')}", p)
-        for p in sorted(Path(responses_dir).glob("*/*.log.json"))
+        for p in sorted(layout.responses_folder.glob("*/*.log.json"))
     ]
-    for path in sorted(Path(judge_logs_dir).rglob("*.log.json")):
-        parts = path.relative_to(judge_logs_dir).parts
+    for path in sorted(layout.judge_logs_folder.rglob("*.log.json")):
+        parts = path.relative_to(layout.judge_logs_folder).parts
         what = "/".join(parts[1:]).removesuffix(".log.json")
         found.append((f"judge {parts[0]} {what}", path))
     return found
@@ -91,11 +92,11 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print every cell's run facts from its run log; exit 2 when there is none."""
     try:
-        paths = compose_paths(sys.argv[1:] if argv is None else argv)
-        logs = run_logs(paths["responses_dir"], paths["judge_logs_dir"])
+        layout = RunLayout(compose_paths(sys.argv[1:] if argv is None else argv))
+        logs = run_logs(layout)
         if not logs:
             raise LosonaError(
-                f"no run log under {paths['responses_dir']} or {paths['judge_logs_dir']}: "
+                f"no run log under {layout.responses_folder} or {layout.judge_logs_folder}: "
                 "run the pipeline first (dvc repro)"
             )
         rows = []

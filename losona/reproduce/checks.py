@@ -19,7 +19,7 @@ from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import load_labels
 from losona.audit.run import audit
 from losona.audit.settings import DeterminismSettings
-from losona.config import AggregateSettings, Paths, judge_kind_settings, option
+from losona.config import AggregateSettings, judge_kind_settings, option
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -35,8 +35,6 @@ from losona.dynamic.aggregate import (
     read_dynamic_reports,
 )
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.files import PROMPTS, RESPONSES, VERDICTS, dynamic_call_files, reports_dir
-from losona.dynamic.files import cell_file as dynamic_cell_file
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.render import GroupModel, render_cell
 from losona.dynamic.settings import DynamicSettings
@@ -52,6 +50,7 @@ from losona.judges.health import JudgeEvidence, controls_accuracy
 from losona.judges.kinds import judge_kind
 from losona.judges.run import control_summary, judge_responses
 from losona.judges.verdicts import verdict_files
+from losona.layout import RunLayout
 from losona.models import (
     CallNotFound,
     CallOptions,
@@ -61,7 +60,7 @@ from losona.models import (
     call_key,
     read_calls,
 )
-from losona.provenance.call_files import LOCK_FILE, recorded_md5, sweep_call_files
+from losona.provenance.call_files import LOCK_FILE, recorded_md5
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
 from losona.reproduce.compare import (
@@ -144,7 +143,7 @@ def check_judgements(
     check: Check,
     scenarios: pl.DataFrame,
     kinds: Mapping[str, str],
-    paths: Mapping[str, str],
+    layout: RunLayout,
     published: PublishedCalls | None = None,
 ) -> None:
     """Verdicts against the responses they judge, and judged again where that costs nothing.
@@ -154,8 +153,8 @@ def check_judgements(
     run's published calls alone (`published`), a panel's by combining its members' again,
     so that every field of every verdict is checked, not only the response it quotes.
     """
-    for path, (judge, model, condition) in verdict_files(paths["verdicts_dir"]):
-        responses_path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+    for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
+        responses_path = layout.responses(model, condition)
         if not responses_path.is_file():
             check.notes.append(
                 f"{display_path(path)}: not rechecked against responses "
@@ -167,9 +166,7 @@ def check_judgements(
         kind = judge_kind(kinds[judge])
         if kind.recombine is not None:
             # Its verdicts follow from other judges': combine theirs again.
-            expected = kind.recombine(judge, Path(paths["verdicts_dir"]), model, condition).sort(
-                "scenario_id", "trial"
-            )
+            expected = kind.recombine(judge, layout, model, condition).sort("scenario_id", "trial")
         else:
             with tempfile.TemporaryDirectory() as scratch:
                 # A cache of its own, so that only the published calls can answer.
@@ -215,35 +212,35 @@ def _no_model_calls(name: str) -> Judge:
     raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
 
 
-def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Check:
-    """Recompute every reported number of the run under `paths` (conf/paths) and compare.
+def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
+    """Recompute every reported number of the run `layout` places (conf/paths) and compare.
 
     With `dynamic` (the extension on), its tables are checked too (`check_dynamic`).
     """
     check = Check()
-    record = read_provenance(paths["provenance"])
-    provenance_file = display_path(paths["provenance"])
-    scenarios = read_parquet(paths["scenarios"], SCENARIO_SCHEMA, made_by="fetch")
-    check.add(paths["provenance"], *check_inputs(record, scenarios, provenance_file))
+    record = read_provenance(layout.provenance)
+    provenance_file = display_path(layout.provenance)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    check.add(layout.provenance, *check_inputs(record, scenarios, provenance_file))
 
     recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
-    inputs = audit_inputs(paths["verdicts_dir"], record["sweep"], recorded_kinds)
+    inputs = audit_inputs(layout.verdicts_folder, record["sweep"], recorded_kinds)
     check.add(
-        paths["verdicts_dir"],
-        *check_verdict_origins(inputs.verdicts, record, display_path(paths["verdicts_dir"])),
+        layout.verdicts_folder,
+        *check_verdict_origins(inputs.verdicts, record, display_path(layout.verdicts_folder)),
     )
     unrecorded = sorted(set(inputs.judges) - set(record["judges"]))
     if unrecorded:
         check.notes.append(
             f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
-    published = published_calls(paths)
-    check_judgements(check, scenarios, inputs.kinds, paths, published)
+    published = published_calls(layout)
+    check_judgements(check, scenarios, inputs.kinds, layout, published)
 
     bootstrap = AggregateSettings.from_config(
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
-    controls = check_controls(check, inputs.judges, paths)
+    controls = check_controls(check, inputs.judges, layout)
     expected = aggregate(
         inputs.verdicts,
         scenarios,
@@ -257,15 +254,15 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
             for judge, kind in inputs.kinds.items()
         },
     )
-    reported = read_reports(paths["reports_dir"])
-    check_bundle(check, REPORT_FILES, paths["reports_dir"], expected, reported)
-    if (Path(paths["audit_dir"]) / METRICS).is_file():
+    reported = read_reports(layout.reports_folder)
+    check_bundle(check, REPORT_FILES, layout.reports_folder, expected, reported)
+    if (layout.audit_folder / METRICS).is_file():
         recomputed = audit(
             inputs.verdicts,
             scenarios,
             expected,
             controls,
-            load_labels(paths["label_key"], paths["labels"]),
+            load_labels(layout.label_key, layout.labels),
             presentation=inputs.presentation,
             bootstrap=bootstrap,
             determinism_settings=DeterminismSettings(repeats=0),
@@ -273,14 +270,14 @@ def check_run(paths: Mapping[str, str], dynamic: DynamicRun | None = None) -> Ch
             rejudge=_no_model_calls,
             families=inputs.families,
         )
-        check_audit(check, recomputed, paths["audit_dir"])
+        check_audit(check, recomputed, layout.audit_folder)
     else:
-        check.notes.append(f"{display_path(paths['audit_dir'])}: no audit in this run")
-    if Path(paths["figures_dir"]).is_dir():
-        check_figures(check, expected, paths["figures_dir"])
-    check_calls(check, record["sweep"], paths)
+        check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
+    if layout.figures_folder.is_dir():
+        check_figures(check, expected, layout.figures_folder)
+    check_calls(check, record["sweep"], layout, published)
     if dynamic is not None and dynamic.settings.on:
-        check_dynamic(check, dynamic, paths, scenarios, bootstrap)
+        check_dynamic(check, dynamic, layout, scenarios, bootstrap, published)
     check_lock(check)
     return check
 
@@ -295,11 +292,11 @@ RESPONSE_FROM_CALL = {
 }
 
 
-def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
+def published_calls(layout: RunLayout) -> PublishedCalls | None:
     """The run's published calls, if it has any; a file dvc.lock records must be there."""
-    if paths.get("calls") is None:
+    published = layout.calls
+    if published is None:
         return None
-    published = Path(paths["calls"])
     file = display_path(published)
     if not published.is_file():
         if recorded_md5(published) is not None:
@@ -312,24 +309,27 @@ def published_calls(paths: Mapping[str, Any]) -> PublishedCalls | None:
     return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
 
 
-def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping[str, Any]) -> None:
-    """The run's published calls: every cell's calls in the run's file, every response in them.
+def check_calls(
+    check: Check,
+    sweep: Mapping[str, Sequence[str]],
+    layout: RunLayout,
+    published: PublishedCalls | None,
+) -> None:
+    """The run's published calls (`published`, read once for every check of the run): every
+    cell's calls in the run's file, every response in them.
 
     Each response is looked up by the call-cache key of the request that produced it (the
     prompt sent, the trial, the model config), so a calls file that would serve a rerun
     anything but the run's own responses is named value by value.
     """
-    if paths.get("calls") is None:
+    if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
-    layer = published_calls(paths)
-    if layer is None:
+    if published is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    published, file = layer.path, display_path(layer.path)
-    calls = read_calls(published, remedy=layer.remedy)
-    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
-    check_call_files(check, sweep_call_files(Paths.from_config(paths), sweep), file, by_key)
-    prompts = read_parquet(paths["prompts"], PROMPT_SCHEMA, made_by="render")
+    file, by_key = display_path(published.path), published.rows_by_key
+    check_call_files(check, layout.sweep_calls(sweep), file, by_key)
+    prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
     messages = {
         (row["scenario_id"], row["condition"]): tuple(row["messages"])
         for row in prompts.iter_rows(named=True)
@@ -337,7 +337,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
     for model in sweep["models"]:
         spec = option("model", model)
         for condition in sweep["conditions"]:
-            path = Path(paths["responses_dir"]) / model / f"{condition}.parquet"
+            path = layout.responses(model, condition)
             if not path.is_file():
                 continue  # named by the verdict checks, which need it too
             responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
@@ -351,7 +351,7 @@ def check_calls(check: Check, sweep: Mapping[str, Sequence[str]], paths: Mapping
                 )
                 compared += len(RESPONSE_FROM_CALL)
                 differences += response_against_call(row, by_key.get(key, {}), file, where)
-            check.add(published, compared, differences)
+            check.add(published.path, compared, differences)
 
 
 def response_against_call(
@@ -464,13 +464,13 @@ def check_bundle(
 
 
 def check_controls(
-    check: Check, judges: Sequence[str], paths: Mapping[str, str]
+    check: Check, judges: Sequence[str], layout: RunLayout
 ) -> dict[str, pl.DataFrame]:
     """Each judge's control summary (reports/judge_controls/) from its control verdicts."""
     controls = {}
     for judge in judges:
-        table_path = Path(paths["judge_controls_dir"]) / f"{judge}.parquet"
-        summary_path = Path(paths["judge_controls_reports_dir"]) / f"{judge}.json"
+        table_path = layout.controls(judge)
+        summary_path = layout.controls_summary(judge)
         if not table_path.is_file():
             check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
             continue
@@ -489,9 +489,9 @@ def check_controls(
     return controls
 
 
-def check_audit(check: Check, recomputed: ReportBundle, audit_dir: str) -> None:
-    """The judge audit's tables and metrics; re-judged determinism figures are only noted."""
-    root = Path(audit_dir)
+def check_audit(check: Check, recomputed: ReportBundle, root: Path) -> None:
+    """The judge audit's tables and metrics (under `root`); re-judged determinism figures
+    are only noted."""
     reported = read_audit(root)
     rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
     if rejudged.height:
@@ -511,12 +511,12 @@ def check_audit(check: Check, recomputed: ReportBundle, audit_dir: str) -> None:
     )
 
 
-def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
+def check_figures(check: Check, expected: Reports, figures_folder: Path) -> None:
     """The numbers behind each figure (<figure>.csv), from the recomputed reports."""
     from losona.report.plots import draw_figures  # matplotlib: imported only when there are figures
 
     for figure in draw_figures(expected):
-        path = Path(figures_dir) / f"{figure.name}.csv"
+        path = figures_folder / f"{figure.name}.csv"
         file = display_path(path)
         if not path.is_file():
             check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
@@ -534,7 +534,7 @@ def check_figures(check: Check, expected: Reports, figures_dir: str) -> None:
 
 @dataclass(frozen=True)
 class DynamicRun:
-    """What checking the dynamic extension needs beyond the paths: its settings, its dataset."""
+    """What checking the dynamic extension needs beyond the layout: its settings, its dataset."""
 
     settings: DynamicSettings
     dataset: Mapping[str, Any]
@@ -543,9 +543,10 @@ class DynamicRun:
 def check_dynamic(
     check: Check,
     run: DynamicRun,
-    paths: Mapping[str, Any],
+    layout: RunLayout,
     scenarios: pl.DataFrame,
     bootstrap: AggregateSettings,
+    published: PublishedCalls | None,
 ) -> None:
     """The dynamic extension's files, stage by stage, from the first turn's, with no call.
 
@@ -557,21 +558,18 @@ def check_dynamic(
     provenance records (`bootstrap`, as the first turn's are; a metrics.json that says
     others differs from the recomputed one).
     """
-    settings, checked = run.settings, Paths.from_config(paths)
-    published = published_calls(paths)
+    settings = run.settings
     if published is not None:
-        calls = read_calls(published.path, remedy=published.remedy)
-        by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
-        file = display_path(published.path)
-        check_call_files(check, dynamic_call_files(checked, settings), file, by_key)
+        file, by_key = display_path(published.path), published.rows_by_key
+        check_call_files(check, layout.dynamic_call_files(settings), file, by_key)
     for judge in settings.judges:
-        root = reports_dir(checked, judge)
+        root = layout.dynamic_reports(judge)
         reported = read_dynamic_reports(root)
         for model in settings.models:
             for condition in settings.conditions:
                 cell = (judge, model, condition)
-                _check_dynamic_cell(check, run, checked, cell, scenarios, published)
-        cells = load_cells(checked, judge, settings.models, settings.conditions)
+                _check_dynamic_cell(check, run, layout, cell, scenarios, published)
+        cells = load_cells(layout, judge, settings.models, settings.conditions)
         expected = aggregate_dynamic(
             cells,
             scenarios,
@@ -597,16 +595,16 @@ def check_dynamic(
 def _check_dynamic_cell(
     check: Check,
     run: DynamicRun,
-    paths: Paths,
+    layout: RunLayout,
     cell: tuple[str, str, str],
     scenarios: pl.DataFrame,
     published: PublishedCalls | None,
 ) -> None:
     judge, model, condition = cell
-    first = Path(paths.verdicts_dir) / judge / model / f"{condition}.parquet"
-    prompts_file = dynamic_cell_file(paths, PROMPTS, judge, model, condition)
-    responses_file = dynamic_cell_file(paths, RESPONSES, judge, model, condition)
-    verdicts_file = dynamic_cell_file(paths, VERDICTS, judge, model, condition)
+    first = layout.verdicts(judge, model, condition)
+    prompts_file = layout.dynamic_prompts(judge, model, condition)
+    responses_file = layout.dynamic_responses(judge, model, condition)
+    verdicts_file = layout.dynamic_verdicts(judge, model, condition)
     prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
     verdicts = read_parquet(verdicts_file, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
@@ -666,8 +664,7 @@ def _check_second_replies(
     """Every second reply is the published call its prompt and trial were answered with."""
     if published is None:
         return
-    calls = read_calls(published.path, remedy=published.remedy)
-    by_key = {row["key"]: row for row in calls.iter_rows(named=True)}
+    by_key = published.rows_by_key
     spec = option("model", model)
     sent = {
         (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])

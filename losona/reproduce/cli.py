@@ -14,6 +14,7 @@ from losona.cli import USER_ERROR_EXIT
 from losona.config import CONF_DIR, compose_paths
 from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
+from losona.layout import RunLayout
 from losona.reproduce.checks import DynamicRun, check_run
 from losona.reproduce.compare import Check
 
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Check the run in the working directory; return the exit status."""
     overrides = sys.argv[1:] if argv is None else argv
     try:
-        check = check_run(compose_paths(overrides), compose_dynamic(overrides))
+        check = check_run(RunLayout(compose_paths(overrides)), compose_dynamic(overrides))
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT

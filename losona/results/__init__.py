@@ -5,4 +5,5 @@
 - `aggregate`: the results, effects and breakdown tables, and Table 1.
 - `bundle`: a report bundle (tables, texts, metrics.json), as aggregate, dynamic_aggregate
   and audit each write and read back theirs.
+- `stage`: the aggregate stage as a function.
 """

@@ -20,6 +20,7 @@ from losona.files import read_parquet
 from losona.formatting import percent
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
+from losona.layout import RunLayout
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (
     BASELINE_CONDITION,
@@ -65,12 +66,12 @@ class Reports(ReportBundle):
         return self.texts[TABLE1]
 
 
-def judge_evidence(controls_dir: str | Path, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
+def judge_evidence(layout: RunLayout, kinds: Mapping[str, str]) -> dict[str, JudgeEvidence]:
     """What each judge's degenerate-verdicts flag needs: its validity-control accuracy (from
     its controls table, if it has one) and whether its reasoning is a model's own words."""
     evidence = {}
     for judge, kind in kinds.items():
-        path = Path(controls_dir) / f"{judge}.parquet"
+        path = layout.controls(judge)
         controls = (
             read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls") if path.is_file() else None
         )

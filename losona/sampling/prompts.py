@@ -3,50 +3,55 @@ render has run, the same prompts rendered in memory (nothing written)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import polars as pl
-from omegaconf import DictConfig
 
-from losona.config import Paths, chosen, origin_of
+from losona.config import DatasetConfig, origin_of
 from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
 from losona.files import read_parquet
+from losona.layout import RunLayout
 from losona.prompts.render import render_table
 from losona.scenarios.datasets import fetch_scenarios
 
+# The dataset's config, read only by a dry run before fetch has written the scenario table.
+DatasetSource = Callable[[], DatasetConfig]
 
-def condition_rows(paths: Paths, conditions: list[str]) -> pl.DataFrame:
+
+def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
     """Render's prompts of these conditions; all of them when it has none, to say which it has."""
     prompts = read_parquet(
-        paths.prompts,
+        layout.prompts,
         PROMPT_SCHEMA,
         made_by="render",
         where=pl.col("condition").is_in(conditions),
     )
     if prompts.is_empty():
-        prompts = read_parquet(paths.prompts, PROMPT_SCHEMA, made_by="render")
+        prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
     return prompts
 
 
-def dry_run_prompts(cfg: DictConfig, paths: Paths, conditions: list[str]) -> pl.DataFrame:
+def dry_run_prompts(
+    layout: RunLayout, conditions: list[str], dataset: DatasetSource
+) -> pl.DataFrame:
     """The prompts a dry run prices: render's, or before render has run, rendered in memory.
 
     The README offers the dry run as the first thing to try with a new model, before any
     stage has run. Then the prompts are made here by the code fetch and render run
     (fetch_scenarios, render_table), so the price is that of the prompts they will write,
-    and nothing is written.
+    and nothing is written. `dataset` is read only then (a dry run before fetch).
     """
-    if Path(paths.prompts).is_file():
-        return condition_rows(paths, conditions)
-    if Path(paths.scenarios).is_file():
-        scenarios = read_parquet(paths.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-        source = str(paths.scenarios)
+    if layout.prompts.is_file():
+        return condition_rows(layout, conditions)
+    if layout.scenarios.is_file():
+        scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+        source = str(layout.scenarios)
     else:
-        dataset = chosen(cfg, "dataset")
-        scenarios = fetch_scenarios(dataset, ids_from=origin_of("dataset.scenario_ids"))
-        source = f"the dataset '{dataset.name or dataset.kind}'"
+        config = dataset()
+        scenarios = fetch_scenarios(config, ids_from=origin_of("dataset.scenario_ids"))
+        source = f"the dataset '{config.name or config.kind}'"
     print(
-        f"sample (dry run): no {paths.prompts} yet, so the prompts are rendered in memory "
+        f"sample (dry run): no {layout.prompts} yet, so the prompts are rendered in memory "
         f"from {source}; nothing is written"
     )
     return render_table(scenarios, conditions).collect()

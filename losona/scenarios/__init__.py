@@ -5,4 +5,5 @@
 - `followups`: a scenario's scripted follow-up material for the dynamic second turn.
 - `view`: a scenario as people read it, and the no-demonstration control.
 - `cli`: `python -m losona.scenarios` (show, stats, list).
+- `stage`: the fetch stage as a function.
 """

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from losona.config import JudgeConfig, JudgeKindSettings
 from losona.judges.base import Judge
+from losona.layout import RunLayout
 from losona.models import CallOptions, CallStore
 
 
@@ -36,6 +36,6 @@ class JudgeKind:
     # (reproduce); the second argument names the record in a refusal.
     verdict_origin: Callable[[Mapping[str, Any], str], dict[str, Any]]
     # A kind that combines other judges' verdicts (its settings say so): one cell's verdicts
-    # combined again from theirs, from its name, the verdicts folder, the subject model and
-    # the condition.
-    recombine: Callable[[str, Path, str, str], pl.DataFrame] | None = None
+    # combined again from theirs, from its name, the run's layout, the subject model and the
+    # condition.
+    recombine: Callable[[str, RunLayout, str, str], pl.DataFrame] | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -15,6 +14,7 @@ from losona.files import read_parquet
 from losona.judges.base import Judge
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.panels import PANEL_VERSION, combine_verdicts, panel_description
+from losona.layout import RunLayout
 from losona.models import CallOptions
 
 
@@ -43,11 +43,11 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return {"judge_model": panel_description(panel), "judge_version": entry.get("panel_version")}
 
 
-def _recombine(name: str, verdicts_dir: Path, model: str, condition: str) -> pl.DataFrame:
+def _recombine(name: str, layout: RunLayout, model: str, condition: str) -> pl.DataFrame:
     panel = option("judge", name)
     members = {
         member: read_parquet(
-            verdicts_dir / member / model / f"{condition}.parquet", VERDICT_SCHEMA, made_by="judge"
+            layout.verdicts(member, model, condition), VERDICT_SCHEMA, made_by="judge"
         )
         for member in panel.members
     }

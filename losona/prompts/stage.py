@@ -1,0 +1,18 @@
+"""The render stage as a function: every scenario's subject prompt under each condition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from losona.contracts import SCENARIO_SCHEMA
+from losona.files import read_parquet, write_parquet
+from losona.layout import RunLayout
+from losona.prompts.render import render_table
+
+
+def run_render(conditions: Sequence[str], layout: RunLayout) -> None:
+    """render: the prompt table of fetch's scenarios under `conditions`."""
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    prompts = render_table(scenarios, conditions)
+    write_parquet(prompts, layout.prompts)  # made a chunk at a time as it is written
+    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {layout.prompts}")

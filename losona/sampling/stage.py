@@ -1,0 +1,91 @@
+"""The sample stage as functions: one cell sampled (or priced, as a dry run), or the whole
+sweep priced. stages/sample.py composes the config and calls these; tests call them
+in-process with a composed config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from losona.config import ConditionConfig, ModelSpec, SamplingSettings
+from losona.files import write_parquet
+from losona.layout import RunLayout
+from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
+from losona.models.batch import batch_provider
+from losona.provenance.call_files import call_store
+from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
+from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
+
+
+def run_sample(
+    settings: SamplingSettings,
+    layout: RunLayout,
+    spec: ModelSpec,
+    condition: ConditionConfig,
+    dataset: DatasetSource,
+) -> None:
+    """sample: one model's K responses to every prompt of one condition, with their calls;
+    with settings.dry_run, what they would cost, and nothing written."""
+    name = condition.name
+    if settings.batch:
+        batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
+    store = call_store(layout)
+    if not settings.dry_run and not (store.published and store.published.expected):
+        # Before any work: a missing key fails at once. A run with published calls reruns
+        # without one; then only a call that must really be made asks for the key.
+        spec.check_credentials()
+    if settings.dry_run:
+        prompts = dry_run_prompts(layout, [name], dataset)
+        found = plan_sampling(prompts, spec, name, settings.trials, cache_path=store)
+        print(f"sample (dry run, no calls made): {name}, {found.describe()}")
+        return
+    prompts = condition_rows(layout, [name])
+    out = layout.responses(spec.name, name)
+    log = layout.sample_log(spec.name, name)
+    sampled = sample_cell(
+        prompts,
+        spec,
+        name,
+        settings.trials,
+        CallOptions(
+            cache_path=store,
+            max_cost_usd=settings.max_cost_usd,
+            # Beside the table, not in it: latency, cache hits and spend differ between runs.
+            run_log=log,
+            progress=f"sample {spec.name}/{name}",
+        ),
+        batch=settings.batching,
+    )
+    # The prompts are not needed to write the tables: let them go first. Each table is
+    # made from the call cache a chunk at a time as it is written.
+    del prompts
+    write_parquet(sampled.responses, out)
+    write_parquet(sampled.calls, layout.sample_calls(spec.name, name))
+    facts = read_run_log(log)
+    print(
+        f"sample: {sampled.responses.height} responses ({spec.name}, {name}, "
+        f"{settings.trials} trials; {answer_sources(facts)}, "
+        f"${facts['cost_usd_this_run']:.4f}) -> {out}"
+    )
+    if "batch" in facts:
+        batch = facts["batch"]
+        print(
+            f"sample: {batch['completed']} of them answered by batch job(s) "
+            f"{', '.join(batch['batch_ids']) or '(none needed)'}, "
+            f"${batch['cost_usd_batch_price']:.4f} at batch prices"
+        )
+
+
+def run_sample_dry_sweep(
+    settings: SamplingSettings,
+    layout: RunLayout,
+    specs: Sequence[ModelSpec],
+    conditions: Sequence[str],
+    dataset: DatasetSource,
+) -> None:
+    """sample, dry run of the sweep: what every cell (specs x conditions) would cost."""
+    prompts = dry_run_prompts(layout, list(conditions), dataset)
+    cells = plan_sweep(prompts, specs, conditions, settings.trials, cache_path=call_store(layout))
+    for condition, found in cells:
+        print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
+    total = CallPlan.total([found for _, found in cells])
+    print(f"sample (dry run, no calls made): the sweep, {total.describe()}")
