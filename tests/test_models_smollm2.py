@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from conftest import CONF_DIR
@@ -186,3 +187,86 @@ def test_free_cores_ignores_cores_this_process_may_not_use(
     clock["wall"] = 10
     stat_file(stat, (10 * smollm2.os.sysconf("SC_CLK_TCK"), 0))  # core 0 busy: not ours
     assert cores.count() == 1
+
+
+def longer_than(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A second-turn prompt in miniature: the same chat, something said after it."""
+    return [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] + "\nAnd then?"}]
+
+
+@slow
+def test_a_prompt_state_kept_in_one_process_is_resumed_in_another_with_the_same_reply(
+    tmp_path: Path,
+) -> None:
+    first, _ = prompts()
+    fresh, whole = read(SmolLM2(), longer_than(first))
+    # The first turn's process, through the model layer: its state kept beside the cache.
+    spec = ModelSpec.from_config(yaml.safe_load((CONF_DIR / "model" / "smollm2.yaml").read_text()))
+    complete(spec, [Request(messages=first, trial=0)], CallOptions(cache_path=tmp_path / "c.db"))
+    assert len(list((tmp_path / "smollm2-states").glob("*.state"))) == 1
+
+    model = SmolLM2()  # the second turn's: nothing read yet
+    model.states = tmp_path / "smollm2-states"
+    resumed, rest = read(model, longer_than(first))
+    assert resumed == fresh
+    assert whole > 500 and rest < 20 and model._llama.tokens_resumed > 500
+    assert len(list((tmp_path / "smollm2-states").glob("*.state"))) == 1  # nothing new kept
+
+
+@slow
+def test_a_kept_state_gives_the_very_logits_of_reading_its_tokens(tmp_path: Path) -> None:
+    first, _ = prompts()
+    keeper = SmolLM2()._model()
+    tokens = keeper.tokenize(first[-1]["content"].encode())
+    head, last = tokens[:-1], tokens[-1:]
+    whole = keeper._last_logits([head, last])
+    keeper.keep_states_in(tmp_path)
+    keeper.reset()
+    keeper.eval(head[:300])
+    keeper.states.keep(head[:300], keeper._state())
+
+    resumer = SmolLM2()._model()  # another model: nothing read yet
+    resumer.keep_states_in(tmp_path)
+    assert resumer._resume(head, 0) == (300, 300)
+    resumer.n_tokens = 300
+    resumer.eval(head[300:])
+    resumer.eval(last)
+    resumed = np.ctypeslib.as_array(resumer._ctx.get_logits(), shape=(resumer.n_vocab(),))
+    assert np.array_equal(resumed, whole)
+
+
+@slow
+def test_a_corrupt_prompt_state_is_passed_over(tmp_path: Path) -> None:
+    first, _ = prompts()
+    keeper = SmolLM2()
+    keeper.states = tmp_path
+    draw(keeper, first)
+    expected = draw(keeper, longer_than(first))  # from the state it holds, as fresh
+    (kept,) = tmp_path.glob("*.state")
+    data = bytearray(kept.read_bytes())
+    data[-1000] ^= 1
+    kept.write_bytes(bytes(data))
+
+    model = SmolLM2()
+    model.states = tmp_path
+    again, tokens = read(model, longer_than(first))
+    assert again == expected and tokens > 500 and model._llama.tokens_resumed == 0
+    # Passed over and removed; the prompt, read anew, kept in its place.
+    (now,) = tmp_path.glob("*.state")
+    assert now.name != kept.name
+
+
+@slow
+def test_where_batching_changes_the_numbers_no_prompt_state_is_kept(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first, _ = prompts()
+    cls = _prefix_llama()
+    real = cls._last_logits
+    calls = iter([0.0, 1e-6])
+    monkeypatch.setattr(cls, "_last_logits", lambda self, pieces: real(self, pieces) + next(calls))
+    model = SmolLM2()
+    model.states = tmp_path
+    draw(model, first)
+    assert not model._llama.reuse_prefixes and model._llama.states is None
+    assert list(tmp_path.iterdir()) == []

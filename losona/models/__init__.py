@@ -14,7 +14,8 @@ the cost cap; `litellm_api` where litellm is imported and asked (only `smollm2`,
 provider, imports it too); `completions` what a run returns and the checks on it; `runlog`
 the record of what each run did; `pricing`, `prompt_caching` and `tokens` the prices,
 providers' prompt caching and token counts estimates use; `progress` the progress bar;
-`smollm2` the embedded default model.
+`smollm2` the embedded default model, `prompt_states` the prompt states it keeps on disk for
+the next process.
 
 Why the layer has its own retries, limiter and cache rather than litellm's (whose retries
 are turned off): a retry honours Retry-After within `rate_limit_patience_s`, names what

@@ -36,7 +36,7 @@ from losona.models import pricing, runlog
 from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
 from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore
 from losona.models.completions import CallFailed, Completions, Receipt, require_every_call
-from losona.models.litellm_api import provider_of
+from losona.models.litellm_api import keep_states_beside, provider_of
 from losona.models.options import CallOptions
 from losona.models.prepare import Prepared, prepare
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS
@@ -76,6 +76,7 @@ async def acomplete(
             # Only a call that must really be made needs the key: a run whose calls are
             # all cached or published reruns without one.
             spec.check_credentials()
+            keep_states_beside(cache.path)
         # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
         bar = progress_bar(
             options.progress,

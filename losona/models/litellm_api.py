@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -38,6 +39,14 @@ def litellm_module() -> ModuleType:
             logging.getLogger(name).setLevel(logging.WARNING)
     smollm2.register()
     return litellm
+
+
+def keep_states_beside(call_cache: Path) -> None:
+    """Let the embedded model keep what it read, for the next process, beside the call cache."""
+    litellm_module()
+    from losona.models import smollm2
+
+    smollm2.keep_states_beside(call_cache)
 
 
 @functools.cache

@@ -24,6 +24,17 @@ a short probe whole and in pieces (`split_invariant`, about 140 tokens), and whe
 two differ it reads every prompt from a clean state, reusing only an exact repeat, as
 before.
 
+The model's cache holds one prompt, and dies with its process, but the second turn
+(dynamic_sample) begins every prompt with most of a prompt the first turn (sample) read in
+another process. So a prompt whose head is mostly not kept yet (a scenario's first-turn
+prompt, shared by its K trials and both arms of the second turn) is kept on disk, as
+llama.cpp's state after its head, in a folder beside the call cache
+(losona/models/prompt_states.py); a later prompt that shares more of its head with a kept
+state than with what the model holds loads that state and reads only the rest, its last
+token alone as always. A loaded state holds the very numbers reading those tokens gives
+(the same tokens, model file, runtime and CPU, and batching proven not to matter), so a
+reply does not depend on it; where `split_invariant` fails, no state is kept or loaded.
+
 Calls that share a prefix should therefore follow each other: a prompt's K trials are
 sent back to back, and the second turn sends a trial's sanction and control prompts, and
 a scenario's trials, one after the other (losona/dynamic/sample.py).
@@ -44,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import importlib.util
 import itertools
 import os
@@ -57,6 +69,9 @@ from typing import Any
 
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
+
+from losona.models import prompt_states
+from losona.models.prompt_states import PromptStates
 
 PROVIDER = "smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -154,6 +169,7 @@ PROBE_CUTS = (1, 2, 5, 6, 12, 45)
 @cache  # one class, so that tests can patch it
 def _prefix_llama() -> type[Any]:
     """llama_cpp.Llama, reading every prompt the same way (imported on first use)."""
+    import llama_cpp
     import numpy as np
     from llama_cpp import Llama, llama_set_n_threads
 
@@ -175,12 +191,20 @@ def _prefix_llama() -> type[Any]:
         _evaluated: tuple[int, ...] | None = None
         # Prompt tokens actually evaluated since loading (a benchmark's measure of work).
         tokens_read = 0
+        # The states kept on disk to resume from and add to (`keep_states_in`); None: none.
+        states: PromptStates | None = None
+        # Prompt tokens resumed from kept states instead of read (a benchmark's measure).
+        tokens_resumed = 0
+        _identity: str | None = None
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
             head = list(tokens[:-1])
             held = self._held(head)
+            kept = 0  # how many of these tokens, from the first, a usable kept state holds
             if not self.reuse_prefixes and (tuple(head) != self._evaluated or held < len(head)):
                 held = 0  # read from a clean state, as every prompt was read before
+            elif self.states is not None:
+                held, kept = self._resume(head, held)
             if held == 0:
                 self.reset()  # type: ignore[no-untyped-call]
             # eval drops the cache's state past n_tokens before it reads on.
@@ -189,7 +213,59 @@ def _prefix_llama() -> type[Any]:
             self.eval(head[held:])
             self.tokens_read += len(head) - held + 1  # and the last token, read alone
             self._evaluated = tuple(head)
+            if self.states is not None and kept < len(head) // 2:
+                # Mostly not kept yet: a head that later prompts, here or in another
+                # process, begin with (a scenario's first-turn prompt). One that mostly
+                # repeats a kept head (its K trials, the second turn's) would add little.
+                self.states.keep(head, self._state())
             return super().generate(tokens, *args, **kwargs)
+
+        def keep_states_in(self, folder: Path | None) -> None:
+            """Resume from and keep prompt states in this folder from now on (None: none).
+
+            Only where prefixes are reused: elsewhere a state read in one batching could
+            give other numbers than the prompt read whole.
+            """
+            if folder is None or not self.reuse_prefixes:
+                self.states = None
+            elif self.states is None or self.states.folder != folder:
+                if self._identity is None:
+                    self._identity = prompt_states.identity(
+                        Path(self.model_path),
+                        llama_cpp.__version__,
+                        llama_cpp.llama_print_system_info().decode(),  # the CPU's features
+                        self.n_ctx(),
+                    )
+                self.states = PromptStates(folder, self._identity)
+
+        def _resume(self, head: Sequence[int], held: int) -> tuple[int, int]:
+            """Load the kept state that holds more of these tokens than the cache does, if
+            any. How many of them, from the first, the cache holds then, and how many the
+            best usable kept state holds."""
+            assert self.states is not None
+            found = self.states.longest(head)
+            if found is None:
+                return held, 0
+            shared, kept = found
+            if shared <= held:
+                return held, shared
+            state = self.states.read(kept)
+            if state is None:
+                return held, 0  # passed over (and removed): not kept after all
+            buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+            if llama_cpp.llama_state_set_data(self.ctx, buffer, len(state)) != len(state):
+                self.states.forget(kept)
+                return 0, 0  # what the cache held is gone with the failed load
+            self.input_ids[: len(kept.tokens)] = kept.tokens
+            self.tokens_resumed += shared - held
+            return shared, shared
+
+        def _state(self) -> bytes:
+            """llama.cpp's state now: the cache after the tokens read."""
+            size = llama_cpp.llama_state_get_size(self.ctx)
+            buffer = (ctypes.c_uint8 * size)()
+            written = llama_cpp.llama_state_get_data(self.ctx, buffer, size)
+            return ctypes.string_at(buffer, written)
 
         def _held(self, head: Sequence[int]) -> int:
             """How many of these tokens, from the first, the cache holds now."""
@@ -234,6 +310,8 @@ class SmolLM2(CustomLLM):
         self._free_cores: FreeCores | None = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=PROVIDER)
+        # Where prompt states are kept for other processes (`keep_states_beside`); None: not.
+        self.states: Path | None = None
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -271,6 +349,7 @@ class SmolLM2(CustomLLM):
             llama = self._model()
             assert self._free_cores is not None
             llama.use_threads(self._free_cores.count())
+            llama.keep_states_in(self.states)
             for redraw in range(REDRAWS + 1):
                 try:
                     out = llama.create_chat_completion(
@@ -307,6 +386,13 @@ class SmolLM2(CustomLLM):
         loop = asyncio.get_running_loop()
         call = partial(self.generate, model, messages, dict(kwargs["optional_params"]))
         return await loop.run_in_executor(self._executor, call)
+
+
+def keep_states_beside(call_cache: Path) -> None:
+    """Keep the embedded model's prompt states in a folder beside this call cache."""
+    for item in litellm.custom_provider_map:
+        if isinstance(handler := item["custom_handler"], SmolLM2):
+            handler.states = call_cache.parent / prompt_states.FOLDER
 
 
 def register() -> None:
