@@ -14,23 +14,14 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
-from losona.errors import LosonaError
-from losona.files import write_parquet
 from losona.layout import RunLayout
-from losona.provenance.call_files import merge_calls
+from losona.provenance.calls_stage import run_calls
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    files = layout.sweep_calls(plain(cfg.sweep))
-    files += layout.dynamic_call_files(chosen(cfg, "dynamic"))  # none while it is off
-    calls = merge_calls(files)
-    if layout.calls is None:
-        raise LosonaError("calls needs a file to write: paths.calls is null")
-    write_parquet(calls, layout.calls)
-    print(f"calls: {calls.height} calls from {len(files)} files -> {layout.calls}")
+    run_calls(RunLayout(chosen(cfg, "paths")), plain(cfg.sweep), chosen(cfg, "dynamic"))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,8 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen, judge_kind_settings, plain
-from losona.contracts import CONTROL_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import read_parquet, write_parquet
-from losona.judges.panels import member_verdicts
+from losona.config import chosen, plain
+from losona.judges.panel_votes_stage import run_panel_votes
 from losona.layout import RunLayout
 
 
@@ -25,25 +22,8 @@ from losona.layout import RunLayout
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
-    panel = chosen(cfg, "judge")
-    if not judge_kind_settings(panel.kind).combines:
-        raise LosonaError(f"judge '{panel.name}' is of kind {panel.kind}, not a panel")
-    if "member" not in cfg:
-        raise LosonaError("panel_votes needs the judge whose votes to copy: +member=NAME")
-    member = str(cfg.member)
-    sweep = plain(cfg.sweep)
-    out = layout.panel_votes_folder(panel.name)
-    if member in (panel.members or ()):
-        verdicts = member_verdicts(layout, member, sweep["models"], sweep["conditions"])
-        controls = read_parquet(layout.controls(member), CONTROL_SCHEMA, "judge_controls")
-        said = f"{verdicts.height} verdicts and {controls.height} controls of member '{member}'"
-    else:
-        verdicts = member_verdicts(layout, member, [], [])
-        controls = table([], CONTROL_SCHEMA, sort_by=[])
-        said = f"judge '{member}' is not a member: no votes"
-    write_parquet(verdicts, layout.panel_votes(panel.name, member))
-    write_parquet(controls, layout.panel_control_votes(panel.name, member))
-    print(f"panel_votes {panel.name}: {said} -> {out}/")
+    member = str(cfg.member) if "member" in cfg else None
+    run_panel_votes(chosen(cfg, "judge"), layout, member, plain(cfg.sweep))
 
 
 if __name__ == "__main__":

@@ -12,31 +12,22 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen, load_option, plain
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet, write_json
+from losona.config import chosen, plain
 from losona.layout import RunLayout
-from losona.provenance.record import provenance
+from losona.provenance.stage import run_provenance
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
-    sweep = plain(cfg.sweep)
-    record = provenance(
-        scenarios=read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
-        dataset=chosen(cfg, "dataset").settings(),
-        sweep=sweep,
-        models={name: plain(load_option("model", name)) for name in sweep["models"]},
-        judges={
-            name: plain(load_option("judge", name)) for name in [*sweep["judges"], *sweep["panels"]]
-        },
-        trials=chosen(cfg, "sampling").trials,
-        bootstrap=chosen(cfg, "aggregate"),
+    run_provenance(
+        layout,
+        plain(cfg.sweep),
+        chosen(cfg, "dataset"),
+        chosen(cfg, "sampling").trials,
+        chosen(cfg, "aggregate"),
     )
-    write_json(record, layout.provenance)
-    print(f"provenance -> {layout.provenance}")
 
 
 if __name__ == "__main__":

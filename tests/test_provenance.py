@@ -10,13 +10,17 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import run_stage
+from omegaconf import DictConfig
 
-from losona.config import AggregateSettings, load_option, plain
+from losona.config import AggregateSettings, chosen, load_option, plain
 from losona.contracts import SCENARIO_SCHEMA, table
+from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges import prompt as judge_prompt
+from losona.layout import RunLayout
 from losona.prompts import subject as subject_prompt
 from losona.provenance.record import PACKAGES, provenance, scenarios_sha256, template_hashes
+from losona.provenance.stage import run_provenance
 
 BOOTSTRAP = AggregateSettings(resamples=1000, seed=7, confidence=0.9)
 
@@ -107,6 +111,41 @@ def test_a_template_hash_moves_with_its_text(monkeypatch: pytest.MonkeyPatch) ->
     assert {k: v for k, v in after.items() if k != "subject"} == {
         k: v for k, v in before.items() if k != "subject"
     }
+
+
+def provenance_in_process(make_cfg: Callable[..., DictConfig], *overrides: str) -> None:
+    """What `python stages/provenance.py ...` does, called in this process."""
+    cfg = make_cfg(*overrides)
+    run_provenance(
+        RunLayout(chosen(cfg, "paths")),
+        plain(cfg.sweep),
+        chosen(cfg, "dataset"),
+        chosen(cfg, "sampling").trials,
+        chosen(cfg, "aggregate"),
+    )
+
+
+def test_the_stage_function_records_the_composed_run(
+    workdir: Path,
+    make_cfg: Callable[..., DictConfig],
+    scenario_row: Callable[..., dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(LosonaError, match=r"data/scenarios\.parquet not found"):
+        provenance_in_process(make_cfg)
+    assert not Path("reports/provenance.json").exists()
+
+    write_parquet(scenarios(scenario_row), "data/scenarios.parquet")
+    provenance_in_process(make_cfg, "sampling.trials=2", "aggregate.seed=11")
+    assert capsys.readouterr().out == "provenance -> reports/provenance.json\n"
+    written = json.loads(Path("reports/provenance.json").read_text())
+    assert written["sweep"]["conditions"] == ["naive"]  # make_cfg's sweep
+    assert written["models"]["smollm2"]["model"] == "smollm2/SmolLM2-135M-Instruct"
+    assert set(written["judges"]) == {"lexicon"}
+    assert written["dataset"]["config"]["name"] == "bundled"
+    assert written["dataset"]["scenarios"] == 3
+    assert written["sampling"] == {"trials": 2}
+    assert written["aggregate"]["bootstrap"]["seed"] == 11
 
 
 @pytest.mark.slow  # starts a Python process

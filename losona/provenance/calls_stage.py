@@ -1,0 +1,27 @@
+"""The calls stage as a function: every model call a run's tables were built from, merged
+into one file published with the run (docs/reproducing.md).
+
+stages/calls.py composes the config, checks the groups it reads and calls it; tests call it
+in-process with a composed config. It is not in provenance's stage.py, which reaches the
+judges and prompts (their hashes): here, the calls stage depends on none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from losona.errors import LosonaError
+from losona.files import write_parquet
+from losona.layout import DynamicSweep, RunLayout
+from losona.provenance.call_files import merge_calls
+
+
+def run_calls(layout: RunLayout, sweep: Mapping[str, Sequence[str]], dynamic: DynamicSweep) -> None:
+    """calls: every cell's calls file of the sweep (the dynamic turn's too, none while it is
+    off) merged into one, a row per call, sorted by key."""
+    files = layout.sweep_calls(sweep) + layout.dynamic_call_files(dynamic)
+    calls = merge_calls(files)
+    if layout.calls is None:
+        raise LosonaError("calls needs a file to write: paths.calls is null")
+    write_parquet(calls, layout.calls)
+    print(f"calls: {calls.height} calls from {len(files)} files -> {layout.calls}")

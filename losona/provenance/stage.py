@@ -1,0 +1,40 @@
+"""The provenance stage as a function: what a run rests on, in reports/provenance.json.
+
+stages/provenance.py composes the config, checks the groups it reads and calls it; tests call
+it in-process with a composed config. The calls stage has its own module (calls_stage.py):
+a stage depends on every module its script reaches, and the two reach different ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from losona.config import AggregateSettings, DatasetConfig, load_option, plain
+from losona.contracts import SCENARIO_SCHEMA
+from losona.files import read_parquet, write_json
+from losona.layout import RunLayout
+from losona.provenance.record import provenance
+
+
+def run_provenance(
+    layout: RunLayout,
+    sweep: Mapping[str, Sequence[str]],
+    dataset: DatasetConfig,
+    trials: int,
+    bootstrap: AggregateSettings,
+) -> None:
+    """provenance: the run's packages, scenario set, configs as their files say them (never a
+    key), prompt hashes, sweep and policies, in one JSON file."""
+    record = provenance(
+        scenarios=read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch"),
+        dataset=dataset.settings(),
+        sweep=sweep,
+        models={name: plain(load_option("model", name)) for name in sweep["models"]},
+        judges={
+            name: plain(load_option("judge", name)) for name in [*sweep["judges"], *sweep["panels"]]
+        },
+        trials=trials,
+        bootstrap=bootstrap,
+    )
+    write_json(record, layout.provenance)
+    print(f"provenance -> {layout.provenance}")
