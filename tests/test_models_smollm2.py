@@ -194,7 +194,16 @@ def longer_than(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     return [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] + "\nAnd then?"}]
 
 
+@pytest.fixture(scope="module")
+def states_kept_here() -> None:
+    """Skip where this CPU's batching changes the numbers: no state is kept or loaded there
+    (the last test below holds that), so there is nothing to resume."""
+    if not SmolLM2()._model().reuse_prefixes:
+        pytest.skip("this CPU reads a text in pieces with other logits: prompt states are off")
+
+
 @slow
+@pytest.mark.usefixtures("states_kept_here")
 def test_a_prompt_state_kept_in_one_process_is_resumed_in_another_with_the_same_reply(
     tmp_path: Path,
 ) -> None:
@@ -214,6 +223,7 @@ def test_a_prompt_state_kept_in_one_process_is_resumed_in_another_with_the_same_
 
 
 @slow
+@pytest.mark.usefixtures("states_kept_here")
 def test_a_kept_state_gives_the_very_logits_of_reading_its_tokens(tmp_path: Path) -> None:
     first, _ = prompts()
     keeper = SmolLM2()._model()
@@ -236,6 +246,7 @@ def test_a_kept_state_gives_the_very_logits_of_reading_its_tokens(tmp_path: Path
 
 
 @slow
+@pytest.mark.usefixtures("states_kept_here")
 def test_a_corrupt_prompt_state_is_passed_over(tmp_path: Path) -> None:
     first, _ = prompts()
     keeper = SmolLM2()
