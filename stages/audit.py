@@ -34,7 +34,7 @@ def main(cfg: DictConfig) -> None:
         # The judge chosen with judge= keeps its command-line overrides (judge.model...).
         return chosen(cfg, "judge") if cfg.judge.name == name else option("judge", name)
 
-    run_audit(settings, layout, sweep, chosen(cfg, "aggregate"), judge_config)
+    run_audit(settings.determinism, layout, sweep, chosen(cfg, "aggregate"), judge_config)
 
 
 if __name__ == "__main__":

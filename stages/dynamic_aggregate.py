@@ -13,12 +13,8 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen, plain
-from losona.contracts import SCENARIO_SCHEMA, subset_note
-from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
-from losona.dynamic.plots import draw_recovery
-from losona.files import read_parquet
+from losona.dynamic.aggregate_stage import run_dynamic_aggregate
 from losona.layout import RunLayout
-from losona.report.plots import write_figures
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -28,26 +24,7 @@ def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "dynamic")
     settings.check_sweep(plain(cfg.sweep), where="conf/dynamic/default.yaml")
     bootstrap = chosen(cfg, "aggregate")
-    judge = chosen(cfg, "judge").name
-    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    cells = load_cells(layout, judge, settings.models, settings.conditions)
-    reports = aggregate_dynamic(
-        cells,
-        scenarios,
-        judge=judge,
-        bootstrap=bootstrap,
-        presentation=presentation_of(settings.models, settings.conditions, [judge]),
-    )
-    out = layout.dynamic_reports(judge)
-    reports.write(out)
-    figure = draw_recovery(
-        reports["results.csv"], FIGURE, reports.confidence, subset_note(scenarios)
-    )
-    write_figures([figure], out)
-    print(
-        f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "
-        f"{scenarios.height} scenarios -> {out}/"
-    )
+    run_dynamic_aggregate(settings, layout, chosen(cfg, "judge").name, bootstrap)
 
 
 if __name__ == "__main__":

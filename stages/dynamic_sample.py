@@ -13,13 +13,9 @@ from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
 from losona.config import chosen
-from losona.dynamic.sample import sample_second_turn, second_turn_requests
-from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
+from losona.dynamic.sample_stage import run_dynamic_sample
 from losona.errors import LosonaError
-from losona.files import display_path, read_parquet, write_parquet
 from losona.layout import RunLayout
-from losona.models import CallOptions, answer_sources, plan, read_run_log
-from losona.provenance.call_files import call_store
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -33,37 +29,7 @@ def main(cfg: DictConfig) -> None:
     settings = chosen(cfg, "sampling")
     spec = chosen(cfg, "model")
     judge, condition = chosen(cfg, "judge").name, chosen(cfg, "condition").name
-    store = call_store(layout)
-    if not settings.dry_run and not (store.published and store.published.expected):
-        spec.check_credentials()
-    source = layout.dynamic_prompts(judge, spec.name, condition)
-    prompts = read_parquet(source, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
-    if settings.dry_run:
-        found = plan(spec, second_turn_requests(prompts), cache_path=store)
-        print(f"dynamic_sample (dry run, no calls made): {condition}, {found.describe()}")
-        return
-    out = layout.dynamic_responses(judge, spec.name, condition)
-    log = layout.dynamic_log("sample", judge, spec.name, condition)
-    sampled = sample_second_turn(
-        prompts,
-        spec,
-        CallOptions(
-            cache_path=store,
-            max_cost_usd=settings.max_cost_usd,
-            run_log=log,
-            progress=f"dynamic_sample {judge}/{spec.name}/{condition}",
-        ),
-        origin=display_path(source),
-        batch=settings.batching,
-    )
-    write_parquet(sampled.responses, out)
-    calls_out = layout.dynamic_calls("dynamic_sample", judge, spec.name, condition)
-    write_parquet(sampled.calls, calls_out)
-    facts = read_run_log(log)
-    print(
-        f"dynamic_sample {judge}/{spec.name}/{condition}: {sampled.responses.height} second "
-        f"replies ({answer_sources(facts)}, ${facts['cost_usd_this_run']:.4f}) -> {out}"
-    )
+    run_dynamic_sample(settings, layout, judge, spec, condition)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.audit.run import audit
-from losona.audit.settings import AuditSettings
+from losona.audit.settings import AuditSettings, DeterminismSettings
 from losona.audit.summary import summary_lines
 from losona.config import AggregateSettings, JudgeConfig
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
@@ -25,15 +25,16 @@ from losona.results.aggregate import read_reports
 
 
 def run_audit(
-    settings: AuditSettings,
+    determinism: DeterminismSettings,
     layout: RunLayout,
     sweep: Mapping[str, Sequence[str]],
     bootstrap: AggregateSettings,
     judge_config: Callable[[str], JudgeConfig],
 ) -> None:
-    """audit: judges against each other and against people's labels, determinism and the
-    validity controls, written to the audit folder. `judge_config` gives a judge's config by
-    name; it is asked only when determinism re-judges, so no other judge config is read."""
+    """audit: judges against each other and against people's labels, determinism (judged
+    again as `determinism` says) and the validity controls, written to the audit folder.
+    `judge_config` gives a judge's config by name; it is asked only when determinism
+    re-judges, so no other judge config is read."""
     scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     inputs = audit_inputs(layout.verdicts_folder, sweep)
     controls = {
@@ -59,7 +60,7 @@ def run_audit(
         load_labels(layout.label_key, layout.labels),
         presentation=inputs.presentation,
         bootstrap=bootstrap,
-        determinism_settings=settings.determinism,
+        determinism_settings=determinism,
         kinds=inputs.kinds,
         rejudge=rejudge,
         families=inputs.families,

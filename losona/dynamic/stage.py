@@ -22,16 +22,25 @@ def run_dynamic_judge(
 ) -> None:
     """dynamic_judge: the same judge scores one cell's second replies, in the second turn's
     chat, with its calls."""
-    name, cell = config.name, (config.name, model.name, condition.name)
+    cell = (config.name, model.name, condition.name)
     judge = make_judge(
         config,
         CallOptions(cache_path=call_store(layout), run_log=layout.dynamic_log("judge", *cell)),
     )
+    dynamic_judge_cell(judge, config.name, layout, model.name, condition.name)
+
+
+def dynamic_judge_cell(
+    judge: Judge, name: str, layout: RunLayout, model: str, condition: str
+) -> None:
+    """The dynamic_judge stage's work once its judge is made (reproduce makes one that
+    answers from the run's published calls alone): verdicts, calls and account."""
+    cell = (name, model, condition)
     out = layout.dynamic_verdicts(*cell)
 
     def headline(outcomes: pl.DataFrame) -> str:
         return (
-            f"dynamic_judge {name} ({judge.model}) on {model.name}/{condition.name}: "
+            f"dynamic_judge {name} ({judge.model}) on {model}/{condition}: "
             f"{outcomes.height} verdicts, {status_counts(outcomes)} -> {out}"
         )
 

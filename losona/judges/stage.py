@@ -89,7 +89,7 @@ def run_judge(
     config: JudgeConfig, layout: RunLayout, model: ModelSpec, condition: ConditionConfig
 ) -> None:
     """judge: one judge's verdicts on one cell's responses (never resampled), with its calls."""
-    name, cell = config.name, f"{model.name}/{condition.name}"
+    name = config.name
     judge = make_judge(
         config,
         CallOptions(
@@ -97,7 +97,16 @@ def run_judge(
             run_log=layout.judge_log(name, model.name, condition.name),
         ),
     )
-    out = layout.verdicts(name, model.name, condition.name)
+    judge_cell(judge, name, config.kind, layout, model.name, condition.name)
+
+
+def judge_cell(
+    judge: Judge, name: str, kind: str, layout: RunLayout, model: str, condition: str
+) -> None:
+    """The judge stage's work once its judge is made (reproduce makes one that answers from
+    the run's published calls alone): the cell's verdicts, its calls and its account."""
+    cell = f"{model}/{condition}"
+    out = layout.verdicts(name, model, condition)
 
     def headline(outcomes: pl.DataFrame) -> str:
         return (
@@ -106,7 +115,7 @@ def run_judge(
         )
 
     def warnings(outcomes: pl.DataFrame) -> list[str]:
-        evidence = JudgeEvidence(own_words=judge_kind_settings(config.kind).own_words)
+        evidence = JudgeEvidence(own_words=judge_kind_settings(kind).own_words)
         lines = [
             f"warning: judge {name}'s verdicts on {cell} say nothing: {sign}"
             for sign in degenerate_signs(outcomes, evidence)
@@ -120,12 +129,12 @@ def run_judge(
         return lines
 
     finish_judging(
-        _judged_cell(layout, judge, name, model.name, condition.name),
+        _judged_cell(layout, judge, name, model, condition),
         stage="judge",
         name=name,
         judge=judge,
         out=out,
-        calls_out=layout.judge_calls(name, model.name, condition.name),
+        calls_out=layout.judge_calls(name, model, condition),
         headline=headline,
         warnings=warnings,
     )
@@ -156,6 +165,14 @@ def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: 
     judge = make_judge(
         config, CallOptions(cache_path=call_store(layout), run_log=layout.controls_log(name))
     )
+    judge_controls_of(judge, name, settings, layout)
+
+
+def judge_controls_of(
+    judge: Judge, name: str, settings: ControlsSettings, layout: RunLayout
+) -> None:
+    """The judge_controls stage's work once its judge is made: the controls' verdicts, their
+    summary, the calls and the account, or the refusal of a judge that cannot judge."""
     scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     controls = judge_controls(scenarios, judge, name)
     del scenarios

@@ -6,9 +6,10 @@ provenance record (the whole list: losona/reproduce/__init__.py).
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,16 @@ import polars as pl
 
 from losona.audit.files import AUDIT, read_audit
 from losona.audit.inputs import audit_inputs
-from losona.audit.labelling import load_labels
-from losona.audit.run import audit
 from losona.audit.settings import DeterminismSettings
-from losona.config import AggregateSettings, judge_kind_settings, option
+from losona.audit.stage import run_audit
+from losona.config import (
+    AggregateSettings,
+    ControlsSettings,
+    DatasetConfig,
+    JudgeConfig,
+    SamplingSettings,
+    option,
+)
 from losona.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -27,34 +34,26 @@ from losona.contracts import (
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
-from losona.dynamic.aggregate import (
-    DYNAMIC_FILES,
-    aggregate_dynamic,
-    load_cells,
-    presentation_of,
-    read_dynamic_reports,
-)
+from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.judge import judge_second_turn
-from losona.dynamic.render import GroupModel, render_cell
+from losona.dynamic.aggregate_stage import run_dynamic_aggregate
+from losona.dynamic.render_stage import run_dynamic_render
 from losona.dynamic.settings import DynamicSettings
+from losona.dynamic.stage import dynamic_judge_cell
 from losona.dynamic.tables import (
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESPONSE_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
 )
 from losona.errors import LosonaError
-from losona.files import display_path, read_parquet
-from losona.judges.base import Judge
-from losona.judges.health import JudgeEvidence, controls_accuracy
+from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.kinds import judge_kind
-from losona.judges.run import control_summary, judge_responses
+from losona.judges.run import control_summary
+from losona.judges.stage import judge_cell, judge_controls_of
 from losona.judges.verdicts import verdict_files
 from losona.layout import RunLayout
 from losona.models import (
     CallNotFound,
-    CallOptions,
-    CallStore,
     PublishedCalls,
     Request,
     call_key,
@@ -63,6 +62,7 @@ from losona.models import (
 from losona.provenance.call_files import LOCK_FILE, recorded_md5
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
+from losona.report.stage import run_plot
 from losona.reproduce.compare import (
     Check,
     Difference,
@@ -72,9 +72,10 @@ from losona.reproduce.compare import (
     compare_text,
     same,
 )
-from losona.results.aggregate import REPORT_FILES, Reports, aggregate, read_reports
+from losona.reproduce.replay import Replay, replaying
+from losona.results.aggregate import REPORT_FILES, read_reports
 from losona.results.bundle import METRICS, BundleFiles, ReportBundle
-from losona.scenarios.datasets import fetch_followups
+from losona.results.stage import run_aggregate
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
 
@@ -145,56 +146,72 @@ def check_judgements(
     kinds: Mapping[str, str],
     layout: RunLayout,
     published: PublishedCalls | None = None,
+    replay: Replay | None = None,
 ) -> None:
     """Verdicts against the responses they judge, and judged again where that costs nothing.
 
-    Each judge's kind judges its verdicts again with no model call (losona/judges/kinds/):
-    the lexicon judge's from the responses (rules cost nothing), an LLM judge's from the
-    run's published calls alone (`published`), a panel's by combining its members' again,
-    so that every field of every verdict is checked, not only the response it quotes.
+    Each verdict file is judged again by the judge stage's own function (`judge_cell`) in a
+    replay of the run (`replay`, or one of its own), reading the `scenarios` given and the
+    run's responses. Its judge is the one its kind (`kinds`, by judge) makes to judge again
+    with no model call (losona/judges/kinds/): the rules as they are, an LLM judge answered
+    from the run's published calls alone (`published`); a panel's verdicts are combined
+    again from its members'. So every field of every verdict is checked; a judge nothing can
+    answer offline (an LLM judge, no published calls) is held to the response it quotes.
     """
-    for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
-        responses_path = layout.responses(model, condition)
-        if not responses_path.is_file():
-            check.notes.append(
-                f"{display_path(path)}: not rechecked against responses "
-                f"({display_path(responses_path)} is absent)"
-            )
-            continue
-        found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
-        responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-        kind = judge_kind(kinds[judge])
-        if kind.recombine is not None:
-            # Its verdicts follow from other judges': combine theirs again.
-            expected = kind.recombine(judge, layout, model, condition).sort("scenario_id", "trial")
-        else:
-            with tempfile.TemporaryDirectory() as scratch:
-                # A cache of its own, so that only the published calls can answer.
-                store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-                rejudger = kind.rejudge(judge, store)
-                if rejudger is None:
-                    expected = _quoting(found, responses)
-                else:
-                    try:
-                        expected = judge_responses(
-                            scenarios,
-                            responses,
-                            rejudger,
-                            judge,
-                            model=model,
-                            condition=condition,
-                            origin=display_path(responses_path),
+    with _replay_of(layout, published, replay) as replay:
+        write_parquet(scenarios, replay.scratch.scenarios)
+        for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
+            responses_path = layout.responses(model, condition)
+            if not responses_path.is_file():
+                check.notes.append(
+                    f"{display_path(path)}: not rechecked against responses "
+                    f"({display_path(responses_path)} is absent)"
+                )
+                continue
+            found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
+            kind = judge_kind(kinds[judge])
+            rejudger = None if kind.recombine else kind.rejudge(judge, replay.store)
+            if kind.recombine is not None:
+                # Its verdicts follow from other judges': combine theirs again.
+                expected = kind.recombine(judge, layout, model, condition)
+            elif rejudger is None:
+                responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+                expected = _quoting(found, responses)
+            else:
+                try:
+                    with replay.rerun(
+                        partial(
+                            judge_cell, rejudger, judge, kind.name, model=model, condition=condition
                         )
-                    except CallNotFound as exc:
-                        assert published is not None  # only published calls are looked up
-                        file = display_path(published.path)
-                        where = f"judge {judge} on {model}/{condition}"
-                        check.add(
-                            file, 1, [Difference(file, where, "calls", "all present", str(exc))]
-                        )
-                        continue
-        file = display_path(path)
-        check.add(file, cell_count(expected), compare_tables(file, expected, found))
+                    ) as scratch:
+                        again = scratch.verdicts(judge, model, condition)
+                        expected = read_parquet(again, VERDICT_SCHEMA, made_by="judge")
+                except CallNotFound as exc:
+                    _calls_missing(check, published, f"judge {judge} on {model}/{condition}", exc)
+                    continue
+            file = display_path(path)
+            expected = expected.sort("scenario_id", "trial")
+            check.add(file, cell_count(expected), compare_tables(file, expected, found))
+
+
+@contextmanager
+def _replay_of(
+    layout: RunLayout, published: PublishedCalls | None, replay: Replay | None
+) -> Iterator[Replay]:
+    """`replay`, or a replay of the run of its own while the caller needs it."""
+    if replay is not None:
+        yield replay
+        return
+    with replaying(layout, published) as own:
+        yield own
+
+
+def _calls_missing(
+    check: Check, published: PublishedCalls | None, where: str, missing: CallNotFound
+) -> None:
+    """A stage run again needed a call the run's published calls do not hold."""
+    file = display_path(published.path) if published is not None else "paths.calls"
+    check.add(file, 1, [Difference(file, where, "calls", "all present", str(missing))])
 
 
 def _quoting(found: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
@@ -208,14 +225,17 @@ def _quoting(found: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
     return expected.select(found.columns)
 
 
-def _no_model_calls(name: str) -> Judge:
+def _no_model_calls(name: str) -> JudgeConfig:
     raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
 
 
 def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
     """Recompute every reported number of the run `layout` places (conf/paths) and compare.
 
-    With `dynamic` (the extension on), its tables are checked too (`check_dynamic`).
+    Each stage after sample is run again by its own function in a replay of the run
+    (losona/reproduce/replay.py), its model calls answered from the run's published calls
+    alone; its outputs are compared with the run's. With `dynamic` (the extension on), its
+    stages are replayed and compared too (`check_dynamic`).
     """
     check = Check()
     record = read_provenance(layout.provenance)
@@ -224,7 +244,8 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
     check.add(layout.provenance, *check_inputs(record, scenarios, provenance_file))
 
     recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
-    inputs = audit_inputs(layout.verdicts_folder, record["sweep"], recorded_kinds)
+    sweep = record["sweep"]
+    inputs = audit_inputs(layout.verdicts_folder, sweep, recorded_kinds)
     check.add(
         layout.verdicts_folder,
         *check_verdict_origins(inputs.verdicts, record, display_path(layout.verdicts_folder)),
@@ -234,50 +255,32 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         check.notes.append(
             f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
-    published = published_calls(layout)
-    check_judgements(check, scenarios, inputs.kinds, layout, published)
-
     bootstrap = AggregateSettings.from_config(
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
-    controls = check_controls(check, inputs.judges, layout)
-    expected = aggregate(
-        inputs.verdicts,
-        scenarios,
-        bootstrap=bootstrap,
-        presentation=inputs.presentation,
-        judges={
-            judge: JudgeEvidence(
-                controls=controls_accuracy(controls[judge]) if judge in controls else None,
-                own_words=judge_kind_settings(kind).own_words,
-            )
-            for judge, kind in inputs.kinds.items()
-        },
-    )
-    reported = read_reports(layout.reports_folder)
-    check_bundle(check, REPORT_FILES, layout.reports_folder, expected, reported)
-    if (layout.audit_folder / METRICS).is_file():
-        recomputed = audit(
-            inputs.verdicts,
-            scenarios,
+    published = published_calls(layout)
+    with replaying(layout, published) as replay:
+        check_judgements(check, scenarios, inputs.kinds, layout, published, replay)
+        check_controls(check, inputs.kinds, layout, replay)
+        with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)) as scratch:
+            expected = read_reports(scratch.reports_folder)
+        check_bundle(
+            check,
+            REPORT_FILES,
+            layout.reports_folder,
             expected,
-            controls,
-            load_labels(layout.label_key, layout.labels),
-            presentation=inputs.presentation,
-            bootstrap=bootstrap,
-            determinism_settings=DeterminismSettings(repeats=0),
-            kinds=inputs.kinds,
-            rejudge=_no_model_calls,
-            families=inputs.families,
+            read_reports(layout.reports_folder),
         )
-        check_audit(check, recomputed, layout.audit_folder)
-    else:
-        check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
-    if layout.figures_folder.is_dir():
-        check_figures(check, expected, layout.figures_folder)
-    check_calls(check, record["sweep"], layout, published)
-    if dynamic is not None and dynamic.settings.on:
-        check_dynamic(check, dynamic, layout, scenarios, bootstrap, published)
+        if (layout.audit_folder / METRICS).is_file():
+            check_audit(check, layout, replay, sweep, bootstrap)
+        else:
+            check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
+        if layout.figures_folder.is_dir():
+            settings = dynamic.settings if dynamic is not None else DYNAMIC_OFF
+            check_figures(check, layout, replay, settings)
+        check_calls(check, sweep, layout, published)
+        if dynamic is not None and dynamic.settings.on:
+            check_dynamic(check, dynamic, layout, bootstrap, published, replay)
     check_lock(check)
     return check
 
@@ -464,35 +467,73 @@ def check_bundle(
 
 
 def check_controls(
-    check: Check, judges: Sequence[str], layout: RunLayout
-) -> dict[str, pl.DataFrame]:
-    """Each judge's control summary (reports/judge_controls/) from its control verdicts."""
-    controls = {}
-    for judge in judges:
+    check: Check, kinds: Mapping[str, str], layout: RunLayout, replay: Replay
+) -> None:
+    """Each judge's validity controls (data/judge_controls/) and their summary
+    (reports/judge_controls/), by the judge_controls stage's own function in the replay,
+    its judge made by its kind (`kinds`) to judge again with no model call. A judge nothing
+    can answer offline has its summary recomputed from its control verdicts."""
+    for judge, kind_name in kinds.items():
         table_path = layout.controls(judge)
         summary_path = layout.controls_summary(judge)
         if not table_path.is_file():
             check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
             continue
-        controls[judge] = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+        reported = _json_of(summary_path, judge)
+        kind = judge_kind(kind_name)
+        rejudger = None if kind.recombine else kind.rejudge(judge, replay.store)
+        found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+        if rejudger is None:
+            expected, summary = found, {judge: control_summary(found)}
+        else:
+            # Judged again whatever they show: the run judged them, and so does the check.
+            settings = ControlsSettings(judge_anyway=True)
+            try:
+                with replay.rerun(partial(judge_controls_of, rejudger, judge, settings)) as scratch:
+                    expected = read_parquet(
+                        scratch.controls(judge), CONTROL_SCHEMA, made_by="judge_controls"
+                    )
+                    summary = _json_of(scratch.controls_summary(judge), judge)
+            except CallNotFound as exc:
+                _calls_missing(check, replay.store.published, f"judge_controls {judge}", exc)
+                continue
+            file = display_path(table_path)
+            check.add(file, cell_count(expected), compare_tables(file, expected, found))
         file = display_path(summary_path)
-        try:
-            reported = json.loads(summary_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise LosonaError(
-                f"{file} not found: run the judge_controls stage "
-                f"(python stages/judge_controls.py judge={judge}, or dvc repro)"
-            ) from None
-        except json.JSONDecodeError as exc:
-            raise LosonaError(f"{file}: not a JSON file ({exc})") from None
-        check.add(file, *compare_json(file, {judge: control_summary(controls[judge])}, reported))
-    return controls
+        check.add(file, *compare_json(file, summary, reported))
 
 
-def check_audit(check: Check, recomputed: ReportBundle, root: Path) -> None:
-    """The judge audit's tables and metrics (under `root`); re-judged determinism figures
-    are only noted."""
+def _json_of(path: Path, judge: str) -> Any:
+    file = display_path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LosonaError(
+            f"{file} not found: run the judge_controls stage "
+            f"(python stages/judge_controls.py judge={judge}, or dvc repro)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise LosonaError(f"{file}: not a JSON file ({exc})") from None
+
+
+def check_audit(
+    check: Check,
+    layout: RunLayout,
+    replay: Replay,
+    sweep: Mapping[str, Sequence[str]],
+    bootstrap: AggregateSettings,
+) -> None:
+    """The judge audit's tables and metrics, by the audit stage's own function in the
+    replay, with no judge judged again; re-judged determinism figures are only noted."""
+    root = layout.audit_folder
     reported = read_audit(root)
+    no_rejudging = DeterminismSettings(repeats=0)
+    with replay.rerun(
+        partial(
+            run_audit, no_rejudging, sweep=sweep, bootstrap=bootstrap, judge_config=_no_model_calls
+        )
+    ) as scratch:
+        recomputed = read_audit(scratch.audit_folder)
     rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
     if rejudged.height:
         check.notes.append(
@@ -511,22 +552,29 @@ def check_audit(check: Check, recomputed: ReportBundle, root: Path) -> None:
     )
 
 
-def check_figures(check: Check, expected: Reports, figures_folder: Path) -> None:
-    """The numbers behind each figure (<figure>.csv), from the recomputed reports."""
-    from losona.report.plots import draw_figures  # matplotlib: imported only when there are figures
+def check_figures(
+    check: Check, layout: RunLayout, replay: Replay, dynamic: DynamicSettings
+) -> None:
+    """The numbers behind each figure (<figure>.csv), by the plot stage's own function in
+    the replay."""
+    with replay.rerun(partial(run_plot, dynamic=dynamic)) as scratch:
+        for drawn in sorted(scratch.figures_folder.glob("*.csv")):
+            _check_figure_data(check, drawn, layout.figures_folder / drawn.name)
 
-    for figure in draw_figures(expected):
-        path = figures_folder / f"{figure.name}.csv"
-        file = display_path(path)
-        if not path.is_file():
-            check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
-            continue
-        try:
-            found = pl.read_csv(path, schema=figure.data.schema)
-        except pl.exceptions.PolarsError as exc:
-            check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
-            continue
-        check.add(file, cell_count(figure.data), compare_tables(file, figure.data, found))
+
+def _check_figure_data(check: Check, drawn: Path, path: Path) -> None:
+    """A figure's numbers as drawn again (`drawn`) against the run's (`path`)."""
+    expected = pl.read_csv(drawn)
+    file = display_path(path)
+    if not path.is_file():
+        check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
+        return
+    try:
+        found = pl.read_csv(path, schema=expected.schema)
+    except pl.exceptions.PolarsError as exc:
+        check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
+        return
+    check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
 # -- the dynamic extension ------------------------------------------------------------------------
@@ -534,23 +582,32 @@ def check_figures(check: Check, expected: Reports, figures_folder: Path) -> None
 
 @dataclass(frozen=True)
 class DynamicRun:
-    """What checking the dynamic extension needs beyond the layout: its settings, its dataset."""
+    """What checking the dynamic extension needs beyond the layout: its settings, and the
+    dataset and sampling settings its render stage reads."""
 
     settings: DynamicSettings
-    dataset: Mapping[str, Any]
+    dataset: DatasetConfig
+    sampling: SamplingSettings
+
+
+# The dynamic extension's settings while it is off: no judge, so no cell.
+DYNAMIC_OFF = DynamicSettings(
+    judges=(), models=(), conditions=(), source="scripted", group_model="smollm2"
+)
 
 
 def check_dynamic(
     check: Check,
     run: DynamicRun,
     layout: RunLayout,
-    scenarios: pl.DataFrame,
     bootstrap: AggregateSettings,
     published: PublishedCalls | None,
+    replay: Replay,
 ) -> None:
-    """The dynamic extension's files, stage by stage, from the first turn's, with no call.
+    """The dynamic extension's files, stage by stage, each by the stage's own function in
+    the replay, from the first turn's files, with no call.
 
-    Each cell's prompts are rendered again from the first-turn verdicts (scripted
+    Each cell's prompts are rendered again from its first-turn verdicts (scripted
     follow-ups from the dataset, a group model's from the published calls), its responses
     are looked up in the published calls by key, its verdicts judged again (rules for
     free, an LLM judge from the published calls), and every table, metric and figure
@@ -563,33 +620,23 @@ def check_dynamic(
         file, by_key = display_path(published.path), published.rows_by_key
         check_call_files(check, layout.dynamic_call_files(settings), file, by_key)
     for judge in settings.judges:
-        root = layout.dynamic_reports(judge)
-        reported = read_dynamic_reports(root)
         for model in settings.models:
             for condition in settings.conditions:
-                cell = (judge, model, condition)
-                _check_dynamic_cell(check, run, layout, cell, scenarios, published)
-        cells = load_cells(layout, judge, settings.models, settings.conditions)
-        expected = aggregate_dynamic(
-            cells,
-            scenarios,
-            judge=judge,
-            bootstrap=bootstrap,
-            presentation=presentation_of(settings.models, settings.conditions, [judge]),
-        )
-        check_bundle(check, DYNAMIC_FILES, root, expected, reported)
-        from losona.dynamic.plots import figure_data  # matplotlib: only when it is on
-
-        figure = root / f"{DYNAMIC_FIGURE}.csv"
-        data = figure_data(expected["results.csv"])
-        try:
-            found = pl.read_csv(figure, schema=data.schema)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            check.add(
-                figure, 1, [Difference(display_path(figure), "", "contents", "readable", str(exc))]
+                _check_dynamic_cell(check, run, layout, (judge, model, condition), replay)
+        root = layout.dynamic_reports(judge)
+        reported = read_dynamic_reports(root)
+        with replay.rerun(
+            partial(run_dynamic_aggregate, settings, judge=judge, bootstrap=bootstrap)
+        ) as scratch:
+            check_bundle(
+                check,
+                DYNAMIC_FILES,
+                root,
+                read_dynamic_reports(scratch.dynamic_reports(judge)),
+                reported,
             )
-            continue
-        check.add(figure, cell_count(data), compare_tables(display_path(figure), data, found))
+            figure = f"{DYNAMIC_FIGURE}.csv"
+            _check_figure_data(check, scratch.dynamic_reports(judge) / figure, root / figure)
 
 
 def _check_dynamic_cell(
@@ -597,60 +644,49 @@ def _check_dynamic_cell(
     run: DynamicRun,
     layout: RunLayout,
     cell: tuple[str, str, str],
-    scenarios: pl.DataFrame,
-    published: PublishedCalls | None,
+    replay: Replay,
 ) -> None:
     judge, model, condition = cell
-    first = layout.verdicts(judge, model, condition)
-    prompts_file = layout.dynamic_prompts(judge, model, condition)
-    responses_file = layout.dynamic_responses(judge, model, condition)
-    verdicts_file = layout.dynamic_verdicts(judge, model, condition)
+    prompts_file = layout.dynamic_prompts(*cell)
+    responses_file = layout.dynamic_responses(*cell)
+    verdicts_file = layout.dynamic_verdicts(*cell)
     prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
     verdicts = read_parquet(verdicts_file, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
-    with tempfile.TemporaryDirectory() as scratch:
-        # A cache of its own: only the published calls may answer, and nothing is called.
-        store = CallStore(Path(scratch) / "calls.sqlite", published, offline=True)
-        offline = CallOptions(cache_path=store)
-        try:
-            group = None
-            if run.settings.source == "simulated":
-                group = GroupModel(option("model", run.settings.group_model), offline)
-            rendered = render_cell(
-                scenarios,
-                read_parquet(first, VERDICT_SCHEMA, made_by="judge"),
-                judge=judge,
-                model=model,
-                condition=condition,
-                followups=fetch_followups(run.dataset),
-                group=group,
-                origin=display_path(first),
+    sampling = run.sampling.model_copy(update={"dry_run": False})
+    published = replay.store.published
+    try:
+        with replay.rerun(
+            partial(
+                run_dynamic_render,
+                run.settings,
+                cell=cell,
+                sampling=sampling,
+                dataset=run.dataset,
+                store=replay.store,
             )
-            file = display_path(prompts_file)
-            check.add(file, cell_count(prompts), compare_tables(file, rendered.prompts, prompts))
-            rejudger = judge_kind(option("judge", judge)).rejudge(judge, store)
-            if rejudger is None:
-                check.notes.append(
-                    f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
-                    "published calls to answer it)"
-                )
-            if rejudger is not None:
-                expected = judge_second_turn(
-                    scenarios,
-                    prompts,
-                    responses,
-                    rejudger,
-                    judge,
-                    origin=display_path(responses_file),
-                )
-                file = display_path(verdicts_file)
-                check.add(file, cell_count(verdicts), compare_tables(file, expected, verdicts))
-        except CallNotFound as exc:
-            where = f"dynamic cell {judge}/{model}/{condition}"
-            calls_file = display_path(published.path) if published else "paths.calls"
-            check.add(
-                calls_file, 1, [Difference(calls_file, where, "calls", "all present", str(exc))]
+        ) as scratch:
+            rendered = read_parquet(
+                scratch.dynamic_prompts(*cell), DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render"
             )
+        file = display_path(prompts_file)
+        check.add(file, cell_count(prompts), compare_tables(file, rendered, prompts))
+        rejudger = judge_kind(option("judge", judge)).rejudge(judge, replay.store)
+        if rejudger is None:
+            check.notes.append(
+                f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
+                "published calls to answer it)"
+            )
+        else:
+            with replay.rerun(
+                partial(dynamic_judge_cell, rejudger, judge, model=model, condition=condition)
+            ) as scratch:
+                again = scratch.dynamic_verdicts(*cell)
+                expected = read_parquet(again, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
+            file = display_path(verdicts_file)
+            check.add(file, cell_count(verdicts), compare_tables(file, expected, verdicts))
+    except CallNotFound as exc:
+        _calls_missing(check, published, f"dynamic cell {judge}/{model}/{condition}", exc)
     _check_second_replies(check, model, prompts, responses, published)
 
 

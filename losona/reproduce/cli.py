@@ -8,11 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, compose_paths
-from losona.dynamic.settings import DynamicSettings
+from losona.config import CONF_DIR, chosen, compose_paths
 from losona.errors import LosonaError
 from losona.layout import RunLayout
 from losona.reproduce.checks import DynamicRun, check_run
@@ -39,12 +37,11 @@ def report(check: Check, out: Callable[[str], None] = print) -> None:
 
 
 def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
-    """The dynamic extension's settings and the dataset node, as this repository's config
-    gives them."""
+    """The dynamic extension's settings, and the dataset and sampling settings its render
+    stage reads, as this repository's config gives them."""
     with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides))
-    settings = DynamicSettings.from_config(cfg.dynamic)
-    return DynamicRun(settings, OmegaConf.to_container(cfg.dataset, resolve=True))  # type: ignore[arg-type]
+    return DynamicRun(chosen(cfg, "dynamic"), chosen(cfg, "dataset"), chosen(cfg, "sampling"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,44 @@
+"""The dynamic_aggregate stage as a function: one judge's second-turn metrics, tables, figure
+and DVC metrics.
+
+stages/dynamic_aggregate.py composes the config, checks the groups it reads and calls it;
+reproduce calls it again in a scratch copy of the run. It has a module of its own: the
+figure's drawing reaches matplotlib, which no other dynamic stage needs.
+"""
+
+from __future__ import annotations
+
+from losona.config import AggregateSettings
+from losona.contracts import SCENARIO_SCHEMA, subset_note
+from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
+from losona.dynamic.plots import draw_recovery
+from losona.dynamic.settings import DynamicSettings
+from losona.files import read_parquet
+from losona.layout import RunLayout
+from losona.report.plots import write_figures
+
+
+def run_dynamic_aggregate(
+    settings: DynamicSettings, layout: RunLayout, judge: str, bootstrap: AggregateSettings
+) -> None:
+    """dynamic_aggregate: every cell of the dynamic sweep under one first-turn judge,
+    reported in reports/dynamic/<judge>/ with its recovery figure."""
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    cells = load_cells(layout, judge, settings.models, settings.conditions)
+    reports = aggregate_dynamic(
+        cells,
+        scenarios,
+        judge=judge,
+        bootstrap=bootstrap,
+        presentation=presentation_of(settings.models, settings.conditions, [judge]),
+    )
+    out = layout.dynamic_reports(judge)
+    reports.write(out)
+    figure = draw_recovery(
+        reports["results.csv"], FIGURE, reports.confidence, subset_note(scenarios)
+    )
+    write_figures([figure], out)
+    print(
+        f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "
+        f"{scenarios.height} scenarios -> {out}/"
+    )

@@ -1,0 +1,120 @@
+"""Reproduce's loop: a stage's own function run again in a scratch copy of the run, its
+model calls answered from the run's published calls alone, then its outputs compared with
+the run's by the caller (losona/reproduce/checks.py).
+
+The copy holds every file of the run where the layout places it (the generation project's
+and the call cache aside), so a stage reads there what it read in the run. What a stage
+writes in the copy is put back as the run has it once the caller has compared it: the next
+stage reads the run's files again, not the recomputed ones, so a changed verdict is named
+in its verdict file and in each number it moves, by the stage that makes that number. The
+run's own files are only read.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+
+from losona.layout import RunLayout
+from losona.models import CallStore, PublishedCalls
+
+# Locations of `paths` that are not copied: the user's call cache and the run's published
+# calls (a stage asks `Replay.store`, which reads them once), and the generation project,
+# a pipeline of its own that reproduce does not check.
+NOT_COPIED = (
+    "call_cache",
+    "calls",
+    "generation_dir",
+    "generation_reports_dir",
+    "generation_accept",
+    "generated_dir",
+)
+
+
+class Replay:
+    """A scratch copy of the run `run` places, under `root`, and the call store its stages
+    answer from: the run's published calls (`published`) and nothing else, no model called."""
+
+    def __init__(self, run: RunLayout, published: PublishedCalls | None, root: Path) -> None:
+        self.run = run
+        self.root = root
+        located = run.paths.model_dump()
+        self.scratch = RunLayout(
+            run.paths.model_copy(
+                update={
+                    **{
+                        key: value if value is None else str(self._copy_of(value))
+                        for key, value in located.items()
+                    },
+                    "call_cache": str(root / "call_cache.sqlite"),
+                }
+            )
+        )
+        self.store = CallStore(root / "replay_cache.sqlite", published, offline=True)
+        for key, value in located.items():
+            if value and key not in NOT_COPIED:
+                _copy(Path(value), self._copy_of(value))
+
+    def _copy_of(self, location: str | Path) -> Path:
+        """Where the copy keeps a file or folder of the run."""
+        path = Path(location)
+        if path.is_absolute():
+            return self.root / "absolute" / path.relative_to(path.anchor)
+        return self.root / "relative" / path
+
+    def _original(self, copy: Path) -> Path:
+        """The run's file a file of the copy stands for (the inverse of `_copy_of`)."""
+        side, *parts = copy.relative_to(self.root).parts
+        return Path(Path("/").anchor if side == "absolute" else ".", *parts)
+
+    @contextmanager
+    def rerun(self, stage: Callable[[RunLayout], object]) -> Iterator[RunLayout]:
+        """Run `stage` in the copy (its account kept from the terminal), yield the copy's
+        layout for its outputs to be compared, then put back every file it wrote."""
+        before = _files(self.root)
+        try:
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                stage(self.scratch)
+            yield self.scratch
+        finally:
+            self._put_back(before)
+
+    def _put_back(self, before: dict[Path, tuple[int, int, int]]) -> None:
+        after = _files(self.root)
+        for copy in [*(p for p in after if after[p] != before.get(p)), *(set(before) - set(after))]:
+            original = self._original(copy)
+            if original.is_file():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(original, copy)
+            else:
+                copy.unlink(missing_ok=True)
+
+
+@contextmanager
+def replaying(run: RunLayout, published: PublishedCalls | None) -> Iterator[Replay]:
+    """A `Replay` of the run in a temporary folder, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="losona-reproduce-") as root:
+        yield Replay(run, published, Path(root))
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    elif source.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def _files(root: Path) -> dict[Path, tuple[int, int, int]]:
+    """Every file of the copy (the call stores aside), with what changes when it is written:
+    a stage writes a file whole into a new one and renames it over the old."""
+    found = {}
+    for path in root.rglob("*"):
+        if path.is_file() and path.parent != root:
+            stat = path.stat()
+            found[path] = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return found
