@@ -59,7 +59,9 @@ from losona.models import (
     call_key,
     read_calls,
 )
+from losona.prompts.stage import run_render
 from losona.provenance.call_files import LOCK_FILE, recorded_md5
+from losona.provenance.calls_stage import run_calls
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
 from losona.report.stage import run_plot
@@ -76,6 +78,7 @@ from losona.reproduce.replay import Replay, replaying
 from losona.results.aggregate import REPORT_FILES, read_reports
 from losona.results.bundle import METRICS, BundleFiles, ReportBundle
 from losona.results.stage import run_aggregate
+from losona.sampling.stage import run_sample
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
 
@@ -138,6 +141,80 @@ def check_verdict_origins(
                     Difference(f"{verdicts_dir}/{judge}", where, column, expected[column], found)
                 )
     return compared, differences
+
+
+def check_prompts(
+    check: Check, conditions: Sequence[str], layout: RunLayout, replay: Replay
+) -> None:
+    """The prompt table, by the render stage's own function in the replay."""
+    with replay.rerun(partial(run_render, conditions)) as scratch:
+        expected = read_parquet(scratch.prompts, PROMPT_SCHEMA, made_by="render")
+    file = display_path(layout.prompts)
+    found = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
+    check.add(file, cell_count(expected), compare_tables(file, expected, found))
+
+
+def check_samples(
+    check: Check,
+    sweep: Mapping[str, Sequence[str]],
+    trials: int,
+    layout: RunLayout,
+    published: PublishedCalls,
+    replay: Replay,
+) -> None:
+    """Every cell's responses, by the sample stage's own function in the replay: K trials
+    of each prompt (`trials`, as the provenance records), each answered from the run's
+    published calls alone; a call that is not there is named."""
+    settings = SamplingSettings(trials=trials, dry_run=False, max_cost_usd=None)
+    for model in sweep["models"]:
+        for condition in sweep["conditions"]:
+            path = layout.responses(model, condition)
+            if not path.is_file():
+                continue  # named by the verdict checks, which need it too
+            stage = partial(
+                run_sample,
+                settings,
+                spec=option("model", model),
+                condition=option("condition", condition),
+                dataset=_no_dataset,
+                store=replay.store,
+            )
+            try:
+                with replay.rerun(stage) as scratch:
+                    again = scratch.responses(model, condition)
+                    expected = read_parquet(again, RESPONSE_SCHEMA, made_by="sample")
+            except CallNotFound as exc:
+                _calls_missing(check, published, f"sample {model}/{condition}", exc)
+                continue
+            file = display_path(path)
+            found = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
+            check.add(file, cell_count(expected), compare_tables(file, expected, found))
+
+
+def _no_dataset() -> DatasetConfig:
+    raise LosonaError("reproduce samples from the run's prompt table, never the dataset")
+
+
+def check_merged_calls(
+    check: Check,
+    sweep: Mapping[str, Sequence[str]],
+    dynamic: DynamicRun | None,
+    layout: RunLayout,
+    published: PublishedCalls,
+    replay: Replay,
+) -> None:
+    """The run's calls file, by the calls stage's own function in the replay, merging the
+    cells' calls files; with one of them absent (noted by `check_calls`), not rechecked."""
+    settings = dynamic.settings if dynamic is not None else DYNAMIC_OFF
+    if not all(
+        p.is_file() for p in layout.sweep_calls(sweep) + layout.dynamic_call_files(settings)
+    ):
+        return
+    with replay.rerun(partial(run_calls, sweep=sweep, dynamic=settings)) as scratch:
+        assert scratch.calls is not None  # a replay's layout always has one
+        expected = read_calls(scratch.calls, remedy="rerun the calls stage")
+    file = display_path(published.path)
+    check.add(file, cell_count(expected), compare_tables(file, expected, published.table()))
 
 
 def check_judgements(
@@ -260,6 +337,11 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
     )
     published = published_calls(layout)
     with replaying(layout, published) as replay:
+        if layout.prompts.is_file():
+            check_prompts(check, sweep["conditions"], layout, replay)
+        if published is not None:
+            trials = record["sampling"]["trials"]
+            check_samples(check, sweep, trials, layout, published, replay)
         check_judgements(check, scenarios, inputs.kinds, layout, published, replay)
         check_controls(check, inputs.kinds, layout, replay)
         with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)) as scratch:
@@ -281,6 +363,8 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         check_calls(check, sweep, layout, published)
         if dynamic is not None and dynamic.settings.on:
             check_dynamic(check, dynamic, layout, bootstrap, published, replay)
+        if published is not None:
+            check_merged_calls(check, sweep, dynamic, layout, published, replay)
     check_lock(check)
     return check
 
