@@ -247,11 +247,10 @@ def check_judgements(
                 continue
             found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
             kind = judge_kind(kinds[judge])
-            rejudger = None if kind.recombine else kind.rejudge(judge, replay.store)
             if kind.recombine is not None:
                 # Its verdicts follow from other judges': combine theirs again.
                 expected = kind.recombine(judge, layout, model, condition)
-            elif rejudger is None:
+            elif (rejudger := kind.rejudge(judge, replay.store)) is None:
                 responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
                 expected = _quoting(found, responses)
             else:
@@ -309,10 +308,13 @@ def _no_model_calls(name: str) -> JudgeConfig:
 def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
     """Recompute every reported number of the run `layout` places (conf/paths) and compare.
 
-    Each stage after sample is run again by its own function in a replay of the run
+    Each stage from render on is run again by its own function in a replay of the run
     (losona/reproduce/replay.py), its model calls answered from the run's published calls
-    alone; its outputs are compared with the run's. With `dynamic` (the extension on), its
-    stages are replayed and compared too (`check_dynamic`).
+    alone (sample only when the run published them), and its outputs are compared with the
+    run's. With `dynamic` (the extension on), its stages are replayed and compared too
+    (`check_dynamic`). Fetch's scenarios and the templates are held to the hashes the
+    provenance records instead: the dataset may not be reachable from here, and the
+    provenance itself records this machine's packages, which another machine's differ from.
     """
     check = Check()
     record = read_provenance(layout.provenance)
@@ -565,8 +567,8 @@ def check_controls(
             continue
         reported = _json_of(summary_path, judge)
         kind = judge_kind(kind_name)
-        rejudger = None if kind.recombine else kind.rejudge(judge, replay.store)
         found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+        rejudger = None if kind.recombine is not None else kind.rejudge(judge, replay.store)
         if rejudger is None:
             expected, summary = found, {judge: control_summary(found)}
         else:
