@@ -148,9 +148,16 @@ def check_prompts(
 ) -> None:
     """The prompt table, by the render stage's own function in the replay."""
     with replay.rerun(partial(run_render, conditions)) as scratch:
-        expected = read_parquet(scratch.prompts, PROMPT_SCHEMA, made_by="render")
-    file = display_path(layout.prompts)
-    found = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
+        _check_table_again(check, layout.prompts, scratch.prompts, PROMPT_SCHEMA, "render")
+
+
+def _check_table_again(
+    check: Check, path: Path, again: Path, schema: pl.Schema, made_by: str
+) -> None:
+    """The table a stage wrote again in the replay (`again`) against the run's (`path`)."""
+    expected = read_parquet(again, schema, made_by=made_by)
+    found = read_parquet(path, schema, made_by=made_by)
+    file = display_path(path)
     check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
@@ -182,13 +189,9 @@ def check_samples(
             try:
                 with replay.rerun(stage) as scratch:
                     again = scratch.responses(model, condition)
-                    expected = read_parquet(again, RESPONSE_SCHEMA, made_by="sample")
+                    _check_table_again(check, path, again, RESPONSE_SCHEMA, "sample")
             except CallNotFound as exc:
                 _calls_missing(check, published, f"sample {model}/{condition}", exc)
-                continue
-            file = display_path(path)
-            found = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
-            check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
 def _no_dataset() -> DatasetConfig:
@@ -245,26 +248,24 @@ def check_judgements(
                     f"({display_path(responses_path)} is absent)"
                 )
                 continue
-            found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
             kind = judge_kind(kinds[judge])
+            rejudger = None if kind.recombine is not None else kind.rejudge(judge, replay.store)
+            if rejudger is not None:
+                stage = partial(judge_cell, rejudger, judge, kind.name)
+                try:
+                    with replay.rerun(partial(stage, model=model, condition=condition)) as scratch:
+                        again = scratch.verdicts(judge, model, condition)
+                        _check_table_again(check, path, again, VERDICT_SCHEMA, "judge")
+                except CallNotFound as exc:
+                    _calls_missing(check, published, f"judge {judge} on {model}/{condition}", exc)
+                continue
+            found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
             if kind.recombine is not None:
                 # Its verdicts follow from other judges': combine theirs again.
                 expected = kind.recombine(judge, layout, model, condition)
-            elif (rejudger := kind.rejudge(judge, replay.store)) is None:
+            else:
                 responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
                 expected = _quoting(found, responses)
-            else:
-                try:
-                    with replay.rerun(
-                        partial(
-                            judge_cell, rejudger, judge, kind.name, model=model, condition=condition
-                        )
-                    ) as scratch:
-                        again = scratch.verdicts(judge, model, condition)
-                        expected = read_parquet(again, VERDICT_SCHEMA, made_by="judge")
-                except CallNotFound as exc:
-                    _calls_missing(check, published, f"judge {judge} on {model}/{condition}", exc)
-                    continue
             file = display_path(path)
             expected = expected.sort("scenario_id", "trial")
             check.add(file, cell_count(expected), compare_tables(file, expected, found))
@@ -567,24 +568,21 @@ def check_controls(
             continue
         reported = _json_of(summary_path, judge)
         kind = judge_kind(kind_name)
-        found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
         rejudger = None if kind.recombine is not None else kind.rejudge(judge, replay.store)
         if rejudger is None:
-            expected, summary = found, {judge: control_summary(found)}
+            found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+            summary = {judge: control_summary(found)}
         else:
             # Judged again whatever they show: the run judged them, and so does the check.
             settings = ControlsSettings(judge_anyway=True)
             try:
                 with replay.rerun(partial(judge_controls_of, rejudger, judge, settings)) as scratch:
-                    expected = read_parquet(
-                        scratch.controls(judge), CONTROL_SCHEMA, made_by="judge_controls"
-                    )
+                    again = scratch.controls(judge)
+                    _check_table_again(check, table_path, again, CONTROL_SCHEMA, "judge_controls")
                     summary = _json_of(scratch.controls_summary(judge), judge)
             except CallNotFound as exc:
                 _calls_missing(check, replay.store.published, f"judge_controls {judge}", exc)
                 continue
-            file = display_path(table_path)
-            check.add(file, cell_count(expected), compare_tables(file, expected, found))
         file = display_path(summary_path)
         check.add(file, *compare_json(file, summary, reported))
 
@@ -738,7 +736,6 @@ def _check_dynamic_cell(
     verdicts_file = layout.dynamic_verdicts(*cell)
     prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
-    verdicts = read_parquet(verdicts_file, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
     sampling = run.sampling.model_copy(update={"dry_run": False})
     published = replay.store.published
     try:
@@ -752,11 +749,8 @@ def _check_dynamic_cell(
                 store=replay.store,
             )
         ) as scratch:
-            rendered = read_parquet(
-                scratch.dynamic_prompts(*cell), DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render"
-            )
-        file = display_path(prompts_file)
-        check.add(file, cell_count(prompts), compare_tables(file, rendered, prompts))
+            again = scratch.dynamic_prompts(*cell)
+            _check_table_again(check, prompts_file, again, DYNAMIC_PROMPT_SCHEMA, "dynamic_render")
         rejudger = judge_kind(option("judge", judge)).rejudge(judge, replay.store)
         if rejudger is None:
             check.notes.append(
@@ -768,9 +762,8 @@ def _check_dynamic_cell(
                 partial(dynamic_judge_cell, rejudger, judge, model=model, condition=condition)
             ) as scratch:
                 again = scratch.dynamic_verdicts(*cell)
-                expected = read_parquet(again, DYNAMIC_VERDICT_SCHEMA, made_by="dynamic_judge")
-            file = display_path(verdicts_file)
-            check.add(file, cell_count(verdicts), compare_tables(file, expected, verdicts))
+                schema = DYNAMIC_VERDICT_SCHEMA
+                _check_table_again(check, verdicts_file, again, schema, "dynamic_judge")
     except CallNotFound as exc:
         _calls_missing(check, published, f"dynamic cell {judge}/{model}/{condition}", exc)
     _check_second_replies(check, model, prompts, responses, published)
