@@ -15,9 +15,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen, config_record
+from losona.config import chosen
+from losona.config.stage import run_config
 from losona.errors import LosonaError
-from losona.files import write_json
 from losona.layout import RunLayout
 
 GROUPS = ("model", "judge")
@@ -33,10 +33,7 @@ def main(cfg: DictConfig) -> None:
     if not groups:
         raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
     for group in groups:
-        checked = chosen(cfg, group)
-        out = layout.config(group, checked.name)
-        write_json(config_record(checked), out)
-        print(f"config: {group} {checked.name} -> {out}")
+        run_config(chosen(cfg, group), layout)
 
 
 if __name__ == "__main__":

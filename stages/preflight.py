@@ -15,22 +15,13 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen
-from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
-from losona.errors import LosonaError
-from losona.files import write_text
-from losona.layout import RunLayout
+from losona.config.preflight_stage import run_preflight
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    problems = run_problems(cfg)
-    if problems:
-        raise LosonaError(refusal(problems, changed_settings_files()))
-    out = RunLayout(chosen(cfg, "paths")).run_checked
-    write_text(CHECKED_MARK, out)
-    print(f"preflight: every setting and name of the run checked -> {out}")
+    run_preflight(cfg)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CONF_DIR, run_stage
+from conftest import CONF_DIR, call_stage, run_stage
 from omegaconf import DictConfig, OmegaConf
 
 from losona.config import (
@@ -24,7 +25,9 @@ from losona.config import (
     option,
     plain,
 )
+from losona.config.stage import run_config
 from losona.errors import LosonaError
+from losona.layout import RunLayout
 
 GROUPS = ["dataset", "model", "judge", "condition", "paths", "experiment"]
 
@@ -67,6 +70,51 @@ def test_stage_scripts_create_no_hydra_folders(workdir: Path) -> None:
     created = sorted(p.name for p in workdir.iterdir())
     assert created == ["conf", "data", "params.yaml"]
     assert sorted(p.name for p in (workdir / "data").iterdir()) == ["scenarios.parquet"]
+
+
+# -- the config stage -----------------------------------------------------------------------
+
+
+def test_the_config_stage_writes_each_option_as_checked_without_its_password(
+    make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = make_cfg(
+        "model=local_openai",
+        "model.api_base=http://user:s3cret@127.0.0.1:9/v1",
+        "model.concurrency=2",
+        "judge=offline_panel",
+    )
+    layout = RunLayout(chosen(cfg, "paths"))
+    run_config(chosen(cfg, "model"), layout)
+    run_config(chosen(cfg, "judge"), layout)
+    model, judge = (
+        Path("data/configs/model/local_openai.json"),
+        Path("data/configs/judge/offline_panel.json"),
+    )
+    assert capsys.readouterr().out.splitlines() == [
+        f"config: model local_openai -> {model}",
+        f"config: judge offline_panel -> {judge}",
+    ]
+    assert "s3cret" not in model.read_text(encoding="utf-8")
+    recorded = json.loads(model.read_text(encoding="utf-8"))
+    assert recorded["api_base"] == "http://127.0.0.1:9/v1" and recorded["concurrency"] == 2
+    # The file's values, and the defaults it leaves out filled in.
+    assert recorded["max_attempts"] == 3 and recorded["endpoints"] == []
+    assert json.loads(judge.read_text(encoding="utf-8"))["kind"] == "panel"
+
+
+def test_the_config_script_records_only_the_groups_named_on_its_command_line(
+    workdir: Path,
+) -> None:
+    refused = call_stage("config")
+    assert refused.returncode == 2 and not (workdir / "data").exists()
+    assert refused.stderr == (
+        "error: config needs an option to record: model=<name> or judge=<name>\n"
+    )
+    done = call_stage("config", "judge=lexicon")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "config: judge lexicon -> data/configs/judge/lexicon.json\n"
+    assert [p.name for p in (workdir / "data" / "configs").iterdir()] == ["judge"]
 
 
 # -- the one checker ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import run_dvc
+from conftest import call_stage, run_dvc
 from test_generation import CELLS, ONE_BASELINE, Scripted
 
 from losona.testing.openai_server import OpenAIServer
@@ -133,15 +133,16 @@ def test_generation_is_its_own_pipeline_and_curation_feeds_the_evaluation(
     ]
     assert sidecar["screen"]["judge"]["config"] == "lexicon" and sidecar["dates"]["curated_on"]
 
-    # The curated set is a dataset like any other.
-    fetched = run_script(repo, "fetch", "dataset=local", f"dataset.path={curated}")
+    # The curated set is a dataset like any other (fetch and render run in this process).
+    fetched = call_stage("fetch", "dataset=local", f"dataset.path={curated}", cwd=repo)
     assert fetched.returncode == 0, fetched.stderr
-    rendered = run_script(repo, "render")
+    rendered = call_stage("render", cwd=repo)
     assert rendered.returncode == 0, rendered.stderr
     prompts = pl.read_parquet(repo / "data" / "prompts.parquet")
     assert set(prompts["scenario_id"]) == {accepted}
 
-    # A bad accept list stops curate with a message, not a traceback, and writes nothing.
+    # A bad accept list stops curate's script with a message, not a traceback, and writes
+    # nothing: the command line's contract, so the script runs as a process.
     before = curated.read_bytes()
     sheet = repo / "reports" / "generation" / "review.html"
     sheet.unlink()

@@ -13,11 +13,41 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-from losona.config.preflight import changed_settings_files, refusal, run_problems
+from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
+from losona.config.preflight_stage import run_preflight
+from losona.errors import LosonaError
+
+CHECKED = Path("data/configs/run.checked")
 
 
 def test_the_shipped_run_has_no_problem(make_cfg: Callable[..., DictConfig]) -> None:
     assert run_problems(make_cfg()) == []
+
+
+def test_the_stage_marks_a_run_with_no_problem_checked(
+    make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_preflight(make_cfg())
+    assert CHECKED.read_text(encoding="utf-8") == CHECKED_MARK
+    assert capsys.readouterr().out == (
+        f"preflight: every setting and name of the run checked -> {CHECKED}\n"
+    )
+
+
+def test_the_stage_refuses_every_problem_at_once_bad_paths_too_and_writes_nothing(
+    make_cfg: Callable[..., DictConfig],
+) -> None:
+    CHECKED.parent.mkdir(parents=True)
+    CHECKED.write_text("an earlier run's mark\n", encoding="utf-8")
+    with pytest.raises(LosonaError) as refused:
+        run_preflight(make_cfg("sampling.trials=0", "paths.configs_dir=null"))
+    first, *problems = str(refused.value).splitlines()
+    assert first == (
+        "this run's settings have 2 problem(s); no stage ran and no output was touched:"
+    )
+    assert any("'paths.configs_dir'" in problem for problem in problems)
+    assert any("'sampling.trials'" in problem for problem in problems)
+    assert CHECKED.read_text(encoding="utf-8") == "an earlier run's mark\n"
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ when DVC reached it. The preflight stage, which every first stage of the pipelin
 on, runs this first: it reads every setting of the run as the stages will, collects every
 problem, and refuses the run with one message before DVC touches an output.
 
-Plain values in, a list of problems out: the stage script (stages/preflight.py) turns them
-into one message and an exit code.
+Plain values in, a list of problems out: the stage (preflight_stage.py) turns them into one
+message, and its script (stages/preflight.py) into an exit code.
 """
 
 from __future__ import annotations
