@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from losona.provenance.publishable import git_refusal, rested_on
@@ -104,3 +105,28 @@ def test_a_repository_without_a_commit_is_refused(tmp_path: Path) -> None:
     git("init", "-q", cwd=tmp_path)
     refusal = git_refusal(tmp_path)
     assert refusal is not None and "no commit holds dvc.yaml" in refusal.lines[0]
+
+
+@pytest.mark.slow  # starts DVC
+def test_bytecode_caches_in_a_code_folder_are_no_part_of_the_run(tmp_path: Path) -> None:
+    # Python writes __pycache__/ into every code folder a stage imports (unless told not
+    # to): git and DVC both ignore it, so the run does not rest on it. A config git
+    # ignores but DVC hashes is still named.
+    root = repo_with_a_run(tmp_path)
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    lock["stages"]["fetch"]["deps"] += [{"path": "losona/scenarios"}, {"path": "conf/model/m.yaml"}]
+    (root / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (root / "losona/scenarios").mkdir(parents=True)
+    (root / "losona/scenarios/fetch.py").write_text("")
+    (root / "conf/model").mkdir()
+    (root / "conf/model/m.yaml").write_text("name: m\n")
+    (root / ".gitignore").write_text("__pycache__/\n*.py[cod]\nconf/model/\n")
+    (root / ".dvcignore").write_text("__pycache__/\n*.pyc\n")
+    subprocess.run(["python", "-m", "dvc", "init", "-q"], cwd=root, check=True)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "the code folder", cwd=root)
+    (root / "losona/scenarios/__pycache__").mkdir()
+    (root / "losona/scenarios/__pycache__/fetch.cpython-311.pyc").write_bytes(b"\x00")
+    refusal = git_refusal(root)
+    assert refusal is not None
+    assert refusal.lines == ("conf/model/ (ignored)",)

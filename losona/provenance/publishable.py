@@ -182,6 +182,23 @@ def _dataset_file(root: Path) -> list[str]:
     return [str(path)] if isinstance(path, str) and path != "???" else []
 
 
+def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
+    """Those of `paths` that DVC ignores (`dvc check-ignore`, after .dvcignore)."""
+    if not paths:
+        return []
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", "check-ignore", *paths],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # Exit 1: none of them is ignored; another failure leaves each one to be named.
+    return (
+        [path for path in done.stdout.splitlines() if path in paths] if done.returncode == 0 else []
+    )
+
+
 def git_refusal(root: Path = Path(".")) -> Refusal | None:
     """Files the run rests on that git does not hold as they are, committed."""
     if subprocess.run(
@@ -194,6 +211,11 @@ def git_refusal(root: Path = Path(".")) -> Refusal | None:
         )
     needed = rested_on(root)
     changed = git_changes(needed, root)
+    # What DVC ignores as well (.dvcignore: the bytecode caches Python writes into a code
+    # folder whenever a stage imports it) is no part of the folder DVC hashes, so no part
+    # of the run: another machine writes its own.
+    for path in dvc_ignored([path for path, how in changed.items() if how == "ignored"], root):
+        del changed[path]
     missing = [path for path in needed if not (root / path).exists() and path not in changed]
     lines = [f"{path} ({how})" for path, how in sorted(changed.items())]
     lines += [f"{path} (missing: neither on disk nor in git)" for path in missing]
