@@ -41,6 +41,10 @@ CONF_DIR = REPO / "conf"
 # The git identity of whoever runs the suite: stages that commit (dvc exp) need one, and a
 # test's own HOME (below) would otherwise hide it.
 USER_GITCONFIG = Path.home() / ".gitconfig"
+# The processes a test starts run as in a user's shell, which writes Python's bytecode caches
+# into the code it imports: a machine that tells Python not to (CI's) once hid that
+# publishable refused every run with a __pycache__/ in losona/.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def new_home(root: Path, mpl_dir: Path) -> dict[str, str]:
