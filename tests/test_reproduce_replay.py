@@ -13,6 +13,7 @@ from test_reproduce import NAIVE, overturn
 from test_reproduce import run as run  # the fixture: a small finished run
 
 from losona.config import ModelSpec
+from losona.errors import LosonaError
 from losona.files import write_text
 from losona.layout import RunLayout
 from losona.models import CallNotFound, CallOptions, Request, complete
@@ -64,6 +65,15 @@ def test_what_a_stage_wrote_in_the_copy_is_put_back_as_the_run_has_it(run: RunLa
         with pytest.raises(RuntimeError), replay.rerun(failing):
             pytest.fail("a failed stage yields nothing to compare")
         assert tree(copy.verdicts_folder) == tree(run.verdicts_folder)
+
+
+def test_a_file_a_replayed_stage_names_is_the_runs(run: RunLayout) -> None:
+    def stage(layout: RunLayout) -> None:
+        raise LosonaError(f"{layout.verdicts('lexicon', 'm', 'naive')}: not a Parquet file")
+
+    with replaying(run, None) as replay, pytest.raises(LosonaError) as refused, replay.rerun(stage):
+        pytest.fail("a failed stage yields nothing to compare")
+    assert str(refused.value) == f"{NAIVE}: not a Parquet file"
 
 
 def test_a_replayed_stage_is_answered_by_the_published_calls_alone(run: RunLayout) -> None:

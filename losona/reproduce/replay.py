@@ -13,12 +13,14 @@ run's own files are only read.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
+from losona.errors import LosonaError
 from losona.layout import RunLayout
 from losona.models import CallStore, PublishedCalls
 
@@ -40,7 +42,6 @@ class Replay:
     answer from: the run's published calls (`published`) and nothing else, no model called."""
 
     def __init__(self, run: RunLayout, published: PublishedCalls | None, root: Path) -> None:
-        self.run = run
         self.root = root
         located = run.paths.model_dump()
         self.scratch = RunLayout(
@@ -60,16 +61,13 @@ class Replay:
                 _copy(Path(value), self._copy_of(value))
 
     def _copy_of(self, location: str | Path) -> Path:
-        """Where the copy keeps a file or folder of the run."""
-        path = Path(location)
-        if path.is_absolute():
-            return self.root / "absolute" / path.relative_to(path.anchor)
-        return self.root / "relative" / path
+        """Where the copy keeps a file or folder of the run: under its absolute path, so
+        that no location, however it is given (`../elsewhere`), falls outside the copy."""
+        return self.root / Path(os.path.abspath(location)).relative_to("/")
 
     def _original(self, copy: Path) -> Path:
         """The run's file a file of the copy stands for (the inverse of `_copy_of`)."""
-        side, *parts = copy.relative_to(self.root).parts
-        return Path(Path("/").anchor if side == "absolute" else ".", *parts)
+        return Path("/") / copy.relative_to(self.root)
 
     @contextmanager
     def rerun(self, stage: Callable[[RunLayout], object]) -> Iterator[RunLayout]:
@@ -80,6 +78,11 @@ class Replay:
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 stage(self.scratch)
             yield self.scratch
+        except LosonaError as exc:
+            # A file it names is the run's: say where the user finds it, not the copy.
+            here = f"{self._copy_of('.')}{os.sep}"
+            exc.args = (str(exc).replace(here, "").replace(str(self.root), ""),)
+            raise
         finally:
             self._put_back(before)
 
