@@ -342,9 +342,13 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
     with replaying(layout, published) as replay:
         if layout.prompts.is_file():
             check_prompts(check, sweep["conditions"], layout, replay)
-        if published is not None:
-            trials = record["sampling"]["trials"]
+        trials = (record.get("sampling") or {}).get("trials")
+        if published is not None and isinstance(trials, int):
             check_samples(check, sweep, trials, layout, published, replay)
+        elif published is not None:
+            check.notes.append(
+                f"{provenance_file} records no K: the responses are not sampled again"
+            )
         check_judgements(check, scenarios, inputs.kinds, layout, published, replay)
         check_controls(check, inputs.kinds, layout, replay)
         with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)) as scratch:
