@@ -12,14 +12,15 @@ verdicts (judged again as their judge's kind says: rules for free, an LLM judge 
 published calls, a panel combined again from its members), the validity controls and
 their summaries, aggregate's tables and metrics, the judge audit (when the run has one),
 the numbers behind the figures and, with the extension on, the dynamic turn's prompts,
-verdicts and reports, and last the merged calls file. Beside the stages, it checks that
-the verdicts name the judge models and versions the provenance records, that the
-scenario table and the templates still have the hashes it records, and that the run's
-published calls (paths.calls) hold every cell's calls file and, for every response, the
-very call that produced it (looked up by the call-cache key of the prompt, trial and
-model config). Last, every output file against the md5 dvc.lock records for it, and
-dvc.lock against the one committed at git HEAD: a table, the calls file and dvc.lock
-that disagree, or a run recomputed and recorded again since it was committed, are named.
+replies, verdicts and reports, and last the merged calls file. Beside the stages, it
+checks that the verdicts name the judge models and versions the provenance records, that
+the scenario table and the templates still have the hashes it records, and that the
+run's published calls (paths.calls) hold every cell's calls file and, for every
+response, the very call that produced it (looked up by the call-cache key of the prompt,
+trial and model config). Last, every output file against the md5 dvc.lock records for
+it, and dvc.lock against the one committed at git HEAD: a table, the calls file and
+dvc.lock that disagree, or a run recomputed and recorded again since it was committed,
+are named.
 
 Exit status: 0 when everything matches; 3 when anything differs (each difference is
 named: file, line or key, column, expected vs found); 2 when the run cannot be checked

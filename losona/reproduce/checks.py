@@ -38,6 +38,7 @@ from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.aggregate_stage import run_dynamic_aggregate
 from losona.dynamic.render_stage import run_dynamic_render
+from losona.dynamic.sample_stage import run_dynamic_sample
 from losona.dynamic.settings import DynamicSettings
 from losona.dynamic.stage import dynamic_judge_cell
 from losona.dynamic.tables import (
@@ -755,6 +756,13 @@ def _check_dynamic_cell(
         ) as scratch:
             again = scratch.dynamic_prompts(*cell)
             _check_table_again(check, prompts_file, again, DYNAMIC_PROMPT_SCHEMA, "dynamic_render")
+        if published is not None:  # as the first turn's: only published calls answer it
+            spec = option("model", model)
+            stage = partial(run_dynamic_sample, sampling, judge=judge, spec=spec)
+            with replay.rerun(partial(stage, condition=condition, store=replay.store)) as scratch:
+                again = scratch.dynamic_responses(*cell)
+                schema = DYNAMIC_RESPONSE_SCHEMA
+                _check_table_again(check, responses_file, again, schema, "dynamic_sample")
         rejudger = judge_kind(option("judge", judge)).rejudge(judge, replay.store)
         if rejudger is None:
             check.notes.append(
