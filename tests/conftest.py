@@ -47,6 +47,22 @@ USER_GITCONFIG = Path.home() / ".gitconfig"
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+@pytest.fixture(autouse=True)
+def kept_in_its_group(request: pytest.FixtureRequest) -> None:
+    """Under `--dist loadgroup` (make test), xdist sends the tests of one `xdist_group` to one
+    worker by adding the group to their node ids. Where it cannot (pytest 9.2 with xdist 3.8,
+    pytest-dev/pytest-xdist#1386) nothing fails: the group is dealt out test by test and its
+    shared module fixture, a whole published run, is made once per worker. Fail instead."""
+    marks = list(request.node.iter_markers("xdist_group"))
+    if marks and getattr(request.config.option, "loadgroup", False):
+        if "@" not in request.node.nodeid:
+            pytest.fail(
+                f"pytest-xdist did not keep this test in its group {marks[0].args[0]!r}, so the "
+                f"group's tests run apart (pytest {pytest.__version__}: see "
+                "pytest-dev/pytest-xdist#1386, and pyproject.toml's pin of pytest)"
+            )
+
+
 def new_home(root: Path, mpl_dir: Path) -> dict[str, str]:
     """The environment of a HOME made at `root`: empty but for the user's git identity."""
     root.mkdir(parents=True, exist_ok=True)
