@@ -54,13 +54,13 @@ def kept_in_its_group(request: pytest.FixtureRequest) -> None:
     pytest-dev/pytest-xdist#1386) nothing fails: the group is dealt out test by test and its
     shared module fixture, a whole published run, is made once per worker. Fail instead."""
     marks = list(request.node.iter_markers("xdist_group"))
-    if marks and getattr(request.config.option, "loadgroup", False):
-        if "@" not in request.node.nodeid:
-            pytest.fail(
-                f"pytest-xdist did not keep this test in its group {marks[0].args[0]!r}, so the "
-                f"group's tests run apart (pytest {pytest.__version__}: see "
-                "pytest-dev/pytest-xdist#1386, and pyproject.toml's pin of pytest)"
-            )
+    dealt_by_group = getattr(request.config.option, "loadgroup", False)
+    if marks and dealt_by_group and "@" not in request.node.nodeid:
+        pytest.fail(
+            f"pytest-xdist did not keep this test in its group {marks[0].args[0]!r}, so the "
+            f"group's tests run apart (pytest {pytest.__version__}: see "
+            "pytest-dev/pytest-xdist#1386, and pyproject.toml's pin of pytest)"
+        )
 
 
 def new_home(root: Path, mpl_dir: Path) -> dict[str, str]:
