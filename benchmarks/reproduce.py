@@ -25,17 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from losona.testing.openai_server import OpenAIServer
+from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
 
 REPO = Path(__file__).resolve().parents[1]
-SWEEP = {
-    "models": ["local"],
-    "conditions": ["naive", "norm_informed"],
-    "judges": ["lexicon", "scripted"],
-}
 
 
 def run(*command: str, cwd: Path, env: dict[str, str]) -> str:
@@ -55,18 +49,7 @@ def published_run(root: Path, server: OpenAIServer, env: dict[str, str]) -> Path
         if (REPO / name).is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, repo / name)
-    (repo / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": SWEEP}))
-    model = server.model_config("local", label="Test server")
-    (repo / "conf" / "model" / "local.yaml").write_text(yaml.safe_dump(model))
-    judge = {
-        "name": "scripted",
-        "kind": "llm",
-        "model": server.model_config(
-            "scripted", model="openai/scripted-judge", seed_per_trial=False, params={}
-        ),
-    }
-    (repo / "conf" / "judge" / "scripted.yaml").write_text(yaml.safe_dump(judge))
-    (repo / "dvc.lock").unlink(missing_ok=True)
+    write_published_sweep(repo, server)
     git = ["git", "-c", "user.email=b@example.org", "-c", "user.name=bench"]
     run(*git, "init", "-q", cwd=repo, env=env)
     run(sys.executable, "-m", "dvc", "repro", cwd=repo, env=env)

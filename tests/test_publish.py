@@ -22,21 +22,19 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 from conftest import copy_repo, run_dvc
 
 from losona.files import write_parquet
 from losona.models import Completion
 from losona.models.call_cache import CallCache
 from losona.testing.openai_server import OpenAIServer
+from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
 
 # One worker takes the whole module (make test's --dist loadgroup), so its module fixture
 # (a published run and its server) is made once per test run, not once per worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("publish")]
 
-CONDITIONS = ["naive", "norm_informed"]
-SWEEP = {"models": ["local"], "conditions": CONDITIONS, "judges": ["lexicon", "scripted"]}
 UP_TO_DATE = "Data and pipelines are up to date."
 CALLS = "data/calls.parquet"
 
@@ -76,18 +74,7 @@ def machine(home: Path) -> dict[str, str]:
 
 def configure(repo: Path, server: OpenAIServer, remote: Path) -> None:
     """The sweep, the test server's subject and judge, and a local-directory DVC remote."""
-    (repo / "params.yaml").write_text(yaml.safe_dump({"dataset": "bundled", "sweep": SWEEP}))
-    model = server.model_config("local", label="Test server")
-    (repo / "conf" / "model" / "local.yaml").write_text(yaml.safe_dump(model))
-    judge = {
-        "name": "scripted",
-        "kind": "llm",
-        "model": server.model_config(
-            "scripted", model="openai/scripted-judge", seed_per_trial=False, params={}
-        ),
-    }
-    (repo / "conf" / "judge" / "scripted.yaml").write_text(yaml.safe_dump(judge))
-    (repo / "dvc.lock").unlink(missing_ok=True)
+    write_published_sweep(repo, server)
     run_dvc("remote", "add", "--default", "storage", str(remote), cwd=repo)
 
 
