@@ -56,18 +56,19 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.slow  # about 10 s per config, most of it importing litellm
-@pytest.mark.parametrize("model", MODEL_CONFIGS)
-def test_every_model_config_dry_runs_offline_within_seconds(model: str, rendered: Path) -> None:
+@pytest.mark.slow  # one process, most of it importing litellm
+def test_every_model_config_dry_runs_offline_within_seconds(rendered: Path) -> None:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("HF_HUB_OFFLINE", None)  # the stage itself must not need it
     env.pop("TIKTOKEN_CACHE_DIR", None)
+    # Every config in one sweep's dry run: each cell is planned by plan_sampling, as with
+    # model=<name>, and the litellm import is paid once rather than once per config.
     result = subprocess.run(
         [
             sys.executable,
             str(REPO / "stages" / "sample.py"),
-            f"model={model}",
-            "condition=naive",
+            f"sweep.models=[{','.join(MODEL_CONFIGS)}]",
+            "sweep.conditions=[naive]",
             "sampling.dry_run=true",
             f"paths.call_cache={rendered / 'calls.sqlite'}",
         ],
@@ -75,14 +76,23 @@ def test_every_model_config_dry_runs_offline_within_seconds(model: str, rendered
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,  # a Hub download attempt would still be retrying
+        timeout=120,  # a Hub download attempt would still be retrying
         check=False,
     )
     assert result.returncode == 0, result.stderr
     prompts = pl.read_parquet(rendered / "data" / "prompts.parquet").height
-    assert f"{model}: {prompts * 3} calls" in result.stdout
-    counted = r"prompt tokens counted with (tiktoken \w+|litellm's Anthropic)"
-    assert re.search(counted, result.stdout)
-    # The three prices, each with where its figures come from.
-    assert re.search(r"list \$[\d.]+, with prompt caching \$[\d.]+", result.stdout)
-    assert "with caching and batch $" in result.stdout and "; batch: " in result.stdout
+    cells = dict(
+        re.findall(
+            r"^sample \(dry run, no calls made\): naive, (\w+): (.*\n.*)$", result.stdout, re.M
+        )
+    )
+    assert sorted(cells) == MODEL_CONFIGS, result.stdout
+    for model, plan in cells.items():
+        assert plan.startswith(f"{prompts * 3} calls"), f"{model}: {plan}"
+        counted = r"prompt tokens counted with (tiktoken \w+|litellm's Anthropic)"
+        assert re.search(counted, plan), f"{model}: {plan}"
+        # The three prices, each with where its figures come from.
+        assert re.search(r"\n  list \$[\d.]+, with prompt caching \$[\d.]+", plan), (
+            f"{model}: {plan}"
+        )
+        assert "with caching and batch $" in plan and "; batch: " in plan, f"{model}: {plan}"
