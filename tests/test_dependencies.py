@@ -25,10 +25,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_dvc
+from conftest import GoldenRun, run_dvc
 
 from losona.config import GROUPS
-from losona.testing.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
@@ -272,32 +271,12 @@ def changed_stages(repo: Path) -> set[str]:
     }
 
 
-@pytest.mark.slow  # a lean run of the whole pipeline, then dvc status: a minute or two
+@pytest.mark.slow  # dvc status on a copy of the golden run, a few times
 def test_editing_another_familys_tables_or_settings_leaves_the_first_turn_up_to_date(
-    repo_copy: Path, tmp_path: Path
+    golden_run: GoldenRun, tmp_path: Path
 ) -> None:
-    repo = repo_copy
-    params = {
-        "dataset": "bundled",
-        "sweep": {"models": ["local"], "conditions": ["naive"], "judges": ["lexicon"]},
-    }
-    (repo / "params.yaml").write_text(yaml.safe_dump(params))
-    run = repo / "conf" / "run.yaml"
-    text = run.read_text()
-    assert "scenario_ids: []" in text and "  trials: 3 " in text  # else the run is not lean
-    ids = "event_planning__extreme_conciseness_norm, standup__binary_answer_norm"
-    run.write_text(
-        text.replace("scenario_ids: []", f"scenario_ids: [{ids}]").replace(
-            "  trials: 3 ", "  trials: 1 "
-        )
-    )
-    paths = repo / "conf" / "paths" / "default.yaml"
-    cache = tmp_path / "calls.sqlite"
-    paths.write_text(re.sub(r"call_cache: .*", f"call_cache: {cache}", paths.read_text()))
-    with OpenAIServer() as server:
-        model = server.model_config("local", label="Test server")
-        (repo / "conf" / "model" / "local.yaml").write_text(yaml.safe_dump(model))
-        run_dvc("repro", cwd=repo)
+    # A whole lean run of the first turn, committed: two scenarios, K = 1, lexicon.
+    repo = golden_run.copy(tmp_path / "repo")
     assert changed_stages(repo) == set()
 
     def edited(module: str) -> set[str]:
