@@ -47,6 +47,13 @@ USER_GITCONFIG = Path.home() / ".gitconfig"
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests first. xdist deals tests out in collection order, so a long test dealt
+    late (test_publish.py's group takes minutes, and its name sorts it late) keeps one worker
+    busy after the other has run out of tests; dealt last, the quick ones even out the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def kept_in_its_group(request: pytest.FixtureRequest) -> None:
     """Under `--dist loadgroup` (make test), xdist sends the tests of one `xdist_group` to one
