@@ -33,7 +33,7 @@ from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import judge_messages, parse_verdict
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer, default_reply
-from losona.testing.scripted_judge import ScriptedJudge
+from losona.testing.scripted_judge import ScriptedJudge, template_copy
 
 CONDITIONS = ("naive", "norm_informed")
 PAIR = "lexicon_vs_local_openai"
@@ -213,6 +213,13 @@ def test_the_scripted_judge_agrees_with_the_rules_unless_told_otherwise(response
 def test_the_scripted_judge_answers_anything_else_like_the_test_server() -> None:
     body = {"model": "subject", "messages": [{"role": "user", "content": "Your next message:"}]}
     assert ScriptedJudge()(body) == default_reply(body)
+
+
+def test_the_template_copying_judge_copies_only_a_judges_prompt() -> None:
+    body = {"model": "subject", "messages": [{"role": "user", "content": "Your next message:"}]}
+    assert template_copy(body) == default_reply(body)
+    copied = template_copy(body_for("Yes."))
+    assert copied != default_reply(body_for("Yes.")) and '"..."' in copied
 
 
 def post(url: str, body: dict[str, Any]) -> dict[str, Any]:

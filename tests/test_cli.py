@@ -6,6 +6,7 @@ import collections
 from pathlib import Path
 
 import pytest
+from omegaconf.errors import InterpolationResolutionError
 
 from losona import cli
 from losona.errors import LosonaError, causes
@@ -113,3 +114,12 @@ def test_ctrl_c_before_any_call_says_only_that_it_stopped() -> None:
     assert cli.interrupted_message({Path("c.sqlite"): 1}).startswith(
         "interrupted: stopped by Ctrl-C; 1 completed call is kept in the call cache (c.sqlite)"
     )
+
+
+def test_an_interpolation_error_with_no_error_of_ours_behind_it_is_a_crash() -> None:
+    # Only a resolver's LosonaError is the user's mistake; any other broken resolver is a bug.
+    @cli.reports_user_errors
+    def stage() -> None:
+        raise InterpolationResolutionError("a resolver raised ZeroDivisionError")
+
+    assert exit_code(hydra_main(stage)) == 1

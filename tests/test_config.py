@@ -187,3 +187,10 @@ def test_no_number_read_from_config_may_be_nan_or_infinite(value: float, shown: 
     for schema, node, key in nodes:
         with pytest.raises(LosonaError, match=rf"'{schema.KEY}\.{key}': expected .*found {shown}"):
             schema.from_config(node)
+
+
+def test_the_schemas_of_every_group_are_listed_and_a_dataset_kind_asks_for_what_it_needs() -> None:
+    # Every group is listed (iteration and size), each schema imported when first asked for.
+    assert len(SCHEMAS) == len(list(SCHEMAS)) and set(GROUPS) - {"experiment"} <= set(SCHEMAS)
+    with pytest.raises(LosonaError, match=r"'dataset\.path': expected a value \(kind local"):
+        DatasetConfig.from_config({"name": "mine", "kind": "local"})

@@ -204,3 +204,9 @@ def test_an_experiment_not_there_is_named_with_the_ones_that_are() -> None:
         select(from_exp_show(SHOWN), ["nope"])
     # A revision's prefix finds it too.
     assert select(from_exp_show(SHOWN), ["58eb38b"])[0].name == "conic-maid"
+
+
+def test_naming_no_experiment_selects_them_all_and_none_are_unlike() -> None:
+    experiments = from_exp_show(SHOWN)
+    assert select(experiments, []) == experiments
+    assert unlike_notes([]) == []

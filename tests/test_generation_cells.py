@@ -148,3 +148,16 @@ def test_bad_stage_settings_name_the_setting(
     base = plain(cfg[section[reader]])
     with pytest.raises(LosonaError, match=message):
         reader.from_config(base | node)
+
+
+def test_a_selection_describes_what_it_chose_and_a_version_may_be_a_number() -> None:
+    assert selection(mode="per_norm", per_norm=3, venues=["slack"]).describe() == {
+        "mode": "per_norm",
+        "venues": ["slack"],
+        "per_norm": 3,
+    }
+    assert selection().describe() == {"mode": "all", "venues": None}
+    # 2 names a version as "2" does; true names none.
+    assert CurateSettings.from_config({"name": "set", "version": 2}).version == "2"
+    with pytest.raises(LosonaError, match=r"'curate\.version': expected part of a file name"):
+        CurateSettings.from_config({"name": "set", "version": True})

@@ -11,6 +11,7 @@ from losona.judges.health import (
     MIN_SCORED,
     TRUSTWORTHY_PERCENT,
     JudgeEvidence,
+    cannot_judge,
     controls_accuracy,
     degenerate_signs,
     uniform_verdict,
@@ -117,3 +118,21 @@ def test_a_degenerate_judge_is_named_in_results_and_table_1() -> None:
         "the model; check its validity controls before reading them: m / naive: every scored "
         "verdict is comply while it got 50.0% of its validity controls right."
     ) in reports.table1
+
+
+def test_controls_show_a_judge_that_cannot_judge_and_leave_a_merely_wrong_one() -> None:
+    def controls(labels: list[bool | None]) -> pl.DataFrame:
+        return pl.DataFrame({"complies": labels}, schema={"complies": pl.Boolean})
+
+    assert cannot_judge(controls([])) == []  # no controls run: nothing to go on
+    half = MIN_SCORED // 2
+    assert cannot_judge(controls([True, False] * half)) == []
+    wrong_on_some = [True] * (MIN_SCORED - 2) + [False, None]
+    assert cannot_judge(controls(wrong_on_some)) == []
+    assert cannot_judge(controls([None] * (MIN_SCORED - 1) + [True])) == [
+        f"{MIN_SCORED - 1} of its {MIN_SCORED} validity controls are unscored"
+    ]
+    assert cannot_judge(controls([False] * MIN_SCORED)) == [
+        f"every one of its {MIN_SCORED} scored validity controls is breach, though half the "
+        "examples comply and half breach"
+    ]

@@ -23,7 +23,7 @@ from test_judge import responses_table, scenarios_table
 from losona.audit.rejudging import determinism
 from losona.audit.settings import DeterminismSettings
 from losona.config import AggregateSettings, JudgeConfig
-from losona.config.schemas import JUDGE_KINDS
+from losona.config.schemas import JUDGE_KINDS, judge_kind_settings
 from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges.kinds import KINDS, JudgeKind, judge_kind, register
@@ -250,3 +250,13 @@ def test_no_module_outside_the_registry_asks_which_kind_a_judge_is() -> None:
         questions = kind_questions(source, set(KINDS), classes, tables=where != SETTINGS)
         found += [f"{where}: {q}" for q in questions]
     assert found == []
+
+
+def test_a_judge_that_calls_no_model_refuses_batch_and_the_registry_names_an_unknown_kind() -> None:
+    with pytest.raises(LosonaError, match=r"'judge\.batch': expected false: the lexicon judge"):
+        JudgeConfig.from_config({"name": "rules", "kind": "lexicon", "batch": True})
+    with pytest.raises(LosonaError, match=r"unknown judge kind 'oracle': expected one of \["):
+        judge_kind_settings("oracle")
+    # A judge that is not a mapping at all is named as such, not checked field by field.
+    with pytest.raises(LosonaError, match="'judge': expected a valid dictionary"):
+        JudgeConfig.from_config(["rules"])  # type: ignore[arg-type]

@@ -106,6 +106,10 @@ def test_a_minimal_node_gives_documented_defaults() -> None:
             {"name": "m", "model": "o/x", "api_base": "http://a", "endpoints": ["http://b"]},
             "not both",
         ),
+        (
+            {"name": "m", "model": "o/x", "endpoints": ["http://b", "http://b"]},
+            "'model.endpoints': expected distinct endpoints, found ['http://b', 'http://b']",
+        ),
         ({"name": "m", "model": "openai/x", "params": {"stream": True}}, "sets ['stream'] itself"),
         (
             {"name": "m", "model": "openai/x", "price": {"input_usd_per_mtok": 1}},
@@ -576,3 +580,24 @@ def test_the_cap_says_what_was_spent_once_the_calls_in_flight_settle(
         stop.value
     )
     assert facts["stopped"].endswith("($14.0000 spent in this run)")
+
+
+def test_the_loops_inline_executor_hands_a_setup_error_to_the_awaiting_caller() -> None:
+    # litellm runs its request setup in the loop's default executor; an error there must
+    # reach the call that awaits it, as from a worker thread, not vanish or stop the loop.
+    import asyncio
+    import threading
+
+    from losona.models.complete import _InlineExecutor
+
+    def setup() -> None:
+        raise ValueError(f"setup failed on {threading.current_thread().name}")
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(_InlineExecutor(max_workers=1))
+        with pytest.raises(ValueError, match=f"on {threading.current_thread().name}$"):
+            await loop.run_in_executor(None, setup)
+        assert await loop.run_in_executor(None, lambda: 2 + 2) == 4
+
+    asyncio.run(run())

@@ -25,7 +25,7 @@ from losona.models import (
     read_calls,
 )
 from losona.models.published_calls import md5_file
-from losona.provenance.call_files import merge_calls, recorded_md5
+from losona.provenance.call_files import lock_outputs, merge_calls, recorded_md5
 from losona.testing.openai_server import OpenAIServer
 
 REMEDY = "get the run's own"
@@ -178,6 +178,17 @@ def test_merging_refuses_one_call_answered_two_ways(server: OpenAIServer, tmp_pa
         merge_calls([a, b, c])
     with pytest.raises(LosonaError, match=r"missing\.parquet not found"):
         merge_calls([a, tmp_path / "missing.parquet"])
+    # A sweep of no cell publishes no call: an empty table of the calls' own columns.
+    nothing = merge_calls([])
+    assert nothing.is_empty() and nothing.columns == calls.columns
+
+
+def test_a_lock_that_is_not_dvcs_or_records_an_output_without_md5_is_refused() -> None:
+    with pytest.raises(LosonaError, match=r"dvc\.lock: no 'stages' mapping; is it DVC's lock"):
+        lock_outputs(["not", "a", "lock"], "dvc.lock")
+    unhashed = {"stages": {"sample": {"outs": [{"path": "data/a.parquet"}]}}}
+    with pytest.raises(LosonaError, match=r"dvc\.lock: the entry of data/a\.parquet has no md5"):
+        lock_outputs(unhashed, "dvc.lock")
 
 
 def test_the_recorded_hash_is_read_from_dvc_lock(tmp_path: Path) -> None:

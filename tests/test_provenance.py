@@ -170,3 +170,18 @@ def test_the_stage_writes_the_same_bytes_twice_and_refuses_a_missing_table(
     assert bad.returncode == 2
     expected = "'sampling.trials': expected an integer of at least 1, found -1"
     assert f"error: the command line (sampling.trials=...): {expected}" in bad.stderr
+
+
+def test_a_package_that_is_not_installed_is_recorded_as_such(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from losona.provenance import record
+
+    monkeypatch.setattr(record, "PACKAGES", ("polars", "no-such-package-losona"))
+    versions = record.package_versions()
+    assert versions["no-such-package-losona"] == "not installed"
+    assert versions["polars"] == pl.__version__ and set(versions) == {
+        "python",
+        "polars",
+        "no-such-package-losona",
+    }
