@@ -298,3 +298,14 @@ def test_a_variable_that_is_no_port_is_refused_in_one_line() -> None:
     assert err.splitlines()[-1].endswith(
         "error: LOSONA_TEST_SERVER_PORT='eighty': expected a port number, 0 to 65535"
     )
+
+
+def test_a_lifetime_that_is_not_positive_is_refused_before_serving(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from losona.testing.openai_server.__main__ import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--lifetime", "0"])
+    assert refused.value.code == 2
+    assert "--lifetime: expected a positive number of seconds, found 0.0" in capsys.readouterr().err

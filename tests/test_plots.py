@@ -22,7 +22,15 @@ from matplotlib.figure import Figure as MplFigure
 from losona.config import AggregateSettings
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
 from losona.files import write_parquet
-from losona.report.plots import STYLE, Figure, _accuracy, _judges, draw_figures, write_figures
+from losona.report.plots import (
+    LABELLED_ROWS,
+    STYLE,
+    Figure,
+    _accuracy,
+    _judges,
+    draw_figures,
+    write_figures,
+)
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation
 
@@ -349,3 +357,11 @@ def test_a_heatmaps_smallest_text_reads_at_10_px_or_more() -> None:
     assert len(sizes) > 10
     assert min(sizes) * 4 / 3 >= 10
     assert heatmap.full_size
+
+
+def test_past_the_labelled_rows_a_heatmap_names_its_count_instead_of_each_scenario() -> None:
+    many = LABELLED_ROWS + 1
+    text = svg_text(heatmap_of(many).svg)
+    assert f"{many} scenarios" in text
+    assert "event_0__norm_0" not in text and "event_1__norm_1" not in text
+    assert "event_0__norm_0" in svg_text(heatmap_of(5).svg)  # a few are named one by one
