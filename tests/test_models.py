@@ -5,9 +5,11 @@ Calls go to the local OpenAI-compatible test server; its request log shows what 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from conftest import CONF_DIR
 from losona.errors import LosonaError
 from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Request, complete, plan
 from losona.models.call_cache import CallCache
+from losona.models.complete import _InlineExecutor
 from losona.models.prepare import prepare as _prepare
 from losona.testing.openai_server import (
     TRANSIENT_FAULTS,
@@ -585,11 +588,6 @@ def test_the_cap_says_what_was_spent_once_the_calls_in_flight_settle(
 def test_the_loops_inline_executor_hands_a_setup_error_to_the_awaiting_caller() -> None:
     # litellm runs its request setup in the loop's default executor; an error there must
     # reach the call that awaits it, as from a worker thread, not vanish or stop the loop.
-    import asyncio
-    import threading
-
-    from losona.models.complete import _InlineExecutor
-
     def setup() -> None:
         raise ValueError(f"setup failed on {threading.current_thread().name}")
 

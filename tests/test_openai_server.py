@@ -28,6 +28,7 @@ from losona.testing.openai_server import (
     default_reply,
     fail_first,
 )
+from losona.testing.openai_server.__main__ import main as serve_main
 from losona.testing.openai_server.port import (
     CONFIG_PORT,
     PORT_VARIABLE,
@@ -303,9 +304,7 @@ def test_a_variable_that_is_no_port_is_refused_in_one_line() -> None:
 def test_a_lifetime_that_is_not_positive_is_refused_before_serving(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from losona.testing.openai_server.__main__ import main
-
     with pytest.raises(SystemExit) as refused:
-        main(["--lifetime", "0"])
+        serve_main(["--lifetime", "0"])
     assert refused.value.code == 2
     assert "--lifetime: expected a positive number of seconds, found 0.0" in capsys.readouterr().err

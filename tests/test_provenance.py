@@ -19,7 +19,13 @@ from losona.files import write_parquet
 from losona.judges import prompt as judge_prompt
 from losona.layout import RunLayout
 from losona.prompts import subject as subject_prompt
-from losona.provenance.record import PACKAGES, provenance, scenarios_sha256, template_hashes
+from losona.provenance.record import (
+    PACKAGES,
+    package_versions,
+    provenance,
+    scenarios_sha256,
+    template_hashes,
+)
 from losona.provenance.stage import run_provenance
 
 BOOTSTRAP = AggregateSettings(resamples=1000, seed=7, confidence=0.9)
@@ -175,10 +181,8 @@ def test_the_stage_writes_the_same_bytes_twice_and_refuses_a_missing_table(
 def test_a_package_that_is_not_installed_is_recorded_as_such(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from losona.provenance import record
-
-    monkeypatch.setattr(record, "PACKAGES", ("polars", "no-such-package-losona"))
-    versions = record.package_versions()
+    monkeypatch.setattr("losona.provenance.record.PACKAGES", ("polars", "no-such-package-losona"))
+    versions = package_versions()
     assert versions["no-such-package-losona"] == "not installed"
     assert versions["polars"] == pl.__version__ and set(versions) == {
         "python",
