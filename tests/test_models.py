@@ -9,6 +9,8 @@ import asyncio
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -218,6 +220,41 @@ def test_results_come_in_request_order_and_a_rerun_makes_no_call(
     again = complete(spec, requests, CallOptions(cache_path=cache))
     assert texts(again) == texts(first) and all(c.cached for c in again)
     assert server.request_count == 20 and len(set(sent)) == 20
+
+
+# A fresh process reruns from the cache: does it import litellm, and what does it log?
+RERUN_FROM_CACHE = """
+import json, sys
+from losona.models import CallOptions, ModelSpec, Request, complete
+config, cache, log = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+requests = [Request([{"role": "user", "content": f"prompt {i}"}]) for i in range(3)]
+done = complete(ModelSpec.from_config(config), requests, CallOptions(cache_path=cache, run_log=log))
+print(json.dumps({"cached": [c.cached for c in done], "litellm": "litellm" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_whose_calls_are_all_cached_never_imports_litellm(
+    tmp_path: Path, cache: Path
+) -> None:
+    # Importing litellm takes seconds of every stage process; a rerun, or a check of a
+    # published run, makes no call and needs none of it.
+    with OpenAIServer() as server:
+        config = server.model_config(price={"input_usd_per_mtok": 1, "output_usd_per_mtok": 2})
+        complete(ModelSpec.from_config(config), prompts(3), CallOptions(cache_path=cache))
+    rerun = subprocess.run(
+        [sys.executable, "-c", RERUN_FROM_CACHE, json.dumps(config), str(cache), "log.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(rerun.stdout) == {"cached": [True] * 3, "litellm": False}
+    facts = json.loads((tmp_path / "log.json").read_text())
+    assert (facts["cache_hits"], facts["completed"], facts["cost_usd_this_run"]) == (3, 0, 0)
+    assert facts["cost_usd_all_requests"] > 0  # the cached calls at list price, as kept
+    # Never asked, the provider's price source and caching rule are not guessed at.
+    assert facts["price_from"] is None and facts["prompt_cache"]["rule"] is None
 
 
 def test_the_k_trials_differ_and_come_back_the_same(server: OpenAIServer, tmp_path: Path) -> None:

@@ -38,44 +38,50 @@ from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, Cal
 from losona.models.completions import CallFailed, Completions, Receipt, require_every_call
 from losona.models.litellm_api import keep_states_beside, provider_of
 from losona.models.options import CallOptions
-from losona.models.prepare import Prepared, prepare
+from losona.models.prepare import Prepared, RequestKeys, prepare
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS
 from losona.models.progress import progress_bar
 from losona.models.send import Sender
 from losona.models.values import CallPlan, Completion, Request
 
 
-def _warn_unpriced(prepared: Prepared) -> None:
-    if prepared.price_source == "unknown":
-        print(
-            f"warning: litellm has no price for {prepared.spec.model} and the config of "
-            f"'{prepared.spec.name}' sets none: its cost is recorded as $0. Set price: "
-            "{input_usd_per_mtok: ..., output_usd_per_mtok: ...} (0 for your own server).",
-            file=sys.stderr,
-        )
-
-
-async def acomplete(
-    spec: ModelSpec, requests: Sequence[Request], options: CallOptions
-) -> Completions:
-    """The run inside an event loop: `complete` starts one, after any batch jobs."""
+def _ready_to_send(spec: ModelSpec, options: CallOptions) -> Prepared:
+    """Before a run's first call: the spec checked against its provider and priced, and
+    its API key found."""
     prepared = prepare(spec)
     if options.max_cost_usd is not None and prepared.price_source == "unknown":
         raise LosonaError(
             f"model '{spec.name}': max_cost_usd is set but nobody knows what "
             f"{spec.model} costs; set price in its config"
         )
-    _warn_unpriced(prepared)
+    if prepared.price_source == "unknown":
+        print(
+            f"warning: litellm has no price for {spec.model} and the config of "
+            f"'{spec.name}' sets none: its cost is recorded as $0. Set price: "
+            "{input_usd_per_mtok: ..., output_usd_per_mtok: ...} (0 for your own server).",
+            file=sys.stderr,
+        )
+    spec.check_credentials()
+    return prepared
+
+
+async def acomplete(
+    spec: ModelSpec, requests: Sequence[Request], options: CallOptions
+) -> Completions:
+    """The run inside an event loop: `complete` starts one, after any batch jobs."""
+    request_keys = RequestKeys.of(spec)
     started_at, started = datetime.now(UTC), time.perf_counter()
     with CallCache.open(options.cache_path) as cache:
-        found = _look_up(prepared, requests, cache, options.use_cache)
+        found = _look_up(request_keys, requests, cache, options.use_cache)
         pending = found.missing
         if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
             raise CallNotFound(len(pending), len(set(found.keys)))
+        # Only a call that must really be made needs its provider asked (which imports
+        # litellm, seconds of a process) and the key: a run whose calls are all cached or
+        # published reruns without either.
+        prepared = None
         if pending:
-            # Only a call that must really be made needs the key: a run whose calls are
-            # all cached or published reruns without one.
-            spec.check_credentials()
+            prepared = _ready_to_send(spec, options)
             keep_states_beside(cache.path)
         # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
         bar = progress_bar(
@@ -102,13 +108,16 @@ async def acomplete(
                 cache.put(key, spec.model, completion)
                 held[key] = completion
 
-        sender = Sender(prepared, options.max_cost_usd, bar)
+        stats = runlog.CallStats()
         with bar:
-            await sender.run(requests, list(pending.values()), found.keys, keep)
-    stats = sender.stats
+            if prepared is not None:
+                sender = Sender(prepared, options.max_cost_usd, bar)
+                await sender.run(requests, list(pending.values()), found.keys, keep)
+                stats = sender.stats
     tally = found.tally(made, held)
     if options.run_log is not None:
         facts = runlog.facts(
+            request_keys,
             prepared,
             stats,
             tally,
@@ -167,7 +176,7 @@ class _Found:
 
 
 def _look_up(
-    prepared: Prepared, requests: Sequence[Request], cache: CallCache, use_cache: bool
+    request_keys: RequestKeys, requests: Sequence[Request], cache: CallCache, use_cache: bool
 ) -> _Found:
     """Each request's key, and which calls the cache lacks (identical requests: one call).
 
@@ -188,7 +197,7 @@ def _look_up(
 
     keys: list[str] = []
     for request in requests:
-        keys.append(prepared.key_and_params(request)[0])
+        keys.append(request_keys.key_and_params(request)[0])
         if len(keys) == CHUNK:
             look_up(keys)
             keys = []

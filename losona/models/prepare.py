@@ -1,10 +1,11 @@
-"""Request preparation: what a model config sends, what it costs, and each call's cache key.
+"""Request preparation: each call's cache key, and what a model config sends and costs.
 
-`prepare` checks a config against its provider once per run (parameters it accepts, the
-price, how it caches prompts); `Prepared.key_and_params` gives each request its call-cache
-key and the parameters sent with it. The key covers the resolved model string and
-endpoint(s), every parameter sent, the full messages and the trial index
-(losona/models/call_cache.py), and `call_key` computes it without litellm.
+`RequestKeys` gives each request its call-cache key and the parameters sent with it, without
+litellm: a run whose calls are all in the call cache or the run's published calls never
+imports it. The key covers the resolved model string and endpoint(s), every parameter sent,
+the full messages and the trial index (losona/models/call_cache.py). `prepare` checks a
+config against its provider once per run that makes calls (parameters it accepts, the
+price, how it caches prompts).
 """
 
 from __future__ import annotations
@@ -40,25 +41,47 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass
-class Prepared:
-    """Everything about a spec that does not change from call to call."""
+@dataclass(frozen=True)
+class RequestKeys:
+    """What a spec sends with every request, and each request's cache key (no litellm)."""
 
     spec: ModelSpec
     params: dict[str, Any]  # what is sent, after drops
     dropped: list[str]
+    prefix: str  # the canonical JSON of what the key covers besides messages and trial
+
+    @classmethod
+    def of(cls, spec: ModelSpec) -> RequestKeys:
+        endpoints = sorted(spec.endpoints) if spec.endpoints else [spec.api_base]
+        return cls(
+            spec,
+            params={k: v for k, v in spec.params.items() if k not in spec.drop_params},
+            dropped=sorted(k for k in spec.params if k in spec.drop_params),
+            prefix=_canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints}),
+        )
+
+    def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
+        """The request's cache key and the parameters to send with it."""
+        messages = _canonical([dict(m) for m in request.messages])
+        params = self.params
+        if self.spec.seed_per_trial:
+            digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
+            params = {**params, "seed": int(digest[:8], 16) % 2**31}
+        material = f"{self.prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
+        return hashlib.sha256(material.encode()).hexdigest(), params
+
+
+@dataclass(frozen=True)
+class Prepared(RequestKeys):
+    """Everything about a spec that does not change from call to call, its provider asked."""
+
     rates: Rates  # its prices: list, cache, batch (losona/models/pricing.py)
     rule: CacheRule | None  # how its provider caches prompts; None: not at all, or turned off
-    key_prefix: str  # the canonical JSON of what the key covers besides messages and trial
 
     @property
     def price_source(self) -> str:
         """Where the price comes from: "config", "litellm" or "unknown"."""
         return self.rates.source
-
-    def key_and_params(self, request: Request) -> tuple[str, dict[str, Any]]:
-        """The request's cache key and the parameters to send with it."""
-        return _key_and_params(self.key_prefix, self.params, self.spec.seed_per_trial, request)
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
@@ -109,8 +132,6 @@ class Prepared:
 def prepare(spec: ModelSpec) -> Prepared:
     """Resolve the provider, check the parameters against it, and find the price."""
     _, provider = resolve(spec)
-    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
-    dropped = sorted(k for k in spec.params if k in spec.drop_params)
     rejected = unsupported_params(spec)
     if rejected:
         raise LosonaError(
@@ -125,26 +146,10 @@ def prepare(spec: ModelSpec) -> Prepared:
     own_server = bool(spec.api_base or spec.endpoints) and provider not in ("anthropic", "gemini")
     rates = pricing.rates_for(spec, provider, own_server, info)
     rule = cache_rule(provider, spec.model, own_server=own_server) if spec.prompt_caching else None
-    return Prepared(spec, params, dropped, rates, rule, _key_prefix(spec))
-
-
-def _key_prefix(spec: ModelSpec) -> str:
-    endpoints = sorted(spec.endpoints) if spec.endpoints else [spec.api_base]
-    return _canonical({"v": KEY_VERSION, "model": spec.model, "endpoints": endpoints})
-
-
-def _key_and_params(
-    prefix: str, params: dict[str, Any], seed_per_trial: bool, request: Request
-) -> tuple[str, dict[str, Any]]:
-    messages = _canonical([dict(m) for m in request.messages])
-    if seed_per_trial:
-        digest = hashlib.sha256(f"{messages}\0{request.trial}".encode()).hexdigest()
-        params = {**params, "seed": int(digest[:8], 16) % 2**31}
-    material = f"{prefix}\0{_canonical(params)}\0{messages}\0{request.trial}"
-    return hashlib.sha256(material.encode()).hexdigest(), params
+    keys = RequestKeys.of(spec)
+    return Prepared(keys.spec, keys.params, keys.dropped, keys.prefix, rates, rule)
 
 
 def call_key(spec: ModelSpec, request: Request) -> str:
     """A request's call-cache key, computed without litellm (for checking a published run)."""
-    params = {k: v for k, v in spec.params.items() if k not in spec.drop_params}
-    return _key_and_params(_key_prefix(spec), params, spec.seed_per_trial, request)[0]
+    return RequestKeys.of(spec).key_and_params(request)[0]

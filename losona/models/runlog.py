@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.files import write_json
-from losona.models.prepare import Prepared
+from losona.models.prepare import Prepared, RequestKeys
 
 
 @dataclass
@@ -79,7 +79,8 @@ class Tally:
 
 
 def facts(
-    prepared: Prepared,
+    keys: RequestKeys,
+    prepared: Prepared | None,
     stats: CallStats,
     tally: Tally,
     *,
@@ -91,9 +92,10 @@ def facts(
     """The run log of one run of `complete`: its requests, calls, faults, spend and latency.
 
     `differing`: the keys the user's call cache holds with another answer than the run's
-    published calls (losona/models/call_cache.py).
+    published calls (losona/models/call_cache.py). `prepared`: None when the run made no
+    call, so never asked its provider: its price source and prompt-cache rule are then null.
     """
-    spec = prepared.spec
+    spec = keys.spec
     latencies = sorted(stats.latencies)
 
     def quantile(q: float) -> float | None:
@@ -131,19 +133,19 @@ def facts(
         "cost_usd_this_run": round(stats.billed_usd, 6),
         "list_cost_usd_this_run": round(stats.list_usd, 6),
         "cost_usd_all_requests": round(tally.cost_usd, 6),
-        "price_from": prepared.price_source,
+        "price_from": prepared.price_source if prepared else None,
         "prompt_cache": {
-            "rule": prepared.cache_rule_described(),
+            "rule": prepared.cache_rule_described() if prepared else None,
             "cache_read_tokens_this_run": stats.cache_read_tokens,
             "cache_write_tokens_this_run": stats.cache_write_tokens,
             "calls_with_cache_hits": stats.calls_with_cache_hits,
             # Held back until the call whose prefix they reuse was answered.
             "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
-            "prices": prepared.rates.cache_basis,
+            "prices": prepared.rates.cache_basis if prepared else None,
         },
         # Only a capped run estimates each call before sending it.
         "estimate_tokenizer": (
-            prepared.tokenizer.describe() if stats.estimated_each_call else None
+            prepared.tokenizer.describe() if prepared and stats.estimated_each_call else None
         ),
         "prompt_tokens_this_run": stats.prompt_tokens,
         "completion_tokens_this_run": stats.completion_tokens,
@@ -153,8 +155,8 @@ def facts(
             "p95": quantile(0.95),
             "max": round(latencies[-1], 4) if latencies else None,
         },
-        "params_sent": prepared.params,
-        "dropped_params": prepared.dropped,
+        "params_sent": keys.params,
+        "dropped_params": keys.dropped,
     }
 
 
