@@ -77,8 +77,8 @@ async def acomplete(
         if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
             raise CallNotFound(len(pending), len(set(found.keys)))
         # Only a call that must really be made needs its provider asked (which imports
-        # litellm, seconds of a process) and the key: a run whose calls are all cached or
-        # published reruns without either.
+        # litellm, seconds of a process) and its API key: a run whose calls are all cached
+        # or published reruns without either.
         prepared = None
         if pending:
             prepared = _ready_to_send(spec, options)
