@@ -197,11 +197,7 @@ def write_json(data: Any, path: str | Path) -> None:
     write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A YAML loader that refuses duplicate keys instead of silently keeping the last one."""
-
-
-def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+def _mapping_without_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
@@ -213,9 +209,20 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
-)
+def _strict(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
+    """A YAML loader that refuses duplicate keys instead of silently keeping the last one."""
+    loader: type[yaml.SafeLoader] = type(f"Strict{base.__name__}", (base,), {})
+    loader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
+    )
+    return loader
+
+
+# libyaml's parser reads a file about ten times faster than PyYAML's own, and every stage
+# reads dvc.lock, the catalog and the lexicon. A file libyaml refuses is read again by
+# PyYAML's own, so that the error a user sees is worded as it always was.
+_FAST_LOADER = _strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+_WORDING_LOADER = _strict(yaml.SafeLoader)
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -233,7 +240,11 @@ def read_yaml(path: str | Path) -> Any:
 
 
 def _load(stream: IO[str]) -> Any:
-    return yaml.load(stream, Loader=_StrictLoader)
+    try:
+        return yaml.load(stream, Loader=_FAST_LOADER)
+    except yaml.YAMLError:
+        stream.seek(0)
+        return yaml.load(stream, Loader=_WORDING_LOADER)
 
 
 def display_path(path: str | Path) -> str:

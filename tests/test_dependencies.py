@@ -18,6 +18,7 @@ losona/config/schemas.py, so an edit of the dynamic turn's tables marked every c
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 from collections.abc import Iterator
@@ -50,9 +51,19 @@ def module_files(name: str, root: Path = REPO) -> list[Path]:
     return files
 
 
-def imported_modules(path: Path) -> Iterator[str]:
+def imported_modules(path: Path) -> tuple[str, ...]:
     """The dotted names of every `losona` module (or attribute) the file imports, anywhere."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    stat = path.stat()
+    return _imported_modules(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache  # each stage's walk reads the same modules: each version of a file once
+def _imported_modules(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
+    return tuple(_imports(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
+
+
+def _imports(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -8,9 +8,13 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet
 import pytest
+import yaml
 
 from losona.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
-from losona.files import ONE_ROW_GROUP, Chunks, row_group_sizes, write_parquet
+from losona.errors import LosonaError
+from losona.files import ONE_ROW_GROUP, Chunks, read_yaml, row_group_sizes, write_parquet
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def calls(rows: int) -> pl.DataFrame:
@@ -91,3 +95,29 @@ def test_polars_writes_a_table_of_up_to_one_row_group_s_rows_in_one(
     """What `row_group_sizes` takes without asking polars."""
     write_parquet(calls(rows), tmp_path / "whole.parquet")
     assert pyarrow.parquet.ParquetFile(tmp_path / "whole.parquet").metadata.num_row_groups == 1
+
+
+def test_every_yaml_file_of_the_repository_reads_as_pyyamls_own_loader_reads_it() -> None:
+    files = sorted({*REPO.glob("conf/**/*.yaml"), *REPO.glob("losona/data/**/*.yaml")})
+    assert len(files) > 50
+    for path in files:
+        assert read_yaml(path) == yaml.safe_load(path.read_text(encoding="utf-8")), path
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("a: 1\nb:\n  c: 2\n  c: 3\n", "duplicate key 'c'\n  in \"{path}\", line 4, column 3"),
+        # libyaml words this "did not find expected node content": the message is PyYAML's.
+        ("sweep: [\n", "expected the node content, but found '<stream end>'\n  in \"{path}\""),
+    ],
+)
+def test_a_yaml_file_that_cannot_be_read_is_named_with_its_line(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LosonaError) as refused:
+        read_yaml(path)
+    assert str(refused.value).startswith(f"{path}: invalid YAML: ")
+    assert said.format(path=path) in str(refused.value)

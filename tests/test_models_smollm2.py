@@ -7,6 +7,8 @@ another CPU's kernels round differently and may draw other replies.
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +24,28 @@ from losona.scenarios.datasets import fetch_scenarios
 
 # Tests that load the model and read ~750-token prompts on the CPU.
 slow = pytest.mark.slow
+# One worker takes the module (make test's --dist loadgroup), so what a new model draws, which
+# several tests compare with, is drawn once (`read_fresh`).
+pytestmark = pytest.mark.xdist_group("smollm2")
 
 PARAMS = {"temperature": 0.9, "max_tokens": 24, "seed": 7}
 
 
-def prompts() -> list[list[dict[str, str]]]:
-    """The first two bundled scenarios' naive prompts."""
+@functools.cache
+def _rendered() -> list[list[dict[str, str]]]:
     scenarios = fetch_scenarios({"name": "bundled", "kind": "bundled"}).head(2)
     rendered = render_prompts(scenarios, ["naive"])
     return [list(m) for m in rendered["messages"].to_list()]
+
+
+def prompts() -> list[list[dict[str, str]]]:
+    """The first two bundled scenarios' naive prompts (rendered once; a copy each time)."""
+    return copy.deepcopy(_rendered())
+
+
+def longer_than(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A second-turn prompt in miniature: the same chat, something said after it."""
+    return [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] + "\nAnd then?"}]
 
 
 def draw(model: SmolLM2, messages: list[dict[str, str]]) -> str:
@@ -57,9 +72,8 @@ def test_smollm2_answers_a_rendered_prompt_reproducibly(tmp_path: Path) -> None:
 @slow
 def test_a_sample_does_not_depend_on_what_the_model_read_before() -> None:
     first, second = prompts()
-    # The same chat with one more line at the end: all but its end is a prefix of `first`.
-    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
-    fresh = draw(SmolLM2(), first)  # the first thing a new model reads
+    longer = longer_than(first)  # all but its end is a prefix of `first`
+    fresh, _ = read_fresh("first")  # the first thing a new model reads
 
     model = SmolLM2()
     draw(model, second)  # another prompt
@@ -77,12 +91,20 @@ def read(model: SmolLM2, messages: list[dict[str, str]]) -> tuple[str, int]:
     return text, model._llama.tokens_read - before
 
 
+@functools.cache
+def read_fresh(prompt: str) -> tuple[str, int]:
+    """What a new model draws for the first prompt ("first") or for it with a line more
+    ("longer"), and how many prompt tokens it read. Several tests compare with it, and
+    every new model draws the same: so it is drawn once per process."""
+    first = prompts()[0]
+    return read(SmolLM2(), {"first": first, "longer": longer_than(first)}[prompt])
+
+
 @slow
 def test_a_prompt_that_shares_a_prefix_with_the_last_one_reads_only_the_rest() -> None:
     first, _ = prompts()
-    # A second-turn prompt in miniature: the same chat, something said after it.
-    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
-    fresh, whole = read(SmolLM2(), longer)
+    longer = longer_than(first)
+    fresh, whole = read_fresh("longer")
 
     model = SmolLM2()
     model._model()
@@ -98,8 +120,8 @@ def test_where_batching_changes_the_numbers_every_prompt_is_read_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     first, _ = prompts()
-    longer = [*first[:-1], {**first[-1], "content": first[-1]["content"] + "\nAnd then?"}]
-    fresh = draw(SmolLM2(), longer)
+    longer = longer_than(first)
+    fresh, _ = read_fresh("longer")
 
     model = SmolLM2()
     cls = _prefix_llama()
@@ -189,11 +211,6 @@ def test_free_cores_ignores_cores_this_process_may_not_use(
     assert cores.count() == 1
 
 
-def longer_than(messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A second-turn prompt in miniature: the same chat, something said after it."""
-    return [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] + "\nAnd then?"}]
-
-
 @pytest.fixture(scope="module")
 def states_kept_here() -> None:
     """Skip where this CPU's batching changes the numbers: no state is kept or loaded there
@@ -208,7 +225,7 @@ def test_a_prompt_state_kept_in_one_process_is_resumed_in_another_with_the_same_
     tmp_path: Path,
 ) -> None:
     first, _ = prompts()
-    fresh, whole = read(SmolLM2(), longer_than(first))
+    fresh, whole = read_fresh("longer")
     # The first turn's process, through the model layer: its state kept beside the cache.
     spec = ModelSpec.from_config(yaml.safe_load((CONF_DIR / "model" / "smollm2.yaml").read_text()))
     complete(spec, [Request(messages=first, trial=0)], CallOptions(cache_path=tmp_path / "c.db"))
