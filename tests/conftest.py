@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -408,14 +409,18 @@ def run_dvc(
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "DVC_NO_ANALYTICS": "1",
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "dvc", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    # Its output goes to files, not pipes: a worker DVC leaves running (`dvc queue start`,
+    # `dvc exp run --run-all`) holds a pipe open until it has idled out, 10 s after the
+    # queue is empty, and reading a pipe to its end would wait for that.
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        done = subprocess.run(
+            [sys.executable, "-m", "dvc", *args], cwd=cwd, stdout=stdout, stderr=stderr, env=env
+        )
+        stdout.seek(0)
+        stderr.seek(0)
+        result = subprocess.CompletedProcess(
+            done.args, done.returncode, stdout.read(), stderr.read()
+        )
     if check:
         assert result.returncode == 0, (
             f"dvc {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
