@@ -218,9 +218,9 @@ def _strict(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
     return loader
 
 
-# libyaml's parser reads a file about ten times faster than PyYAML's own, and every stage
-# reads dvc.lock, the catalog and the lexicon. A file libyaml refuses is read again by
-# PyYAML's own, so that the error a user sees is worded as it always was.
+# libyaml's parser reads a file about ten times faster than PyYAML's own, and stages read
+# their configs, the catalog, the lexicon and dvc.lock with it. A file libyaml refuses is
+# read again by PyYAML's own, so that the error a user sees is worded as it always was.
 _FAST_LOADER = _strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 _WORDING_LOADER = _strict(yaml.SafeLoader)
 
