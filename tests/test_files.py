@@ -9,12 +9,11 @@ import polars as pl
 import pyarrow.parquet
 import pytest
 import yaml
+from conftest import REPO
 
 from losona.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
 from losona.errors import LosonaError
 from losona.files import ONE_ROW_GROUP, Chunks, read_yaml, row_group_sizes, write_parquet
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def calls(rows: int) -> pl.DataFrame:
