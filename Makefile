@@ -10,9 +10,13 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp builds for every instruction the build machine's CPU lists. Some list AMX that
 # the kernel does not grant a process unasked, and the embedded model then dies of SIGILL
 # (exit -4) at its first call; so on x86-64 it is built for AVX2, which every machine here has.
+# Its multimodal library (mtmd, for image input) is not built: nothing here sends an image,
+# and it is about a sixth of the compile, the longest step of the install.
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 ifeq ($(shell uname -m),x86_64)
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_CMAKE_ARGS += -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 endif
+export CMAKE_ARGS ?= $(LLAMA_CMAKE_ARGS)
 
 .PHONY: install repro test
 
