@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import os
@@ -10,19 +11,22 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from docs_blocks import port_to_ourselves
 
 from losona.config import config_record, option
 from losona.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.llm import judge_messages
+from losona.judges.prompt import judge_messages
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import (
+    AIOHTTP_MISSING,
     Fault,
     OpenAIServer,
     default_reply,
@@ -279,6 +283,20 @@ def test_the_server_and_the_configs_take_the_port_from_one_variable(
     assert "export" not in err  # the configs already look there
 
 
+@pytest.mark.slow  # starts a Python process
+def test_asked_for_no_port_it_listens_where_the_configs_look() -> None:
+    # docs/dynamic.md starts it so, and the shipped configs then find it.
+    with port_to_ourselves(CONFIG_PORT):
+        child = command_line_server("--group", "--lifetime", "30")
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == f"http://127.0.0.1:{CONFIG_PORT}/v1"
+        finally:
+            child.terminate()
+            _, err = child.communicate(timeout=10)
+    assert "export" not in err
+
+
 def test_unset_the_configs_keep_the_address_they_always_had(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -308,3 +326,64 @@ def test_a_lifetime_that_is_not_positive_is_refused_before_serving(
         serve_main(["--lifetime", "0"])
     assert refused.value.code == 2
     assert "--lifetime: expected a positive number of seconds, found 0.0" in capsys.readouterr().err
+
+
+# --- behind the `testing` extra ------------------------------------------------------------
+
+REPO = Path(__file__).parent.parent
+
+
+def test_aiohttp_is_the_testing_extras_and_dev_includes_it() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = [spec.split(">")[0].split("=")[0].strip() for spec in project["dependencies"]]
+    assert "aiohttp" not in names
+    assert project["optional-dependencies"]["testing"] == ["aiohttp>=3.9"]
+    assert "losona[testing]" in project["optional-dependencies"]["dev"]
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a Python file imports, by its full dotted name."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_a_plain_install_imports_aiohttp_only_for_the_test_server() -> None:
+    # The pipeline (its package outside losona/testing, and the stage scripts) neither
+    # imports aiohttp nor the test server, which needs it.
+    code = [p for p in (REPO / "losona").rglob("*.py") if "testing" not in p.parts]
+    code += list((REPO / "stages").glob("*.py"))
+    assert len(code) > 50
+    offending = {
+        str(path.relative_to(REPO)): sorted(
+            name
+            for name in imported_modules(path)
+            if name.split(".")[0] == "aiohttp" or name.startswith("losona.testing")
+        )
+        for path in code
+    }
+    assert not {path: names for path, names in offending.items() if names}
+
+
+@pytest.mark.slow  # starts a Python process
+def test_without_aiohttp_the_command_says_what_to_install(tmp_path: Path) -> None:
+    # An aiohttp that cannot be imported, as in a plain install without the extra.
+    (tmp_path / "aiohttp").mkdir()
+    (tmp_path / "aiohttp" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'aiohttp'\", name='aiohttp')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "losona.testing.openai_server", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {AIOHTTP_MISSING}"]
+    assert "pip install 'losona[testing]'" in done.stderr

@@ -21,16 +21,49 @@ model's prompts of `dynamic.source=simulated` with `Name: message` lines by cast
 (losona/testing/scripted_group.py); the two combine.
 """
 
-from losona.testing.openai_server.faults import (
-    TRANSIENT_FAULTS,
-    Fault,
-    FaultKind,
-    FaultPlan,
-    fail_first,
-    rate_limited,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from losona.testing.openai_server.replies import Body, Reply, body_digest, default_reply
-from losona.testing.openai_server.server import OpenAIServer
+
+if TYPE_CHECKING:
+    from losona.testing.openai_server.faults import (
+        TRANSIENT_FAULTS,
+        Fault,
+        FaultKind,
+        FaultPlan,
+        fail_first,
+        rate_limited,
+    )
+    from losona.testing.openai_server.server import OpenAIServer
+
+# The server runs on aiohttp, which only the `testing` extra installs (pyproject.toml): the
+# names that need it load on first use, so that the command line can say what to install.
+AIOHTTP_MISSING = (
+    "the test server needs aiohttp, which a plain install of losona leaves out: "
+    "pip install 'losona[testing]'"
+)
+_ON_AIOHTTP = {
+    "OpenAIServer": "server",
+    **dict.fromkeys(
+        ["TRANSIENT_FAULTS", "Fault", "FaultKind", "FaultPlan", "fail_first", "rate_limited"],
+        "faults",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The server and its faults, imported when first asked for."""
+    if name not in _ON_AIOHTTP:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = importlib.import_module(f"{__name__}.{_ON_AIOHTTP[name]}")
+    except ModuleNotFoundError as missing:
+        if missing.name != "aiohttp":
+            raise
+        raise ModuleNotFoundError(AIOHTTP_MISSING, name="aiohttp") from None
+    return getattr(module, name)
+
 
 __all__ = [
     "TRANSIENT_FAULTS",

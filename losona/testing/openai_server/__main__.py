@@ -10,16 +10,24 @@ import sys
 import threading
 
 from losona.errors import LosonaError
-from losona.testing.openai_server import OpenAIServer, default_reply
+from losona.testing.openai_server import AIOHTTP_MISSING, default_reply
 from losona.testing.openai_server.port import (
+    CONFIG_PORT,
     PORT_VARIABLE,
     configs_port,
     export_line,
-    port_from_environment,
     taken_message,
 )
 from losona.testing.scripted_group import ScriptedGroup
 from losona.testing.scripted_judge import ScriptedJudge
+
+try:
+    from losona.testing.openai_server.server import OpenAIServer
+except ModuleNotFoundError as missing:
+    if missing.name != "aiohttp":
+        raise
+    print(f"error: {AIOHTTP_MISSING}", file=sys.stderr)
+    sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,21 +35,24 @@ def main(argv: list[str] | None = None) -> None:
 
     It serves until SIGINT (Ctrl-C) or SIGTERM, or until `--lifetime` seconds have passed,
     and never reads standard input, so `&`, `nohup` and CI can run it in the background.
-    Its port is --port, else LOSONA_TEST_SERVER_PORT (which the shipped configs read too),
-    else any free one; when the configs would look elsewhere it prints the export line
-    that points them here (on standard error: standard output's first line is the URL).
+    Its port is --port, else the one the shipped configs point at (LOSONA_TEST_SERVER_PORT,
+    else 8765); with --port 0 (any free port), or any port the configs do not point at, it
+    prints the export line that points them here (on standard error: standard output's
+    first line is the URL).
     """
     parser = argparse.ArgumentParser(prog="python -m losona.testing.openai_server")
     try:
-        from_environment = port_from_environment()
+        # Where the shipped configs look, so that the server and they agree unasked.
+        configs_look_at = configs_port()
     except LosonaError as exc:
         parser.error(str(exc))
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument(
         "--port",
         type=int,
-        default=from_environment or 0,
-        help=f"port on 127.0.0.1 (default: ${PORT_VARIABLE}, else any free port; 0: any free)",
+        default=configs_look_at,
+        help=f"port on 127.0.0.1 (default: ${PORT_VARIABLE}, else {CONFIG_PORT}, where the "
+        "shipped configs look; 0: any free port)",
     )
     parser.add_argument("--judge", action="store_true", help="answer judge prompts with verdicts")
     parser.add_argument(
@@ -88,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
             print(taken_message(args.port), file=sys.stderr)
             sys.exit(2)
         print(server.url, flush=True)
-        if server.port != configs_port():
+        if server.port != configs_look_at:
             print(export_line(server.port), file=sys.stderr, flush=True)
         stop.wait(args.lifetime)
     print("stopped", flush=True)
