@@ -14,7 +14,9 @@ price map (the copy installed with litellm, never fetched). Three figures:
   none. Cache hits are assumed to be as with calls sent one by one, which providers only
   promise on a best-effort basis for batch jobs.
 
-Nothing here imports litellm; losona/models/prepare.py passes in what it needs.
+Nothing here imports litellm; losona/models/prepare.py passes in what it needs (its map
+entry from the public get_model_info). Not litellm's cost_per_token: it prices only models
+in its map (no config's `price`, no batch price its map lacks), at far more CPU per call.
 """
 
 from __future__ import annotations
@@ -61,25 +63,17 @@ def _count(value: Any) -> int:
 def usage_of(response: Any) -> Usage:
     """The token counts of a litellm response, cached tokens included.
 
-    litellm reports OpenAI's and Gemini's cache hits as `prompt_tokens_details.cached_tokens`
-    and Anthropic's `cache_read_input_tokens` there too, its `cache_creation_input_tokens`
-    as `prompt_tokens_details.cache_write_tokens`; `prompt_tokens` counts them all.
+    litellm files every provider's cache hits under `prompt_tokens_details.cached_tokens`
+    and Anthropic's cache writes under `prompt_tokens_details.cache_write_tokens`;
+    `prompt_tokens` counts them all.
     """
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
-    read = _count(getattr(details, "cached_tokens", None)) or _count(
-        getattr(usage, "cache_read_input_tokens", None)
-    )
-    write = (
-        _count(getattr(details, "cache_write_tokens", None))
-        or _count(getattr(details, "cache_creation_tokens", None))
-        or _count(getattr(usage, "cache_creation_input_tokens", None))
-    )
     return Usage(
         prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
         completion_tokens=_count(getattr(usage, "completion_tokens", None)),
-        cache_read_tokens=read,
-        cache_write_tokens=write,
+        cache_read_tokens=_count(getattr(details, "cached_tokens", None)),
+        cache_write_tokens=_count(getattr(details, "cache_write_tokens", None)),
     )
 
 
