@@ -487,7 +487,7 @@ class _BatchJob:
             "api_base": self.spec.api_base,
             "api_key": key,
             "timeout": self.spec.timeout_s,
-            "max_retries": 0,  # ours, below
+            "max_retries": 0,  # ours (`_call`): the SDK's would create a lost batch twice
         }
 
     async def _call(
@@ -500,7 +500,9 @@ class _BatchJob:
         """One request of the Batch API, retried on transient faults like a model call.
 
         `nothing_sent`: a failure leaves nothing at the provider (the upload), so the
-        message does not promise a job to resume.
+        message does not promise a job to resume. Not the SDK's retries (`max_retries`):
+        a create whose answer was lost would be sent again, a second batch billed; here
+        `before_retry` first adopts the batch it made.
         """
         openai = self.litellm.exceptions.openai
         policy = RetryPolicy.of(self.spec)

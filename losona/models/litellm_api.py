@@ -110,7 +110,7 @@ def api_key(spec: ModelSpec) -> str | None:
 def sender(spec: ModelSpec) -> Callable[..., Awaitable[Any]]:
     """The coroutine function that sends one call: direct, or spread over endpoints."""
     litellm = litellm_module()
-    # Retries are ours (with Retry-After and a recorded outcome): litellm's are off.
+    # Retries are ours (losona/models/retry.py says why): litellm's are off.
     common = {"timeout": spec.timeout_s, "max_retries": 0}
     key = api_key(spec)
     if spec.endpoints:

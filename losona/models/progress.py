@@ -12,6 +12,9 @@ postfix (failures, spend), the rate of this run's calls and the time left at tha
 The time left is that of this run of calls only: a caller with a second round (a judge's
 repairs) names each round in its label.
 
+Not tqdm off a terminal: it prints only when a call comes back (its monitor thread
+refreshes a stalled bar once at most) and rewrites one line with carriage returns.
+
 `progress_bar` chooses between the two; both take the same three calls from the worker
 loop (`update`, `set_postfix_str`, closing), so the loop does not know which it feeds.
 """

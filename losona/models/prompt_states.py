@@ -17,7 +17,9 @@ prompt is read from scratch. The folder holds at most `CAPACITY_BYTES`; past tha
 states used least recently are removed. These are local machine data: never committed or
 published; deleting the folder at any time costs only the time to read prompts again.
 Writes are atomic, so processes sharing the folder (`dvc exp run --queue` workers) see a
-state whole or not at all.
+state whole or not at all. Not llama-cpp-python's LlamaDiskCache: it deletes a state when it
+is read (a scenario's other prompts could not resume from it), checks neither model, CPU
+nor checksum, unpickles whatever the folder holds, and prints to stderr on every write.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ tokenizer is chosen here, from what is on disk, and handed to `token_counter`:
 2. otherwise litellm's default, tiktoken cl100k_base (bundled with litellm), and the
    tokenizer that would have needed the network is named as skipped.
 
+litellm's public API cannot do this: `token_counter` and `encode` pick the same tokenizer
+but fetch a Hub one on first use, so the choice is made with the helpers they make it with
+(private to litellm 1.106, which constraints.txt pins; tests/test_models_tokens.py checks them).
+
 Nothing here opens a connection. litellm is passed in from losona/models/litellm_api.py,
 the one module that imports it.
 """
