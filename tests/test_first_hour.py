@@ -175,7 +175,7 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     assert "sample: My model (llama.cpp) / Naive 2" in text  # run facts: the cell's 2 calls
     drawn = figures_text(page)
     # Figures 2-4 and a heatmap per judge (lexicon, local_openai).
-    assert drawn.count("N = 2 scenarios, K = 1 trials each") == 5
+    assert drawn.count("N = 2 scenarios, K = 1 trial each") == 5
     assert drawn.count("SUBSET: 2 of 44 scenarios") == 5
     assert "judge: Scripted judge (local test server) [TEST DOUBLE]" in drawn
 
@@ -248,10 +248,8 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
     refused = python(clone, theirs, "-m", "losona.publishable")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     assert refused.stdout.startswith("publishable: no. dvc status is not clean")
-    assert (
-        "render: changed deps: conf/condition (modified, a folder; in it, git sees "
-        "conf/condition/written_later.yaml (new))"
-    ) in refused.stdout
+    # The file in the folder DVC names, not the folder.
+    assert "render: changed deps: conf/condition/written_later.yaml (new)" in refused.stdout
     assert (
         "model_config@my_llamacpp: changed deps: conf/model/my_llamacpp.yaml (modified)"
         in refused.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from losona.provenance.publishable import git_refusal, rested_on
+from losona.provenance.publishable import describe, git_refusal, rested_on
 
 LOCK = {
     "schema": "2.0",
@@ -28,7 +28,11 @@ LOCK = {
         "aggregate": {
             "cmd": "python stages/aggregate.py",
             "deps": [{"path": "data/verdicts"}],
-            "outs": [{"path": "reports/results.csv", "md5": "c"}],
+            "outs": [
+                {"path": "reports/results.csv", "md5": "c"},
+                # Kept in git (cache: false), as dvc.yaml keeps the metrics and provenance.
+                {"path": "reports/metrics.json", "md5": "d"},
+            ],
         },
     },
 }
@@ -49,6 +53,11 @@ def repo_with_a_run(root: Path) -> Path:
         "conf/judge/lexicon.yaml": "name: lexicon\nkind: lexicon\n",
         "stages/fetch.py": "",
         "my_scenarios.jsonl": "{}\n",
+        # DVC's outputs are ignored by git, as this project's .gitignore does; the metrics
+        # are not.
+        ".gitignore": "/data/*\n/reports/*\n!/reports/metrics.json\n",
+        "reports/metrics.json": '{"acc": 50.0}\n',
+        ".dvc/config": "[core]\n    autostage = true\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -64,6 +73,7 @@ def test_a_run_rests_on_its_configs_params_and_scenario_file_not_on_outputs(
 ) -> None:
     root = repo_with_a_run(tmp_path)
     assert rested_on(root) == [
+        ".dvc/config",  # the remote a clone pulls from
         "conf/dataset/mine.yaml",
         "conf/judge/lexicon.yaml",
         "conf/run.yaml",
@@ -74,6 +84,56 @@ def test_a_run_rests_on_its_configs_params_and_scenario_file_not_on_outputs(
         "stages/fetch.py",
     ]  # no output, nor data/verdicts, a folder of outputs
     assert git_refusal(root) is None
+
+
+def test_uncommitted_metrics_are_refused_though_dvc_lock_is_committed(tmp_path: Path) -> None:
+    # dvc.lock committed, the metrics it records left out: a clone of HEAD reads HEAD's older
+    # metrics beside a dvc.lock that does not match them.
+    root = repo_with_a_run(tmp_path)
+    (root / "reports/metrics.json").write_text('{"acc": 75.0}\n')
+    (root / "reports/results.csv").parent.mkdir(exist_ok=True)
+    (root / "reports/results.csv").write_text("an output DVC holds, ignored by git\n")
+    refusal = git_refusal(root)
+    assert refusal is not None
+    assert refusal.lines == ("reports/metrics.json (modified)",)
+    assert refusal.reason.startswith("git does not hold, committed, 1 file(s) the run rests on or")
+    assert "git add <file> && git commit" in refusal.advice
+
+
+def test_an_uncommitted_dvc_remote_is_refused(tmp_path: Path) -> None:
+    # `dvc remote add -d` writes .dvc/config: uncommitted, a clone has no remote to pull from.
+    root = repo_with_a_run(tmp_path)
+    with (root / ".dvc/config").open("a") as config:
+        config.write("['remote \"storage\"']\n    url = /mnt/shared/losona-dvc\n")
+    refusal = git_refusal(root)
+    assert refusal is not None and refusal.lines == (".dvc/config (modified)",)
+
+
+@pytest.mark.slow  # starts DVC (dvc check-ignore, for the stray file)
+def test_a_changed_folder_is_named_by_the_files_that_changed_in_it(tmp_path: Path) -> None:
+    # A refused judge left its checked config in data/configs, a folder DVC hashes whole:
+    # the file is named, not the folder, along with the output of the run that is gone.
+    root = repo_with_a_run(tmp_path)
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    lock["stages"]["judge_config@lexicon"] = {
+        "cmd": "python stages/config.py judge=lexicon",
+        "outs": [
+            {"path": "data/configs/judge/lexicon.json", "md5": "e"},
+            {"path": "data/configs/model/m.json", "md5": "f"},
+        ],
+    }
+    (root / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (root / "data/configs/judge").mkdir(parents=True)
+    (root / "data/configs/judge/lexicon.json").write_text("{}")
+    (root / "data/configs/judge/scripted.json").write_text("{}")
+    status = {"provenance": [{"changed deps": {"data/configs": "modified"}}]}
+    assert describe(status, root) == [
+        "provenance: changed deps: "
+        "data/configs/judge/lexicon.json (modified: not the md5 dvc.lock records), "
+        "data/configs/judge/scripted.json (new: no stage of dvc.lock writes it and git does "
+        "not hold it), "
+        "data/configs/model/m.json (deleted)"
+    ]
 
 
 def test_a_scenario_file_dvc_tracks_is_held_by_its_dvc_file(tmp_path: Path) -> None:
@@ -122,7 +182,7 @@ def test_bytecode_caches_in_a_code_folder_are_no_part_of_the_run(tmp_path: Path)
     (root / "conf/model/m.yaml").write_text("name: m\n")
     (root / ".gitignore").write_text("__pycache__/\n*.py[cod]\nconf/model/\n")
     (root / ".dvcignore").write_text("__pycache__/\n*.pyc\n")
-    subprocess.run(["python", "-m", "dvc", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["python", "-m", "dvc", "init", "-q", "--force"], cwd=root, check=True)
     git("add", "-A", cwd=root)
     git("commit", "-qm", "the code folder", cwd=root)
     (root / "losona/scenarios/__pycache__").mkdir()

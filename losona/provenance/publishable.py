@@ -10,9 +10,11 @@ command that mends it:
   are not the run they claim to be, and whoever checks it out reads `changed deps`.
 - git holds, committed, every file the run rests on: dvc.yaml and dvc.lock, the settings
   files (params.yaml, conf/run.yaml, ...), every config, code file and folder a stage of
-  dvc.lock depends on that DVC does not track itself, and the scenario file of a run on
-  its own dataset. An untracked model config or an uncommitted params.yaml is a run
-  nobody else can rerun.
+  dvc.lock depends on that DVC does not track itself, the scenario file of a run on its
+  own dataset, and .dvc/config (the remote a clone pulls from). An untracked model config
+  or an uncommitted params.yaml is a run nobody else can rerun.
+- git holds, committed, every output it keeps rather than DVC (cache: false: the metrics
+  and provenance.json): a clone gets HEAD's, so uncommitted ones are numbers it never sees.
 - dvc.lock's outputs are the files on disk, and dvc.lock is git HEAD's: the one lock check
   `python -m losona.reproduce` applies too (losona/provenance/lock.py).
 - Where a DVC remote is set, it holds every output (`dvc push`).
@@ -34,13 +36,16 @@ import yaml
 
 from losona.cli import USER_ERROR_EXIT
 from losona.errors import LosonaError
-from losona.provenance.call_files import LOCK_FILE
+from losona.models.published_calls import md5_file
+from losona.provenance.call_files import LOCK_FILE, lock_outputs
 from losona.provenance.dvc_json import dvc_json
 from losona.provenance.lock import check_lock
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
 MAX_LINES = 12  # of one reason's cases: the count says how many more
 PIPELINE_FILE = Path("dvc.yaml")
+# DVC's project settings, kept in git: the default remote a clone pulls the outputs from.
+DVC_CONFIG = Path(".dvc/config")
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,52 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
 
 
 def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
-    """The files git sees changed in a folder (new, modified, deleted), as 'path (how)'."""
-    changes = git_changes([folder], root).items()
-    # What git ignores there is a stage's output (DVC's to hold), not a change to a folder.
-    return [f"{path} ({how})" for path, how in changes if how != "ignored"]
+    """The files that make a folder DVC hashes whole differ, as 'path (how)': what git sees
+    changed there (new, modified, deleted), an output dvc.lock records there that is gone,
+    and a file neither git nor any stage of dvc.lock holds (a stray config, say)."""
+    found = {path: how for path, how in git_changes([folder], root).items() if how != "ignored"}
+    outputs = recorded_outputs(root)
+    for out, md5 in outputs.items():
+        if out.startswith(f"{folder}/") and out not in found:
+            if not (root / out).exists():
+                found[out] = "deleted"
+            elif not md5.endswith(".dir") and md5_file(root / out) != md5:
+                found[out] = "modified: not the md5 dvc.lock records"
+    tracked = set(git_tracked([folder], root))
+    strays = [
+        path
+        for path in _files_under(root / folder, root)
+        if path not in tracked and path not in found and not _written_by(path, outputs)
+    ]
+    ignored = set(dvc_ignored(strays, root))  # bytecode caches: no part of what DVC hashes
+    found.update({path: STRAY for path in strays if path not in ignored})
+    return [f"{path} ({how})" for path, how in sorted(found.items())]
+
+
+# A file in a folder DVC hashes that git does not track and no stage of the run writes.
+STRAY = "new: no stage of dvc.lock writes it and git does not hold it"
+
+
+def _files_under(folder: Path, root: Path) -> list[str]:
+    """Every file under a folder, as a path from `root`."""
+    return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def _written_by(path: str, outputs: Iterable[str]) -> bool:
+    """Whether a path is one of these outputs or inside one (an output folder)."""
+    return any(path == out or path.startswith(f"{out}/") for out in outputs)
+
+
+def git_tracked(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
+    """The files at or under `paths` that git tracks (in its index)."""
+    done = subprocess.run(
+        ["git", "ls-files", "-z", "--", *paths],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [path for path in done.stdout.split("\0") if path] if done.returncode == 0 else []
 
 
 # Every file HEAD does not hold as it is: new ones (listed one by one) and ignored ones too.
@@ -129,9 +176,8 @@ def describe(status: Mapping[str, Sequence[Any]], root: Path = Path(".")) -> lis
                         keys = ", ".join(f"{key} {what}" for key, what in how.items())
                         named.append(f"{path} ({keys})")
                     elif (root / path).is_dir():
-                        inside = changed_in(path, root)
-                        files = f"; in it, git sees {', '.join(inside)}" if inside else ""
-                        named.append(f"{path} ({how}, a folder{files})")
+                        # DVC names the folder it hashes whole; a person mends its files.
+                        named.extend(changed_in(path, root) or [f"{path} ({how}, a folder)"])
                     else:
                         named.append(f"{path} ({how})")
                 parts.append(f"{kind}: {', '.join(named)}")
@@ -139,23 +185,40 @@ def describe(status: Mapping[str, Sequence[Any]], root: Path = Path(".")) -> lis
     return lines
 
 
+def _locked_stages(root: Path) -> dict[str, Any]:
+    """The stages dvc.lock records, by name; none without a dvc.lock."""
+    lock = root / LOCK_FILE
+    record = yaml.safe_load(lock.read_text(encoding="utf-8")) if lock.is_file() else {}
+    stages: dict[str, Any] = (record or {}).get("stages") or {}
+    return stages
+
+
+def recorded_outputs(root: Path = Path(".")) -> dict[str, str]:
+    """Every output dvc.lock records, files and folders, with its md5 (a folder's ends .dir)."""
+    lock = root / LOCK_FILE
+    if not lock.is_file():
+        return {}
+    return lock_outputs(yaml.safe_load(lock.read_text(encoding="utf-8")), LOCK_FILE)
+
+
 def rested_on(root: Path = Path(".")) -> list[str]:
     """Every file or folder the recorded run rests on that git, not DVC, must hold.
 
     dvc.yaml, dvc.lock, and each dependency and params file of every stage dvc.lock
-    records, except what stages write (DVC holds it); and the scenario file of a
-    run on its own dataset, which fetch reads through its config. Of a file `dvc add`
-    tracks, git must hold the .dvc file (and the remote its data).
+    records, except what stages write (DVC holds it); the scenario file of a run on its
+    own dataset, which fetch reads through its config; and .dvc/config, where a remote set
+    with `dvc remote add -d` is. Of a file `dvc add` tracks, git must hold the .dvc file
+    (and the remote its data).
     """
-    lock = root / LOCK_FILE
-    record = yaml.safe_load(lock.read_text(encoding="utf-8")) if lock.is_file() else {}
-    stages = (record or {}).get("stages") or {}
-    outputs = {entry["path"] for stage in stages.values() for entry in stage.get("outs") or []}
+    stages = _locked_stages(root)
+    outputs = recorded_outputs(root)
     needed = {PIPELINE_FILE.as_posix(), LOCK_FILE.as_posix()}
     for stage in stages.values():
         needed.update(entry["path"] for entry in stage.get("deps") or [])
         needed.update(stage.get("params") or {})
     needed.update(_dataset_file(root))
+    if (root / DVC_CONFIG).is_file():
+        needed.add(DVC_CONFIG.as_posix())
 
     def made_by_stages(path: str) -> bool:
         # An output, inside one, or a folder of outputs (aggregate reads data/verdicts whole).
@@ -216,18 +279,23 @@ def git_refusal(root: Path = Path(".")) -> Refusal | None:
     # of the run: another machine writes its own.
     for path in dvc_ignored([path for path, how in changed.items() if how == "ignored"], root):
         del changed[path]
+    # The outputs git keeps, not DVC (cache: false: the metrics, provenance.json): a clone
+    # gets HEAD's. An output git ignores is DVC's to hold.
+    kept = git_changes(list(recorded_outputs(root)), root).items()
+    changed.update({path: how for path, how in kept if how != "ignored"})
     missing = [path for path in needed if not (root / path).exists() and path not in changed]
     lines = [f"{path} ({how})" for path, how in sorted(changed.items())]
     lines += [f"{path} (missing: neither on disk nor in git)" for path in missing]
     if not lines:
         return None
     return Refusal(
-        f"git does not hold, committed, {len(lines)} file(s) the run rests on, so no one else "
-        "can rerun it:",
+        f"git does not hold, committed, {len(lines)} file(s) the run rests on or records, so "
+        "a clone of git HEAD is not this run:",
         tuple(lines),
         "Commit them: git add <file> && git commit (a new or changed config, params.yaml, "
-        "dvc.lock, a scenario file); a file git ignores: git add -f <file>, or track it with "
-        "dvc add; a change you did not mean: git checkout HEAD -- <file>. Then check again.",
+        "dvc.lock, .dvc/config, the metrics, provenance.json, a scenario file); a file git "
+        "ignores: git add -f <file>, or track it with dvc add; a change you did not mean: "
+        "git checkout HEAD -- <file>. Then check again.",
     )
 
 
@@ -339,7 +407,8 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     if not found:
         out(
             "publishable: yes. dvc status is clean: every stage is up to date with its inputs; "
-            "git holds every file the run rests on, committed; the outputs are dvc.lock's"
+            "git holds, committed, every file the run rests on and records (dvc.lock, the "
+            "configs, .dvc/config, the metrics, provenance.json); the outputs are dvc.lock's"
             + ("" if default_remote() is None else ", and the DVC remote holds them")
             + "."
         )
