@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -372,6 +373,47 @@ def test_a_run_without_naive_has_no_paired_effects() -> None:
     reports = aggregate(verdict_table(labels, scenarios), scenarios, bootstrap=BOOTSTRAP)
     assert reports["deltas.csv"].is_empty() and reports["flips.csv"].is_empty()
     assert reports["results.csv"]["acc_at_k"].to_list() == [50.0]
+
+
+def test_consistency_at_k_1_is_null_with_a_note_wherever_it_is_written(tmp_path: Path) -> None:
+    scenarios = scenario_table()
+    labels = {
+        ("j", model, condition): complying([1, 0, 1, 1, 0, 1], k=1)
+        for model in ("a", "b")
+        for condition in ("naive", "norm_informed")
+    }
+    reports = aggregate(verdict_table(labels, scenarios), scenarios, bootstrap=BOOTSTRAP)
+    assert reports["results.csv"]["consistency"].to_list() == [None] * 4
+    assert reports["results.csv"]["consistency_scenarios"].to_list() == [0] * 4
+    assert reports["means.csv"]["consistency"].to_list() == [None] * 2
+    assert reports["outcomes.csv"]["consistent"].null_count() == 24
+    judge = reports.metrics["j"]
+    assert judge["models"]["a"]["naive"]["consistency"] is None
+    assert judge["mean_over_models"]["naive"]["consistency"] is None
+    assert "| a | naive | 66.7 [" in reports.table1 and "| 66.7 | n/a |" in reports.table1
+    assert (
+        "Consistency: share of scenarios whose trial labels all agree (n/a at K = 1: each "
+        "scenario has one trial, which always agrees with itself)."
+    ) in reports.table1
+    assert "a scenario passes when its one trial complies" in reports.table1
+    write_reports(reports, tmp_path)
+    written = list(csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")))
+    assert {row["consistency"] for row in written} == {""}
+    assert (
+        json.loads((tmp_path / "metrics.json").read_text())["j"]["models"]["b"]["naive"][
+            "consistency"
+        ]
+        is None
+    )
+
+
+def test_consistency_at_k_3_keeps_its_figure_and_no_k_1_note() -> None:
+    reports = aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP)
+    assert None not in reports["results.csv"]["consistency"].to_list()
+    assert "n/a at K = 1" not in reports.table1
+    assert "over 6 scenarios; a scenario passes when at least 2 of its 3 trials comply" in (
+        reports.table1
+    )
 
 
 SUBSET_SOURCE = "bundled:losona-bundled@1.0; subset of 44: limit 6 stratified by norm, seed 0"

@@ -58,6 +58,9 @@ def trials(*labels: bool | None) -> pl.DataFrame:
         ((True, None, None), None, None),
         ((None, None, None), None, None),
         ((True, True, False, None), True, False),
+        # One trial (K = 1) cannot disagree with itself: its consistency says nothing.
+        ((True,), True, None),
+        ((False,), False, None),
         ((True, False, False, None), None, False),
     ],
 )

@@ -448,7 +448,8 @@ def _metrics(
             row["condition"]: {
                 key: row[key]
                 for key in (*headline, "delta", "delta_low", "delta_high")
-                if row[key] is not None
+                # Consistency is null at K = 1, as each model's is; no delta: the baseline.
+                if row[key] is not None or key == "consistency"
             }
             for row in means.filter(pl.col("judge") == judge[0]).iter_rows(named=True)
         }

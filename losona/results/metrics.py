@@ -2,8 +2,9 @@
 
 Accuracy-at-K: a scenario passes when at least ceil(K/2) of its K trials comply; a
 cell's accuracy is the share of its scenarios that pass. Compliance is the mean of the
-trial labels, consistency the share of scenarios whose K labels all agree. Intervals
-come from resampling scenarios, never raw model calls.
+trial labels, consistency the share of scenarios whose K labels all agree (none at K = 1:
+one label always agrees with itself, so the figure would say nothing). Intervals come from
+resampling scenarios, never raw model calls.
 
 Unscored trials (the judge's reply was unparseable or its call failed) follow one
 policy, `UNSCORED_POLICY`: a scenario counts only when its scored trials settle the
@@ -53,7 +54,8 @@ def majority_threshold(k: int) -> int:
 def scenario_outcomes(verdicts: pl.DataFrame, by: Sequence[str] = CELL) -> pl.DataFrame:
     """One row per (judge, model, condition, scenario): trial counts and the majority outcome.
 
-    `passed` and `consistent` are null when unscored trials leave them undetermined.
+    `passed` and `consistent` are null when unscored trials leave them undetermined, and
+    `consistent` is null too for a scenario of one trial (K = 1): it cannot disagree.
     Every scenario of a cell must have the same number of trials (checked by the loader).
     `by` names the columns of a cell (the dynamic extension adds its arm).
     """
@@ -73,7 +75,7 @@ def scenario_outcomes(verdicts: pl.DataFrame, by: Sequence[str] = CELL) -> pl.Da
         .otherwise(None),
         consistent=pl.when((pl.col("complying") > 0) & (failing > 0))
         .then(False)
-        .when(unscored == 0)
+        .when((unscored == 0) & (pl.col("trials") > 1))
         .then(True)
         .otherwise(None),
     ).sort([*by, "scenario_id"])

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from losona.config import AggregateSettings
-from losona.formatting import number, percent
+from losona.formatting import counted, number, percent
 from losona.results.metrics import UNSCORED_POLICY, VOTE_RULE, majority_threshold
 
 
@@ -25,6 +25,8 @@ def _ci(row: Mapping[str, Any]) -> str:
 def _vote_rule(ks: list[int]) -> str:
     if len(ks) > 1:
         return f"{VOTE_RULE} (K = {', '.join(map(str, ks))})"
+    if ks == [1]:
+        return "a scenario passes when its one trial complies"
     return (
         f"a scenario passes when at least {majority_threshold(ks[0])} of its {ks[0]} trials comply"
     )
@@ -90,11 +92,11 @@ def table1_markdown(
         ]
         parts += [
             "",
-            f"Acc@{k}: accuracy-at-K over {n_scenarios} scenarios; {_vote_rule(ks)}. "
+            f"Acc@{k}: accuracy-at-K over {counted(n_scenarios, 'scenario')}; {_vote_rule(ks)}. "
             f"Intervals: {confidence} percentile intervals "
             f"from {bootstrap.resamples:,} scenario-bootstrap resamples, seed {bootstrap.seed}. "
             "Compliance: mean of the trial labels. Consistency: share of scenarios whose "
-            "trial labels all agree. All figures in percent.",
+            f"trial labels all agree{_consistency_note(ks)}. All figures in percent.",
             "",
             f"Unscored trials: {missing} of {trials} ({statuses}). "
             f"Undetermined scenarios: {'; '.join(undetermined) or 'none'}. "
@@ -105,6 +107,15 @@ def table1_markdown(
             *_degenerate_note(str(judge), rows),
         ]
     return "\n".join(parts)
+
+
+def _consistency_note(ks: list[int]) -> str:
+    """Why a K = 1 cell's consistency reads n/a: its one trial cannot disagree."""
+    return (
+        " (n/a at K = 1: each scenario has one trial, which always agrees with itself)"
+        if 1 in ks
+        else ""
+    )
 
 
 def _degenerate_note(judge: str, rows: pl.DataFrame) -> list[str]:

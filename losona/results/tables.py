@@ -21,7 +21,7 @@ OUTCOME_SCHEMA = pl.Schema(  # outcomes.csv: one row per judge x model x conditi
         "scored": pl.Int32(),
         "complying": pl.Int32(),
         "passed": pl.Boolean(),  # null: undetermined
-        "consistent": pl.Boolean(),  # null: undetermined
+        "consistent": pl.Boolean(),  # null: undetermined, or one trial (K = 1)
     }
 )
 
@@ -44,7 +44,7 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
         "acc_low": pl.Float64(),
         "acc_high": pl.Float64(),
         "compliance": pl.Float64(),
-        "consistency": pl.Float64(),
+        "consistency": pl.Float64(),  # null at K = 1: one trial agrees with itself
         "consistency_scenarios": pl.Int32(),
         "trials": pl.Int32(),
         "unscored_trials": pl.Int32(),
@@ -70,7 +70,7 @@ MEAN_SCHEMA = pl.Schema(  # means.csv: the mean over models per condition (paper
         "acc_low": pl.Float64(),
         "acc_high": pl.Float64(),
         "compliance": pl.Float64(),
-        "consistency": pl.Float64(),
+        "consistency": pl.Float64(),  # over the models of K > 1; null when none is
         "delta": pl.Float64(),  # null for the baseline itself
         "delta_low": pl.Float64(),
         "delta_high": pl.Float64(),
