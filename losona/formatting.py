@@ -34,6 +34,11 @@ def percent(part: float | None, whole: float = 1) -> float | None:
     return round(100 * part / whole, 1)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the number it takes: "1 trial", "0 trials", "2 entries"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def display_label(label: str, test_double: bool) -> str:
     """A model's or judge's name as reports show it: its label, marked if a test double."""
     return f"{label} {TEST_DOUBLE}" if test_double else label

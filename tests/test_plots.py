@@ -29,6 +29,8 @@ from losona.report.plots import (
     _accuracy,
     _judges,
     draw_figures,
+    no_pairs,
+    scope_text,
     write_figures,
 )
 from losona.results.aggregate import Reports, aggregate
@@ -141,8 +143,45 @@ def test_every_judge_gets_its_own_panel_and_its_own_heatmap() -> None:
 
 def test_a_run_without_naive_still_draws_and_says_why_effects_are_missing() -> None:
     figures = {f.name: f for f in draw_figures(reports_of(run(conditions=["norm_informed"])))}
-    assert "No paired effects" in svg_text(figures["fig3_paired_effect"].svg)
+    assert "No paired effects: the run has no 'naive' condition" in svg_text(
+        figures["fig3_paired_effect"].svg
+    )
     assert figures["fig3_paired_effect"].data.is_empty()
+
+
+def test_a_run_of_naive_alone_says_there_is_no_other_condition() -> None:
+    figures = {f.name: f for f in draw_figures(reports_of(run(conditions=["naive"])))}
+    for name in ("fig3_paired_effect", "fig4_flips"):
+        text = svg_text(figures[name].svg)
+        assert "No paired effects: the run has only the 'naive' condition" in text, name
+        assert "lacks" not in text, name
+
+
+@pytest.mark.parametrize(
+    ("conditions", "why"),
+    [
+        (["norm_informed"], "the run has no 'naive' condition to compare the others with"),
+        (["naive"], "the run has only the 'naive' condition, so none to compare with it"),
+        (["naive", "naive"], "the run has only the 'naive' condition, so none to compare with it"),
+        (["naive", "norm_informed"], "no model has both 'naive' and another condition"),
+    ],
+)
+def test_no_pairs_says_the_true_reason(conditions: list[str], why: str) -> None:
+    assert no_pairs(conditions) == f"No paired effects: {why}."
+
+
+@pytest.mark.parametrize(
+    ("scenarios", "k", "scope"),
+    [
+        (1, "1", "N = 1 scenario, K = 1 trial each"),
+        (2, "1", "N = 2 scenarios, K = 1 trial each"),
+        (6, "3", "N = 6 scenarios, K = 3 trials each"),
+    ],
+)
+def test_the_scope_line_counts_in_the_singular_and_plural(
+    scenarios: int, k: str, scope: str
+) -> None:
+    assert scope_text(scenarios, k, None) == scope
 
 
 def test_figures_are_written_beside_their_data(

@@ -17,7 +17,8 @@ from conftest import BASE_ROW, verdict_table
 
 from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, table
-from losona.report.index import Section, build_report
+from losona.pages import fragment
+from losona.report.index import Section, build_report, effects_section, summary_data
 from losona.report.plots import Figure, draw_figures
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation
@@ -407,3 +408,19 @@ def test_a_heatmap_per_judge_is_shown_at_its_own_size(three_judges_page: str) ->
     assert '<figure id="fig2_accuracy">' in figures
     assert "figure.full{overflow-x:auto}" in three_judges_page
     assert "figure.full img{max-width:none}" in three_judges_page
+
+
+def test_the_summary_and_the_effects_of_a_one_of_everything_run_read_in_the_singular() -> None:
+    # One scenario, one model, one condition (naive), one trial each: every count is 1.
+    scenarios = table([BASE_ROW | {"source": "test"}], SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    verdicts = verdict_table({("lexicon", "smollm2", "naive"): [[True]]}, scenarios)
+    reports = aggregate(verdicts, scenarios, bootstrap=BOOTSTRAP)
+    lead = " ".join(Elements(fragment("report/summary.html", **summary_data(reports, None))).text)
+    assert (
+        "1 scenario, 1 model, 1 prompt condition, K = 1 trial each; 0 of 1 trial unscored, "
+        "0 scenario results undetermined."
+    ) in lead
+    effects = " ".join(Elements(effects_section(reports).body).text)
+    assert "No paired effects: the run has only the 'naive' condition, so none to compare" in (
+        effects
+    )

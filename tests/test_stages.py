@@ -65,6 +65,17 @@ def test_rerun_gives_byte_identical_files(
     assert first == again
 
 
+def test_render_says_one_condition_in_the_singular(
+    workdir: Path, make_cfg: Callable[..., DictConfig], capsys: pytest.CaptureFixture[str]
+) -> None:
+    layout = RunLayout(chosen(make_cfg(), "paths"))
+    run_fetch(chosen(make_cfg(), "dataset"), layout)
+    run_render(["naive"], layout)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "render: 44 prompts (1 condition) -> data/prompts.parquet"
+    )
+
+
 @pytest.mark.slow  # starts stage scripts as processes
 def test_bad_scenario_file_exits_2_with_a_message_and_writes_nothing(
     workdir: Path, scenario_row: Row

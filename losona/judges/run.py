@@ -252,5 +252,6 @@ def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
                 f"null (judge_status {status}), the raw replies are in `evidence`"
             )
     if statuses["no_response"]:
-        notes.append(f"{statuses['no_response']} responses were null: nothing to judge")
+        null = "response was" if statuses["no_response"] == 1 else "responses were"
+        notes.append(f"{statuses['no_response']} {null} null: nothing to judge")
     return notes

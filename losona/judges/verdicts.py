@@ -18,6 +18,7 @@ import polars as pl
 from losona.contracts import VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet
+from losona.formatting import counted
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
 CELL = ["judge", "subject_model", "condition"]
@@ -128,7 +129,7 @@ def _check_trials(verdicts: pl.DataFrame, scenario_ids: set[str]) -> None:
             short, most = ordered.row(0, named=True), ordered.row(-1, named=True)
             raise LosonaError(
                 f"verdicts of {where}: scenario '{short['scenario_id']}' has "
-                f"{short['trials']} trials where others have {most['trials']}; "
+                f"{counted(short['trials'], 'trial')} where others have {most['trials']}; "
                 "a trial is missing: rerun sample and judge for that cell"
             )
 

@@ -19,7 +19,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from losona.formatting import trial_number
+from losona.formatting import counted, trial_number
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -33,6 +33,8 @@ ENVIRONMENT = Environment(
 )
 # `{{ row.trial | trial }}`: a trial's index as people count, from 1 (losona.formatting).
 ENVIRONMENT.filters["trial"] = trial_number
+# `{{ n | counted("trial") }}`: "1 trial", "2 trials" (losona.formatting).
+ENVIRONMENT.filters["counted"] = counted
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from losona.contracts import SCENARIO_SCHEMA
 from losona.files import read_parquet, write_parquet
+from losona.formatting import counted
 from losona.layout import RunLayout
 from losona.prompts.render import render_table
 
@@ -15,4 +16,7 @@ def run_render(conditions: Sequence[str], layout: RunLayout) -> None:
     scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     prompts = render_table(scenarios, conditions)
     write_parquet(prompts, layout.prompts)  # made a chunk at a time as it is written
-    print(f"render: {prompts.height} prompts ({len(conditions)} conditions) -> {layout.prompts}")
+    print(
+        f"render: {counted(prompts.height, 'prompt')} ({counted(len(conditions), 'condition')}) "
+        f"-> {layout.prompts}"
+    )

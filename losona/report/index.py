@@ -20,11 +20,11 @@ from typing import Any
 import polars as pl
 
 from losona.contracts import scenarios_from_table, subset_note
-from losona.formatting import is_test_double
+from losona.formatting import counted, is_test_double
 from losona.formatting import number as _num
 from losona.formatting import signed as _signed
 from losona.pages import Section, fragment, render_page, section
-from losona.report.plots import Figure, k_label
+from losona.report.plots import Figure, k_label, no_pairs
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION, UNSCORED_POLICY
 from losona.results.table1 import judge_heading, subset_warning
@@ -71,9 +71,9 @@ def summary_data(reports: Reports, subset: str | None) -> dict[str, Any]:
     return {
         "judges": [judge_heading(*row) for row in shown.rows()],
         "test_doubles": [label for label in labels if is_test_double(label)],
-        "scenarios": _count(outcomes["scenario_id"].n_unique(), "scenario"),
-        "models": _count(results["subject_model"].n_unique(), "model"),
-        "conditions": _count(results["condition"].n_unique(), "prompt condition"),
+        "scenarios": counted(outcomes["scenario_id"].n_unique(), "scenario"),
+        "models": counted(results["subject_model"].n_unique(), "model"),
+        "conditions": counted(results["condition"].n_unique(), "prompt condition"),
         "ks": ", ".join(map(str, sorted(set(results["k"].to_list())))),
         "unscored": results["unscored_trials"].sum(),
         "trials": results["trials"].sum(),
@@ -237,7 +237,7 @@ def effects_section(reports: Reports) -> Section:
         "report/effects.html",
         rows=rows,
         level=reports.confidence,
-        baseline=BASELINE_CONDITION,
+        no_pairs=no_pairs(reports["results.csv"]["condition"]),
     )
 
 
@@ -474,10 +474,6 @@ def scenario_passes(
 
 def _anchor(scenario_id: str) -> str:
     return "s-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in scenario_id)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _p(value: float | None) -> str:

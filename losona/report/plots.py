@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from matplotlib.ticker import FuncFormatter
 from mpl_toolkits.axes_grid1 import Divider, Size
 
 from losona.files import atomic_path, write_text
+from losona.formatting import counted
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION
 
@@ -50,7 +51,6 @@ RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
 SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
 DPI = 150
 SEP = " · "
-NO_PAIRS = f"No paired effects: this run lacks the '{BASELINE_CONDITION}' condition or any other."
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             "fig3_paired_effect",
             f"Figure 3. Paired effect of each condition against Naive over the same scenarios, "
             f"in points of accuracy-at-{k}, with {level} paired scenario-bootstrap intervals.",
-            lambda: _paired_effect(deltas, judges, k),
+            lambda: _paired_effect(deltas, judges, k, results),
             _labelled(deltas, judges).select(
                 "judge", "subject_model", "condition", "label", "delta", "delta_low", "delta_high"
             ),
@@ -102,7 +102,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             "fig4_flips",
             "Figure 4. Recovered failures (Naive fails, the condition passes) and introduced "
             f"regressions (Naive passes, the condition fails), by accuracy-at-{k} per scenario.",
-            lambda: _flips(deltas, judges),
+            lambda: _flips(deltas, judges, results),
             _flip_data(_labelled(deltas, judges)),
             False,
         ),
@@ -155,12 +155,13 @@ def scope_line(reports: Reports, subset: str | None) -> str:
 
 
 def scope_text(scenarios: int, k: str, subset: str | None) -> str:
-    """The scope line of any figure or section: "N = 5 scenarios, K = 1 trials each", after
+    """The scope line of any figure or section: "N = 5 scenarios, K = 1 trial each", after
     "SUBSET: ..." for a run on part of its dataset (`subset`: losona.contracts.subset_note).
 
     The dynamic extension's figure and section say theirs with it too (issue 32).
     """
-    scope = f"N = {scenarios} scenario{'' if scenarios == 1 else 's'}, K = {k} trials each"
+    trials = "trial" if k == "1" else "trials"
+    scope = f"N = {counted(scenarios, 'scenario')}, K = {k} {trials} each"
     if subset is None:
         return scope
     return f"SUBSET: {subset}, not the whole dataset; not comparable with a full run\n{scope}"
@@ -261,7 +262,25 @@ def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigu
     return figure
 
 
-def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
+def no_pairs(conditions: Iterable[str]) -> str:
+    """Why there is no paired effect, given the conditions the judge's cells have."""
+    present = set(conditions)
+    if BASELINE_CONDITION not in present:
+        why = f"the run has no '{BASELINE_CONDITION}' condition to compare the others with"
+    elif present == {BASELINE_CONDITION}:
+        why = f"the run has only the '{BASELINE_CONDITION}' condition, so none to compare with it"
+    else:
+        why = f"no model has both '{BASELINE_CONDITION}' and another condition"
+    return f"No paired effects: {why}."
+
+
+def _no_pairs_of(results: pl.DataFrame, judge: Judge) -> str:
+    return no_pairs(results.filter(pl.col("judge") == judge[0])["condition"])
+
+
+def _paired_effect(
+    deltas: pl.DataFrame, judges: Sequence[Judge], k: str, results: pl.DataFrame
+) -> MplFigure:
     models = _unique(deltas["model_label"]) or [""]
     conditions = _unique(deltas["condition_label"])
     height = 1.6 + 0.5 * len(models) * (0.4 + 0.2 * len(conditions))
@@ -275,7 +294,7 @@ def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> Mpl
         rows = deltas.filter(pl.col("judge") == judge[0])
         ax.set_title(judge_title(f"Paired effect against {BASELINE_CONDITION}", judge))
         if rows.is_empty():
-            _empty(ax, NO_PAIRS)
+            _empty(ax, _no_pairs_of(results, judge))
             continue
         for i, condition in enumerate(conditions):
             part = rows.filter(pl.col("condition_label") == condition)
@@ -306,7 +325,7 @@ def _paired_effect(deltas: pl.DataFrame, judges: Sequence[Judge], k: str) -> Mpl
     return figure
 
 
-def _flips(deltas: pl.DataFrame, judges: Sequence[Judge]) -> MplFigure:
+def _flips(deltas: pl.DataFrame, judges: Sequence[Judge], results: pl.DataFrame) -> MplFigure:
     models = _unique(deltas["model_label"]) or [""]
     conditions = _unique(deltas["condition_label"]) or [""]
     figure, axes = _panels(len(judges), len(conditions), 4.2, 0.32 * len(models) + 1.6)
@@ -319,7 +338,7 @@ def _flips(deltas: pl.DataFrame, judges: Sequence[Judge]) -> MplFigure:
                 (pl.col("judge") == judge[0]) & (pl.col("condition_label") == condition)
             )
             if part.is_empty():
-                _empty(ax, NO_PAIRS)
+                _empty(ax, _no_pairs_of(results, judge))
                 continue
             ys = [at[m] for m in part["model_label"]]
             ax.barh(ys, part["recovered"].to_numpy(), color=RECOVERED_COLOUR)
@@ -459,7 +478,7 @@ def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
         ax.set_yticks(range(len(scenarios)), scenarios, fontsize=HEATMAP_LABEL_PT)
     else:
         ax.set_yticks([])
-        ax.set_ylabel(f"{len(scenarios)} scenarios", fontsize=HEATMAP_LABEL_PT)
+        ax.set_ylabel(counted(len(scenarios), "scenario"), fontsize=HEATMAP_LABEL_PT)
     ax.set_xticks(range(len(columns)), column_labels, rotation=90, fontsize=HEATMAP_LABEL_PT)
     for j in range(1, len(columns)):
         if columns[j][0] != columns[j - 1][0]:

@@ -10,6 +10,7 @@ import polars as pl
 from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA
 from losona.files import read_parquet
+from losona.formatting import counted
 from losona.judges.verdicts import load_verdicts
 from losona.layout import RunLayout
 from losona.results.aggregate import aggregate, judge_evidence, write_reports
@@ -36,9 +37,10 @@ def run_aggregate(
     )
     write_reports(reports, layout.reports_folder)
     results = reports["results.csv"]
+    unscored = counted(int(results["unscored_trials"].sum()), "unscored trial")
     print(
-        f"aggregate: {results.height} model x condition rows over {scenarios.height} scenarios, "
-        f"{results['unscored_trials'].sum()} unscored trials -> {layout.reports_folder}/"
+        f"aggregate: {counted(results.height, 'model x condition row')} over "
+        f"{counted(scenarios.height, 'scenario')}, {unscored} -> {layout.reports_folder}/"
     )
     for row in results.filter(pl.col("degenerate").is_not_null()).iter_rows(named=True):
         print(

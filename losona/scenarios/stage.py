@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from losona.config import DatasetConfig
 from losona.files import write_parquet
+from losona.formatting import counted
 from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 
@@ -14,4 +15,4 @@ def run_fetch(dataset: DatasetConfig, layout: RunLayout, ids_from: str = "") -> 
     scenarios = fetch_scenarios(dataset, ids_from=ids_from)
     write_parquet(scenarios, layout.scenarios)
     source = scenarios["source"][0]
-    print(f"fetch: {scenarios.height} scenarios from {source} -> {layout.scenarios}")
+    print(f"fetch: {counted(scenarios.height, 'scenario')} from {source} -> {layout.scenarios}")
