@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from losona.config import ConditionConfig, ModelSpec, SamplingSettings
 from losona.files import write_parquet
+from losona.formatting import counted
 from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, CallStore, answer_sources, read_run_log
 from losona.models.batch import batch_provider
@@ -66,7 +67,7 @@ def run_sample(
     facts = read_run_log(log)
     print(
         f"sample: {sampled.responses.height} responses ({spec.name}, {name}, "
-        f"{settings.trials} trials; {answer_sources(facts)}, "
+        f"{counted(settings.trials, 'trial')}; {answer_sources(facts)}, "
         f"${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
     if "batch" in facts:
