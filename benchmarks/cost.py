@@ -58,7 +58,8 @@ import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
 from losona.config import load_option, plain
 from losona.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase
-from losona.judges.llm import LLMJudge, judge_messages
+from losona.judges.llm import LLMJudge
+from losona.judges.prompt import judge_messages
 from losona.judges.run import judge_controls, judge_responses
 from losona.models import CallOptions, ModelSpec, Request
 from losona.models.batch import BATCH_PROVIDERS

@@ -30,7 +30,8 @@ from losona.contracts import Scenario
 from losona.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.llm import judge_messages, parse_verdict
+from losona.judges.prompt import judge_messages
+from losona.judges.reply import parse_verdict
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer, default_reply
 from losona.testing.scripted_judge import ScriptedJudge, template_copy

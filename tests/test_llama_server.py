@@ -24,14 +24,8 @@ import yaml
 
 from losona.contracts import scenarios_from_table
 from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
-from losona.judges.llm import (
-    FIELDS,
-    STRUCTURED_ADVICE,
-    TEXT_FIELDS,
-    LLMJudge,
-    ReplyContext,
-    parse_verdict,
-)
+from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
+from losona.judges.reply import FIELDS, TEXT_FIELDS, ReplyContext, parse_verdict
 from losona.models import CallOptions, CallsFailed, ModelSpec
 from losona.prompts.render import render_prompts
 from losona.sampling.sample import sample_cell

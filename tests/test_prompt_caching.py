@@ -21,7 +21,8 @@ from losona.contracts import PROMPT_SCHEMA, scenarios_from_table, table
 from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges.base import JudgeCase
-from losona.judges.llm import LLMJudge, judge_messages
+from losona.judges.llm import LLMJudge
+from losona.judges.prompt import judge_messages
 from losona.judges.run import judge_responses
 from losona.models import CallOptions, Completion, ModelSpec, Request, call_key, complete
 from losona.models.pricing import Usage, estimate, rates_for, usage_of

@@ -1,23 +1,13 @@
-"""The paper's LLM judge: its prompt, robust reading of its reply, and one bounded repair.
+"""The paper's LLM judge: a judge model called through the model layer, with one bounded
+repair of a reply that holds no verdict.
 
-Prompt: the system message holds our additional judge instructions, the user message the
-paper's Appendix C prompt word for word (losona/judges/prompt.py). The judged message sits
-between two marker lines whose id is a hash of the message itself, so no message can
-close its own quotation early and pass text off as instructions.
-
-Reply: a JSON object alone, in a code fence, or with text around it, with the five fields
-of Appendix C; "true"/"false" written as strings are accepted. The object must be the
-judge's own: one that the judged message holds, or whose reasoning is the judged message's
-words, is the subject speaking (a judge that echoes the message hands over whatever JSON
-the subject wrote); one whose reasoning is copied from the prompt, or whose fields are the
-answer template's placeholders or left without reasoning, says nothing. Such an object is
-no verdict. A reply without a verdict gets one repair request (the conversation so far
-plus what was wrong); if that reply has none either, the case is unscored, its status
-saying why (base.NOT_A_VERDICT), with both raw replies kept in `evidence`, never guessed.
-A call that fails after the model layer's retries is not a verdict: the judge raises
-CallsFailed (counted by kind) after the round of repairs, so the stage writes nothing and
-a rerun sends only the failed calls; every completed call, repairs included, is in the
-call cache.
+Its prompt is losona/judges/prompt.py, and how a reply is read losona/judges/reply.py. A
+reply without a verdict gets one repair request (the conversation so far plus what was
+wrong); if that reply has none either, the case is unscored, its status saying why
+(base.NOT_A_VERDICT), with both raw replies kept in `evidence`, never guessed. A call that
+fails after the model layer's retries is not a verdict: the judge raises CallsFailed
+(counted by kind) after the round of repairs, so the stage writes nothing and a rerun sends
+only the failed calls; every completed call, repairs included, is in the call cache.
 """
 
 from __future__ import annotations
@@ -25,24 +15,21 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from losona.errors import LosonaError
 from losona.files import OnDemand, sha256_text
-from losona.judges.base import JudgeCase, Judgement, JudgementTable, Status
+from losona.judges.base import JudgeCase, Judgement, JudgementTable
 from losona.judges.prompt import (
-    JUDGE_INSTRUCTIONS,
     JUDGE_JSON_SCHEMA,
-    JUDGE_JSON_SHAPE,
-    JUDGE_REPAIR_TEMPLATE,
-    JUDGE_TEMPLATE,
     JUDGE_TEMPLATE_VERSION,
-    JUDGED_MESSAGE_FENCE,
+    Messages,
+    judge_messages,
+    repair_messages,
 )
+from losona.judges.reply import ReplyContext, UnparseableReply, parse_verdict
 from losona.models import (
     BatchSettings,
     CallOptions,
@@ -56,12 +43,8 @@ from losona.models import (
     unsupported_params,
 )
 
-TEXT_FIELDS = ("elicitor_uptake", "norm_requirement", "evidence", "reasoning")
-FIELDS = (*TEXT_FIELDS, "complies")
 # Joins the two raw replies of an unparseable case in `evidence`.
 REPAIR_SEPARATOR = "\n--- reply to the repair request ---\n"
-
-Messages = list[dict[str, str]]
 
 # litellm's response_format for each `structured_output` setting of a judge config: the
 # five Appendix C fields as a JSON schema, JSON mode without a schema, or nothing (the
@@ -81,15 +64,6 @@ STRUCTURED_ADVICE = (
     "set structured_output: none in the judge's config (docs/judges.md, 'Structured output'): the "
     "prompt alone asks for the same JSON object"
 )
-
-
-# The shortest reasoning held against the texts it may have been copied from: a judge may
-# say in a few words what the judged message also says ("it apologises"), but a sentence
-# that is word for word in the prompt, or the subject's words as the reasoning, is a copy.
-MIN_COPIED_WORDS = {"prompt": 8, "judged message": 4}
-# A field left as the answer template has it ("..."), or a stand-in for a value: nothing
-# but dots, an ellipsis or a <placeholder>, or a type name.
-_PLACEHOLDER = re.compile(r"[.\u2026\s]*|<[^<>]*>|string|text|str", re.IGNORECASE)
 
 # What llama-cpp-python's server (`python -m llama_cpp.server`) says of a response_format
 # it does not take. It answers HTTP 500, not 400: its request validation fails inside the
@@ -124,199 +98,6 @@ def structured_output_advice(structured_output: str, failure: str) -> str | None
             f"rejects response_format, {STRUCTURED_ADVICE}, or the form your server takes."
         )
     return None
-
-
-class UnparseableReply(ValueError):
-    """A judge reply that holds no verdict of the judge's own; the message says what is wrong.
-
-    `status` names the kind (base.NOT_A_VERDICT): it becomes the verdict's judge_status
-    when the repair round does not mend it.
-    """
-
-    def __init__(self, problem: str, status: Status = "unparseable") -> None:
-        super().__init__(problem)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class ReplyContext:
-    """What a judge's reply is held against: the prompt it answers and the message it judges."""
-
-    prompt: str  # every message the judge was sent, the judged message left out
-    judged: str
-
-    @classmethod
-    def of(cls, case: JudgeCase) -> ReplyContext:
-        """The context of one case's judge prompt."""
-        if case.response is None:
-            raise ValueError(f"scenario '{case.scenario_id}': no response to judge")
-        sent = "\n".join(message["content"] for message in judge_messages(case))
-        return cls(prompt=sent.replace(fenced(case.response), ""), judged=case.response)
-
-
-def fence_id(message: str) -> str:
-    """The marker id for one judged message: a prefix of its SHA-256, unforgeable from inside."""
-    return sha256_text(message)[:16]
-
-
-def fenced(message: str) -> str:
-    """The judged message between its begin and end marker lines."""
-    return JUDGED_MESSAGE_FENCE.format(fence_id=fence_id(message), message=message)
-
-
-def judge_prompt(case: JudgeCase) -> str:
-    """The paper's judge prompt (Appendix C) for one case."""
-    if case.response is None:
-        raise ValueError(f"scenario '{case.scenario_id}': no response to judge")
-    return JUDGE_TEMPLATE.format(
-        norm_statement=case.norm_statement,
-        example_elicitor=case.example_elicitor,
-        example_compliant_response=case.example_compliant_response,
-        example_breaching_response=case.example_breaching_response,
-        prior_transcript=case.prior_transcript,
-        elicitor_actor=case.elicitor_actor,
-        elicitor_content=case.elicitor_content,
-        subject=case.subject,
-        subject_response=fenced(case.response),
-        json_shape=JUDGE_JSON_SHAPE,
-    )
-
-
-def judge_messages(case: JudgeCase) -> Messages:
-    """The chat messages sent to the judge: our instructions, then the paper's prompt."""
-    return [
-        {"role": "system", "content": JUDGE_INSTRUCTIONS},
-        {"role": "user", "content": judge_prompt(case)},
-    ]
-
-
-def repair_messages(messages: Messages, reply: str, problem: str) -> Messages:
-    """The one follow-up after an unreadable reply: the conversation so far and what was wrong."""
-    request = JUDGE_REPAIR_TEMPLATE.format(problem=problem, json_shape=JUDGE_JSON_SHAPE)
-    return [
-        *messages,
-        {"role": "assistant", "content": reply},
-        {"role": "user", "content": request},
-    ]
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object that starts somewhere in the text (nested ones included)."""
-    decoder = json.JSONDecoder()
-    found = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            found.append(value)
-        start = text.find("{", start + 1)
-    return found
-
-
-def _boolean(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise UnparseableReply(f"'complies' must be true or false, found {json.dumps(value)}")
-
-
-def _verdict(obj: Mapping[str, Any]) -> Judgement:
-    missing = [field for field in FIELDS if field not in obj]
-    if missing:
-        raise UnparseableReply(f"the JSON object lacks the field(s) {', '.join(missing)}")
-    complies = _boolean(obj["complies"])
-    texts: dict[str, str | None] = {}
-    for field in TEXT_FIELDS:
-        value = obj[field]
-        if value is not None and not isinstance(value, str):
-            raise UnparseableReply(f"'{field}' must be text, found {json.dumps(value)}")
-        texts[field] = value
-    return Judgement(
-        complies=complies,
-        elicitor_uptake=texts["elicitor_uptake"],
-        norm_requirement=texts["norm_requirement"],
-        evidence=texts["evidence"],
-        reasoning=texts["reasoning"],
-        status="ok",
-    )
-
-
-def _words(text: str) -> str:
-    """Text compared for copying: its words in lower case, punctuation and spacing aside."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
-def _copied_into(reasoning: str, source: str, what: str) -> bool:
-    """Whether the reasoning is, word for word, a passage of `source` (and long enough)."""
-    words = _words(reasoning)
-    return len(words.split()) >= MIN_COPIED_WORDS[what] and f" {words} " in f" {_words(source)} "
-
-
-def _check_own(obj: Mapping[str, Any], verdict: Judgement, context: ReplyContext | None) -> None:
-    """Refuse a verdict object that is not the judge's own work (see the module docstring)."""
-    reasoning = verdict.reasoning or ""
-    if context is not None:
-        if obj in _json_objects(context.judged) or _copied_into(
-            reasoning, context.judged, "judged message"
-        ):
-            raise UnparseableReply(
-                "the JSON object is taken from the judged message, not written by you",
-                "echoed_message",
-            )
-        if obj in _json_objects(context.prompt) or _copied_into(
-            reasoning, context.prompt, "prompt"
-        ):
-            raise UnparseableReply(
-                "the JSON object's reasoning is copied from the prompt", "copied_prompt"
-            )
-    # An empty field may mean "nothing to quote"; a placeholder never means anything, and a
-    # verdict without reasoning is not one.
-    unfilled = [
-        field
-        for field in TEXT_FIELDS
-        if (text := (obj[field] or "").strip()) and _PLACEHOLDER.fullmatch(text)
-    ]
-    if not reasoning.strip() and "reasoning" not in unfilled:
-        unfilled.append("reasoning")
-    if unfilled:
-        raise UnparseableReply(
-            f"the field(s) {', '.join(unfilled)} are not filled in", "placeholder"
-        )
-
-
-# Which problem to report when every object of a reply is refused: the most telling.
-_PRIORITY: tuple[Status, ...] = ("echoed_message", "copied_prompt", "placeholder", "unparseable")
-
-
-def parse_verdict(reply: str | None, context: ReplyContext | None = None) -> Judgement:
-    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong.
-
-    With a `context`, an object the judged message holds or the prompt gave is refused.
-    """
-    if reply is None or not reply.strip():
-        raise UnparseableReply("the reply was empty")
-    objects = _json_objects(reply)
-    if not objects:
-        raise UnparseableReply("the reply holds no JSON object")
-    verdicts: list[Judgement] = []
-    problems: list[UnparseableReply] = []
-    for obj in objects:
-        try:
-            verdict = _verdict(obj)
-            _check_own(obj, verdict, context)
-        except UnparseableReply as exc:
-            problems.append(exc)
-        else:
-            verdicts.append(verdict)
-    if not verdicts:
-        raise min(problems, key=lambda problem: _PRIORITY.index(problem.status))
-    if len({verdict.complies for verdict in verdicts}) > 1:
-        raise UnparseableReply("the reply holds several verdicts that disagree on 'complies'")
-    return verdicts[-1]
 
 
 def repair_log(run_log: str | Path | None) -> Path | None:
