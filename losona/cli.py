@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 from collections.abc import Callable
@@ -92,3 +93,19 @@ def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
 def _losona_error_in_chain(exc: BaseException) -> LosonaError | None:
     """The LosonaError an exception was raised while handling, if any."""
     return next((cause for cause in causes(exc) if isinstance(cause, LosonaError)), None)
+
+
+def overrides_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The command line of a command that takes a stage's config overrides (key=value).
+
+    Hydra's compose API reads every argument as an override and takes `--help` for a bad
+    one, so the command parses its own line first: -h prints the usage and exits 0.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="config overrides as a stage script takes them, e.g. paths.reports_dir=out",
+    )
+    return parser

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import collections
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from omegaconf.errors import InterpolationResolutionError
 
 from losona import cli
@@ -123,3 +127,41 @@ def test_an_interpolation_error_with_no_error_of_ours_behind_it_is_a_crash() -> 
         raise InterpolationResolutionError("a resolver raised ZeroDivisionError")
 
     assert exit_code(hydra_main(stage)) == 1
+
+
+def entry_points() -> list[str]:
+    """Every `python -m losona.*` command: a package's __main__.py, or a module that runs as one."""
+    modules = []
+    for path in sorted((REPO / "losona").rglob("*.py")):
+        name = path.relative_to(REPO).with_suffix("").parts
+        if path.name == "__main__.py":
+            modules.append(".".join(name[:-1]))
+        elif 'if __name__ == "__main__":' in path.read_text(encoding="utf-8"):
+            modules.append(".".join(name))
+    return modules
+
+
+@pytest.mark.slow
+def test_every_python_m_losona_command_prints_its_usage_for_help_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    modules = entry_points()
+    assert {"losona.reproduce", "losona.run_logs", "losona.publishable"} <= set(modules)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    # All at once, from a folder that is no run: help needs neither a run nor the others.
+    started = {
+        (module, flag): subprocess.Popen(
+            [sys.executable, "-m", module, flag],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for module in modules
+        for flag in ("--help", "-h")
+    }
+    for (module, flag), process in started.items():
+        out, err = process.communicate(timeout=120)
+        assert (process.returncode, err) == (0, ""), f"{module} {flag}"
+        assert out.startswith(f"usage: python -m {module} "), f"{module} {flag}: {out}"

@@ -56,7 +56,7 @@ def test_a_stage_taken_out_of_dvc_yaml_leaves_the_lock_as_it_was_before(tmp_path
 
     dropped = prune(tmp_path)
     assert dropped.returncode == 0, dropped.stderr
-    assert dropped.stdout == "dvc.lock: dropped 1 entries of stages dvc.yaml no longer has: b\n"
+    assert dropped.stdout == "dvc.lock: dropped 1 entry of stages dvc.yaml no longer has: b\n"
     assert (tmp_path / "dvc.lock").read_bytes() == before
     # Nothing left to drop: said so, and the file is not even rewritten.
     stamp = (tmp_path / "dvc.lock").stat().st_mtime_ns

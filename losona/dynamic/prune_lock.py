@@ -18,6 +18,7 @@ was turned on. It changes nothing else, neither outputs nor the cache.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,9 +26,16 @@ from typing import Any
 
 import yaml
 
+from losona.formatting import counted
+
 PIPELINE_FILE = "dvc.yaml"
 LOCK_FILE = "dvc.lock"
 COMMAND = "python -m losona.dynamic.prune_lock"
+DESCRIPTION = (
+    f"Drop the {LOCK_FILE} entries of stages {PIPELINE_FILE} no longer has (the dynamic "
+    f"extension's, once it is off), so that {LOCK_FILE} is again the one before it was on. "
+    "Run it at the project's root; it changes neither outputs nor the cache."
+)
 
 
 def stale_stages(lock: Mapping[str, Any], stages: Iterable[str]) -> list[str]:
@@ -69,7 +77,9 @@ def prune_lock(root: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    """Drop the stale entries of dvc.lock here; return the exit status."""
+    parser = argparse.ArgumentParser(prog=COMMAND, description=DESCRIPTION)
+    _, args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)  # -h: usage
     if args:
         print(f"error: {COMMAND} takes no arguments, found {' '.join(args)}", file=sys.stderr)
         return 2
@@ -89,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{LOCK_FILE}: every entry is a stage of {PIPELINE_FILE}; nothing to drop")
     else:
         print(
-            f"{LOCK_FILE}: dropped {len(dropped)} entries of stages {PIPELINE_FILE} no longer "
-            f"has: {', '.join(dropped)}"
+            f"{LOCK_FILE}: dropped {counted(len(dropped), 'entry', 'entries')} of stages "
+            f"{PIPELINE_FILE} no longer has: {', '.join(dropped)}"
         )
     return 0
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from losona.cli import USER_ERROR_EXIT
+from losona.cli import USER_ERROR_EXIT, overrides_parser
 from losona.config import compose_paths
 from losona.errors import LosonaError
 from losona.files import display_path
@@ -91,8 +91,14 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print every cell's run facts from its run log; exit 2 when there is none."""
+    parser = overrides_parser(
+        "python -m losona.run_logs",
+        "Print each cell's run facts from its run log (*.log.json): calls cached, made and "
+        "failed, tokens, latency, cost, when it ran and for how long. Exit 2 when there is none.",
+    )
+    overrides = parser.parse_args(argv).overrides
     try:
-        layout = RunLayout(compose_paths(sys.argv[1:] if argv is None else argv))
+        layout = RunLayout(compose_paths(overrides))
         logs = run_logs(layout)
         if not logs:
             raise LosonaError(

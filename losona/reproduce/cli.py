@@ -9,14 +9,21 @@ from collections.abc import Callable, Sequence
 
 from hydra import compose, initialize_config_dir
 
-from losona.cli import USER_ERROR_EXIT
+from losona.cli import USER_ERROR_EXIT, overrides_parser
 from losona.config import CONF_DIR, chosen, compose_paths
 from losona.errors import LosonaError
+from losona.formatting import counted
 from losona.layout import RunLayout
 from losona.reproduce.checks import DynamicRun, check_run
 from losona.reproduce.compare import Check
 
 DIFFERENCE_EXIT = 3
+DESCRIPTION = (
+    "Check the run in this repository: every stage from render on runs again from the "
+    "run's own files, with no model call, and what it writes is compared value by value "
+    "with the run's files. Exit 0: every value matches; 3: a value differs (each one is "
+    "named); 2: the run cannot be checked (docs/reproducing.md)."
+)
 SHOWN = 40  # differences printed before "... and N more"
 
 
@@ -33,7 +40,8 @@ def report(check: Check, out: Callable[[str], None] = print) -> None:
         if check.ok
         else f"{len(check.differences)} differ (expected: recomputed; found: on disk)"
     )
-    out(f"reproduce: {check.values:,} values in {len(check.files)} files checked; {verdict}")
+    files = counted(len(check.files), "file")
+    out(f"reproduce: {check.values:,} values in {files} checked; {verdict}")
 
 
 def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
@@ -46,7 +54,8 @@ def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the run in the working directory; return the exit status."""
-    overrides = sys.argv[1:] if argv is None else argv
+    parser = overrides_parser("python -m losona.reproduce", DESCRIPTION)
+    overrides = parser.parse_args(argv).overrides
     try:
         check = check_run(RunLayout(compose_paths(overrides)), compose_dynamic(overrides))
     except LosonaError as exc:

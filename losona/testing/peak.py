@@ -16,11 +16,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+USAGE = "usage: python -m losona.testing.peak OUT -- COMMAND..."
+
 
 def main(argv: list[str]) -> int:
     """Run the command after `--`; write its peak RSS (KiB) to the file before it."""
+    if argv in (["-h"], ["--help"]):
+        print(f"{USAGE}\n\n{__doc__}")
+        return 0
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m losona.testing.peak OUT -- COMMAND...", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     out, command = Path(argv[0]), argv[2:]
     child = subprocess.Popen(command)
