@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,11 @@ INTERRUPTED_EXIT = 130
 
 # Set once Hydra has composed the config and a stage's own code is running.
 _stage_started = False
+# What gets the committed run back after DVC stopped midway: DVC deletes a stage's outputs
+# before it runs it, writes dvc.lock stage by stage, and `-S` edits the settings files.
+# touch first, as preflight's restore does: git's stat cache can miss DVC's in-place rewrite.
+RUN_RECORDS = "dvc.lock params.yaml conf/run.yaml"
+RESTORE_COMMITTED_RUN = f"touch {RUN_RECORDS} && git checkout HEAD -- {RUN_RECORDS} && dvc checkout"
 
 
 def launch(main: Callable[[], None]) -> None:
@@ -40,23 +46,29 @@ def launch(main: Callable[[], None]) -> None:
             sys.exit(USER_ERROR_EXIT)
         raise
     except KeyboardInterrupt:
-        print(interrupted_message(_calls_stored()), file=sys.stderr)
+        print(interrupted_message(_calls_stored(), "DVC_STAGE" in os.environ), file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT)
 
 
-def interrupted_message(stored: dict[Path, int]) -> str:
-    """The one line for a stage stopped by Ctrl-C, given the calls it stored by cache file."""
+def interrupted_message(stored: dict[Path, int], under_dvc: bool = False) -> str:
+    """The one line for a stage stopped by Ctrl-C, given the calls it stored by cache file,
+    and, for a stage DVC ran, how to get the committed run back."""
     line = "interrupted: stopped by Ctrl-C"
     kept = {path: n for path, n in stored.items() if n}
-    if not kept:
-        return line
-    where = ", ".join(str(path) for path in sorted(kept))
-    calls = sum(kept.values())
-    noun = "call is" if calls == 1 else "calls are"
-    return (
-        f"{line}; {calls} completed {noun} kept in the call cache ({where}) and will not be "
-        "paid again: run the stage again to go on"
-    )
+    if kept:
+        where = ", ".join(str(path) for path in sorted(kept))
+        calls = sum(kept.values())
+        noun = "call is" if calls == 1 else "calls are"
+        line += (
+            f"; {calls} completed {noun} kept in the call cache ({where}) and will not be "
+            "paid again: run the stage again to go on"
+        )
+    if under_dvc:
+        line += (
+            "; DVC deleted this stage's outputs before it ran, and dvc.lock and the settings "
+            f"may hold this run's: to get the committed run back, {RESTORE_COMMITTED_RUN}"
+        )
+    return line
 
 
 def _calls_stored() -> dict[Path, int]:

@@ -120,6 +120,27 @@ def test_ctrl_c_before_any_call_says_only_that_it_stopped() -> None:
     )
 
 
+def test_ctrl_c_in_a_stage_dvc_runs_says_how_to_get_the_committed_run_back(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DVC_STAGE", "sample@smollm2-naive")  # as DVC sets it for every stage
+
+    @cli.reports_user_errors
+    def stage() -> None:
+        raise KeyboardInterrupt
+
+    assert exit_code(hydra_main(stage)) == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "interrupted: stopped by Ctrl-C; DVC deleted this stage's outputs before it ran, and "
+        "dvc.lock and the settings may hold this run's: to get the committed run back, "
+        "touch dvc.lock params.yaml conf/run.yaml && git checkout HEAD -- dvc.lock params.yaml "
+        "conf/run.yaml && dvc checkout"
+    ]
+    monkeypatch.delenv("DVC_STAGE")
+    assert exit_code(hydra_main(stage)) == 130
+    assert capsys.readouterr().err == "interrupted: stopped by Ctrl-C\n"
+
+
 def test_an_interpolation_error_with_no_error_of_ours_behind_it_is_a_crash() -> None:
     # Only a resolver's LosonaError is the user's mistake; any other broken resolver is a bug.
     @cli.reports_user_errors
