@@ -10,12 +10,12 @@ from test_aggregate import scenario_table
 from test_audit import labelled_items
 
 from losona.audit.correction import corrected_compliance, rogan_gladen
-from losona.audit.resampling import percentile_interval
 from losona.audit.tables import SHEET_KEY_SCHEMA
 from losona.config import AggregateSettings
 from losona.contracts import table
 from losona.files import sha256_text
 from losona.results.presentation import Presentation
+from losona.results.resampling import percentile_interval
 
 PAPER = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
 QUICK = AggregateSettings(resamples=2_000, seed=0, confidence=0.95)

@@ -11,15 +11,13 @@ from losona.config import AggregateSettings
 from losona.formatting import percent
 from losona.results.metrics import (
     bootstrap_intervals,
-    bootstrap_means,
     bootstrap_settings,
     majority_threshold,
     mcnemar_exact,
     scenario_outcomes,
 )
 
-SETTINGS = {"n_resamples": 2_000, "seed": 7, "confidence": 0.95}
-RUN = AggregateSettings(resamples=2_000, seed=7, confidence=0.95)  # SETTINGS, as config
+RUN = AggregateSettings(resamples=2_000, seed=7, confidence=0.95)
 
 
 @pytest.mark.parametrize(("k", "needed"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)])
@@ -78,13 +76,13 @@ def test_outcome_of_a_scenario(
 def test_bootstrap_matches_scipys_plain_bootstrap_of_the_mean() -> None:
     rng = np.random.default_rng(0)
     values = (rng.random(38) < 0.4).astype(float)
-    ours = bootstrap_means(values[None, :], **SETTINGS)
+    ours = bootstrap_intervals(values[None, :], RUN)
     plain = stats.bootstrap(
         (values,),
         np.mean,
-        n_resamples=SETTINGS["n_resamples"],
+        n_resamples=RUN.resamples,
         method="percentile",
-        rng=np.random.default_rng(SETTINGS["seed"]),
+        rng=np.random.default_rng(RUN.seed),
     ).confidence_interval
     assert ours.estimate[0] == pytest.approx(values.mean())
     assert (ours.low[0], ours.high[0]) == pytest.approx((plain.low, plain.high))
@@ -93,23 +91,23 @@ def test_bootstrap_matches_scipys_plain_bootstrap_of_the_mean() -> None:
 def test_a_rows_interval_does_not_depend_on_the_other_rows() -> None:
     rng = np.random.default_rng(1)
     values = (rng.random((3, 40)) < 0.5).astype(float)
-    alone = bootstrap_means(values[:1], **SETTINGS)
-    together = bootstrap_means(values, **SETTINGS)
+    alone = bootstrap_intervals(values[:1], RUN)
+    together = bootstrap_intervals(values, RUN)
     assert (alone.low[0], alone.high[0]) == (together.low[0], together.high[0])
 
 
 def test_the_seed_fixes_the_interval() -> None:
     values = np.random.default_rng(2).random((1, 38))  # continuous, so seeds can differ
-    first = bootstrap_means(values, **SETTINGS)
-    again = bootstrap_means(values, **SETTINGS)
-    other = bootstrap_means(values, **(SETTINGS | {"seed": 8}))
+    first = bootstrap_intervals(values, RUN)
+    again = bootstrap_intervals(values, RUN)
+    other = bootstrap_intervals(values, RUN.model_copy(update={"seed": 8}))
     assert (first.low[0], first.high[0]) == (again.low[0], again.high[0])
     assert (first.low[0], first.high[0]) != (other.low[0], other.high[0])
 
 
 def test_nan_marks_scenarios_left_out_of_a_rows_mean() -> None:
     values = np.array([[1.0, 1.0, np.nan, 0.0, np.nan, 1.0]])
-    result = bootstrap_means(values, **SETTINGS)
+    result = bootstrap_intervals(values, RUN)
     assert result.estimate[0] == pytest.approx(3 / 4)
     assert 0 <= result.low[0] <= 0.75 <= result.high[0] <= 1
 
@@ -117,25 +115,15 @@ def test_nan_marks_scenarios_left_out_of_a_rows_mean() -> None:
 def test_combined_rows_are_bootstrapped_as_the_mean_of_the_rows() -> None:
     rng = np.random.default_rng(3)
     values = (rng.random((2, 38)) < 0.4).astype(float)
-    combined = bootstrap_means(values, np.array([[0.5, 0.5]]), **SETTINGS)
-    direct = bootstrap_means(values.mean(axis=0, keepdims=True), **SETTINGS)
+    combined = bootstrap_intervals(values, RUN, combine=np.array([[0.5, 0.5]]))
+    direct = bootstrap_intervals(values.mean(axis=0, keepdims=True), RUN)
     assert combined.estimate[0] == pytest.approx(values.mean())
     assert (combined.low[0], combined.high[0]) == pytest.approx((direct.low[0], direct.high[0]))
 
 
 def test_a_constant_row_has_a_degenerate_interval() -> None:
-    result = bootstrap_means(np.ones((1, 10)), **SETTINGS)
+    result = bootstrap_intervals(np.ones((1, 10)), RUN)
     assert (result.low[0], result.estimate[0], result.high[0]) == (1.0, 1.0, 1.0)
-
-
-def test_the_runs_settings_give_the_intervals_bootstrap_means_gives() -> None:
-    rng = np.random.default_rng(4)
-    values = rng.random((2, 30))
-    sizes = rng.integers(1, 4, (2, 30)).astype(float)
-    ours = bootstrap_intervals(values, RUN, sizes=sizes)
-    direct = bootstrap_means(values, sizes=sizes, **SETTINGS)
-    for field in ("estimate", "low", "high"):
-        assert np.array_equal(getattr(ours, field), getattr(direct, field)), field
 
 
 def test_one_scenario_gives_each_estimate_with_no_interval() -> None:

@@ -37,13 +37,13 @@ import polars as pl
 
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
-from losona.audit.resampling import bootstrap_distribution, percentile_interval
 from losona.audit.tables import CORRECTED_DELTA_SCHEMA, CORRECTED_SCHEMA, CORRECTION_SCHEMA
 from losona.config import AggregateSettings
 from losona.contracts import table
 from losona.formatting import percent
 from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
+from losona.results.resampling import bootstrap_distribution, percentile_interval
 
 CORRECTED = "corrected"
 

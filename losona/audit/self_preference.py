@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.audit.resampling import bootstrap_distribution, percentile_interval
 from losona.audit.tables import SELF_PREFERENCE_SCHEMA
 from losona.config import AggregateSettings, judge_kind_settings
 from losona.contracts import table
 from losona.formatting import percent
+from losona.results.resampling import bootstrap_distribution, percentile_interval
 
 ESTIMATED = "estimated"
 

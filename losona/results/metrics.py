@@ -15,7 +15,6 @@ cell's denominator and counted. An unscored trial is never read as a breach or a
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ import polars as pl
 from losona.config import AggregateSettings
 from losona.formatting import percent
 from losona.judges.verdicts import CELL
+from losona.results.resampling import bootstrap_distribution, percentile_interval
 
 # The condition every other one is compared with (paper Section 5.3).
 BASELINE_CONDITION = "naive"
@@ -40,10 +40,6 @@ UNSCORED_POLICY = (
     "consistency counts a scenario only when all its trials are scored or its scored "
     "trials already disagree"
 )
-
-# Resampled indices are drawn in batches of about this many entries, which bounds the
-# bootstrap's memory (two arrays of this size) whatever the number of scenarios.
-_BATCH_ENTRIES = 2_000_000
 
 
 def majority_threshold(k: int) -> int:
@@ -90,16 +86,16 @@ class Estimates:
     high: np.ndarray
 
 
-def bootstrap_means(
+def bootstrap_intervals(
     values: np.ndarray,
-    combine: np.ndarray | None = None,
+    settings: AggregateSettings,
     *,
-    n_resamples: int,
-    seed: int,
-    confidence: float,
+    combine: np.ndarray | None = None,
     sizes: np.ndarray | None = None,
 ) -> Estimates:
-    """Scenario-bootstrap percentile intervals for means over scenarios, all from one resampling.
+    """Scenario-bootstrap percentile intervals for means over scenarios, all from one
+    resampling with the run's `aggregate:` settings: the one place they become intervals,
+    for the first turn's reports, the dynamic turn's and the audit's agreement.
 
     `values` has one row per statistic and one column per scenario, NaN where a scenario
     does not count for that row. Each row's statistic is its mean over the scenarios that
@@ -112,71 +108,25 @@ def bootstrap_means(
     With `sizes` (the shape of `values`), a scenario counts as many times as its size:
     when a value is a share of a scenario's trials and its size their number, the
     statistic is the share of all the trials (pooled), still resampled by scenario.
-    """
-    numerators, denominators = _weighted(values, sizes)
-    n = values.shape[1]
-
-    def combined_means(indices: np.ndarray, axis: int = -1) -> np.ndarray:
-        # `indices` holds one resample of scenario positions per row (batch x n). Counting
-        # how often each scenario was drawn turns every row's resampled mean into one
-        # matrix product, instead of gathering rows x batch x n values.
-        batch = indices.shape[0]
-        offsets = indices.astype(np.intp) + (np.arange(batch) * n)[:, None]
-        drawn = np.bincount(offsets.ravel(), minlength=batch * n).reshape(batch, n)
-        drawn = drawn.astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = (drawn @ numerators.T) / (drawn @ denominators.T)
-        return _combined(means.T, combine)
-
-    from scipy import stats  # seconds to import: only a process that bootstraps pays for it
-
-    estimate = _point_estimates(values, combine, sizes)
-    with warnings.catch_warnings():
-        # scipy warns when a bootstrap distribution holds NaN (resamples in which nothing
-        # counts for a statistic); the interval is taken below without those resamples.
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        result = stats.bootstrap(
-            (np.arange(n),),
-            combined_means,
-            n_resamples=n_resamples,
-            batch=max(1, _BATCH_ENTRIES // n),
-            vectorized=True,
-            method="percentile",
-            confidence_level=confidence,
-            rng=np.random.default_rng(seed),
-        )
-    alpha = (1 - confidence) / 2
-    distribution = result.bootstrap_distribution
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a statistic with no data at all
-        low, high = np.nanquantile(distribution, [alpha, 1 - alpha], axis=-1)
-    return Estimates(estimate=estimate, low=low, high=high)
-
-
-def bootstrap_intervals(
-    values: np.ndarray,
-    settings: AggregateSettings,
-    *,
-    combine: np.ndarray | None = None,
-    sizes: np.ndarray | None = None,
-) -> Estimates:
-    """`bootstrap_means` with the run's `aggregate:` settings: the one place they become
-    intervals, for the first turn's reports, the dynamic turn's and the audit's agreement.
 
     One scenario (a column) cannot be resampled: with fewer than two, each statistic comes
     with its estimate and no interval (NaN bounds).
     """
-    if values.shape[1] < 2:
-        estimate = _point_estimates(values, combine, sizes)
+    numerators, denominators = _weighted(values, sizes)
+
+    def combined_means(drawn: np.ndarray) -> np.ndarray:
+        # `drawn` counts how often each scenario was drawn in each resample (batch x n), so
+        # every row's resampled mean is one matrix product.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (drawn @ numerators.T) / (drawn @ denominators.T)
+        return _combined(means.T, combine)
+
+    estimate = _point_estimates(values, combine, sizes)
+    distribution = bootstrap_distribution(combined_means, [values.shape[1]], settings)
+    if distribution is None:
         return Estimates(estimate, np.full_like(estimate, np.nan), np.full_like(estimate, np.nan))
-    return bootstrap_means(
-        values,
-        combine,
-        n_resamples=settings.resamples,
-        seed=settings.seed,
-        confidence=settings.confidence,
-        sizes=sizes,
-    )
+    low, high = percentile_interval(distribution, settings.confidence)
+    return Estimates(estimate=estimate, low=low, high=high)
 
 
 def bootstrap_settings(settings: AggregateSettings) -> dict[str, Any]:

@@ -1,10 +1,11 @@
-"""Bootstraps of the judge-error figures: scenarios, and labelled items beside them.
+"""The scenario bootstrap, the one resampler of every interval: the first turn's reports,
+the dynamic turn's and the judge audit's.
 
-The paper's intervals resample scenarios (Section 5.3); a corrected rate also rests on a
-finite labelled sample, so its interval resamples both at once, independently, with the
-run's `aggregate:` settings (resamples, seed, confidence). A statistic sees each resample
-as counts: how often each scenario (each labelled item) was drawn.
-"""
+The paper's intervals resample scenarios (Section 5.3); a figure that also rests on a
+finite labelled sample (a corrected rate) resamples both at once, independently. Every
+resampling uses the run's `aggregate:` settings (resamples, seed, confidence), and a
+statistic sees each resample as counts: how often each scenario (each labelled item) was
+drawn."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 
 from losona.config import AggregateSettings
 
-# Resampled indices are drawn in batches of about this many entries (as aggregate does).
+# Resampled indices are drawn in batches of about this many entries, which bounds the
+# bootstrap's memory (two arrays of this size) whatever the number of units.
 _BATCH_ENTRIES = 2_000_000
 
 Statistic = Callable[..., np.ndarray]
