@@ -71,6 +71,9 @@ class RunLayout:
     """Every path of a run, from the checked `paths` node (conf/paths/default.yaml)."""
 
     paths: Paths
+    # A scratch copy that reproduce replays the run in: every model call is answered from
+    # the run's published calls alone, and none is made (losona/models/call_store.py).
+    replaying: bool = False
 
     # -- the first stages ----------------------------------------------------------------------
 

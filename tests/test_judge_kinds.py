@@ -67,12 +67,11 @@ def length_kind() -> Iterator[JudgeKind]:
 # -- the registry ------------------------------------------------------------------------------
 
 
-def test_every_kind_has_its_settings_and_only_a_combining_kind_recombines() -> None:
+def test_every_kind_has_its_settings() -> None:
     assert list(KINDS) == list(JUDGE_KINDS) == ["lexicon", "llm", "panel"]
     for name, kind in KINDS.items():
         assert kind.name == name
         assert kind.settings is JUDGE_KINDS[name]
-        assert (kind.recombine is not None) == kind.settings.combines
     assert judge_kind(JudgeConfig.from_config({"name": "x", "kind": "lexicon"})) is KINDS["lexicon"]
 
 
@@ -124,7 +123,7 @@ def test_the_added_kind_judges_is_recorded_and_is_judged_again_by_reproduce(
         scenarios=scenarios,
         dataset={"name": "bundled", "kind": "bundled"},
         sweep={"models": ["m"], "conditions": ["naive"], "judges": ["wordy"]},
-        models={},
+        models={"m": {"name": "m", "model": "openai/m"}},
         judges={"wordy": config},
         trials=3,
         bootstrap=AggregateSettings(resamples=10, seed=0, confidence=0.9),
@@ -145,12 +144,12 @@ def test_the_added_kind_judges_is_recorded_and_is_judged_again_by_reproduce(
     cell = layout.verdicts("wordy", "m", "naive")
     write_parquet(verdicts, cell)
     check = Check()
-    check_judgements(check, scenarios, {"wordy": "length"}, layout)
+    check_judgements(check, scenarios, record, layout)
     assert check.ok and check.differences == []
     # A verdict changed by hand is named: the kind judged the cell again.
     write_parquet(verdicts.with_columns(complies=pl.lit(True)), cell)
     check = Check()
-    check_judgements(check, scenarios, {"wordy": "length"}, layout)
+    check_judgements(check, scenarios, record, layout)
     assert [(d.field, d.expected, d.found) for d in check.differences] == [
         ("complies", False, True),
         ("complies", None, True),

@@ -11,11 +11,13 @@ from test_aggregate import scenario_table
 from test_audit import scenarios_table
 from test_judge import AlwaysComplies, responses_table
 
-from losona.config import JudgeConfig, option
+from losona.config import JudgeConfig, load_option, option, plain
 from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.errors import LosonaError
 from losona.files import write_parquet
 from losona.judges.lexicon import LexiconJudge
+from losona.judges.panel_stage import run_panel
+from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.panels import (
     PANEL_VERSION,
     combine_controls,
@@ -25,8 +27,10 @@ from losona.judges.panels import (
 )
 from losona.judges.run import judge_controls, judge_responses, make_judge
 from losona.models import CallOptions
-from losona.reproduce.checks import check_judgements
+from losona.provenance.record import judge_record
+from losona.reproduce.checks import check_panels
 from losona.reproduce.compare import Check
+from losona.reproduce.replay import replaying
 
 
 def panel(rule: str = "majority", unscored: str = "abstain", members: int = 3) -> JudgeConfig:
@@ -286,7 +290,7 @@ def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir:
     assert not (workdir / "data").exists()  # nothing written
 
 
-def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
+def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control(
     workdir: Any,
 ) -> None:
     scenarios = scenarios_table(3)
@@ -308,26 +312,42 @@ def test_reproduce_combines_a_panels_verdicts_again_and_names_a_changed_one(
     panel_config = option("judge", "offline_panel")
     combined = combine_verdicts(panel_config, {"lexicon": rules, "local_openai": judge_verdicts})
     assert combined["judge_status"].to_list().count("split") == 1
-    layout = run_layout(verdicts_dir=str(workdir / "data" / "verdicts"))
-    for judge, frame in (
-        ("lexicon", rules),
-        ("local_openai", judge_verdicts),
-        ("offline_panel", combined),
-    ):
-        write_parquet(frame, workdir / "data" / "verdicts" / judge / "m" / "naive.parquet")
-    kinds = {"lexicon": "lexicon", "local_openai": "llm", "offline_panel": "panel"}
-    check = Check()
-    check_judgements(check, scenarios, kinds, layout)
-    assert check.ok, check.differences
+    layout = run_layout()
+    controls = judge_controls(scenarios, LexiconJudge(), "lexicon")
+    for judge, frame in (("lexicon", rules), ("local_openai", judge_verdicts)):
+        write_parquet(frame, layout.verdicts(judge, "m", "naive"))
+        write_parquet(controls.with_columns(judge=pl.lit(judge)), layout.controls(judge))
+    sweep = {"models": ["m"], "conditions": ["naive"], "judges": ["lexicon", "local_openai"]}
+    for member in sweep["judges"]:
+        run_panel_votes(panel_config, layout, member, sweep)
+    run_panel(panel_config, layout, sweep["judges"])
+    record = {
+        "sweep": sweep | {"panels": ["offline_panel"]},
+        "judges": {"offline_panel": judge_record(plain(load_option("judge", "offline_panel")))},
+    }
+
+    def differences() -> list[tuple[str, str]]:
+        check = Check()
+        with replaying(layout) as replay:
+            check_panels(check, record, layout, replay)
+        return [(d.file, d.field) for d in check.differences]
+
+    assert differences() == []
     # A panel verdict changed by hand is named, with the field.
-    changed = combined.with_columns(
+    cell = layout.verdicts("offline_panel", "m", "naive")
+    panel_verdicts = pl.read_parquet(cell)
+    changed = panel_verdicts.with_columns(
         complies=pl.when(pl.int_range(pl.len()) == 2)
         .then(~pl.col("complies"))
         .otherwise(pl.col("complies"))
     )
-    write_parquet(changed, workdir / "data" / "verdicts" / "offline_panel" / "m" / "naive.parquet")
-    check = Check()
-    check_judgements(check, scenarios, kinds, layout)
-    assert [
-        (d.field, d.file.endswith("offline_panel/m/naive.parquet")) for d in check.differences
-    ] == [("complies", True)]
+    write_parquet(changed, cell)
+    assert differences() == [(str(cell), "complies")]
+    # So is a panel's validity control, and each number of their summary it moves.
+    write_parquet(panel_verdicts, cell)
+    table = pl.read_parquet(layout.controls("offline_panel"))
+    write_parquet(
+        table.with_columns(complies=~pl.col("complies")), layout.controls("offline_panel")
+    )
+    named = differences()
+    assert (str(layout.controls("offline_panel")), "complies") in named

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,8 +22,7 @@ from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.layout import RunLayout
 from losona.prompts.render import render_prompts
-from losona.provenance.record import provenance
-from losona.reproduce import checks
+from losona.provenance.record import judge_record, provenance
 from losona.reproduce.checks import check_judgements, check_run
 from losona.reproduce.cli import main
 from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
@@ -105,14 +105,12 @@ def test_the_published_calls_are_read_once_for_every_check(
     run: RunLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A published calls file that answers none of the run's responses: every check that
-    # looks at calls (the verdicts, the calls themselves) reads it, from one reading.
+    # looks at calls (the verdicts, the calls themselves) reads it, from one reading. The
+    # fixture's model 'm' is the one its provenance records.
     assert run.calls is not None
     scenarios = pl.read_parquet(run.scenarios)
     write_parquet(render_prompts(scenarios, SWEEP["conditions"]), run.prompts)
     write_parquet(pl.DataFrame(schema=CALL_SCHEMA), run.calls)
-    # The fixture's model 'm' has no config file: its calls' keys are those of another.
-    option = checks.option
-    monkeypatch.setattr(checks, "option", lambda g, n: option(g, "local_openai" if n == "m" else n))
     reads: list[str] = []
     read_parquet = pl.read_parquet
 
@@ -193,14 +191,18 @@ def test_verdicts_of_another_judge_version_are_named(run: RunLayout) -> None:
 
 
 def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: RunLayout) -> None:
+    # The run's judge, as recorded, is an LLM judge, with no published calls to answer it.
+    record = json.loads(run.provenance.read_text())
+    node = plain(load_option("judge", "local_openai")) | {"name": "lexicon"}
+    record["judges"]["lexicon"] = judge_record(node)
     check = Check()
     scenarios = pl.read_parquet(run.scenarios)
-    check_judgements(check, scenarios, {"lexicon": "llm"}, run)
+    check_judgements(check, scenarios, record, run)
     assert check.ok and len(check.files) == 2
     verdicts = pl.read_parquet(NAIVE)
     swapped = pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("Another reply."))
     verdicts.with_columns(response=swapped.otherwise("response")).write_parquet(NAIVE)
-    check_judgements(check, scenarios, {"lexicon": "llm"}, run)
+    check_judgements(check, scenarios, record, run)
     (difference,) = check.differences
     assert (difference.file, difference.field, difference.found) == (
         NAIVE,

@@ -17,6 +17,7 @@ from losona.errors import LosonaError
 from losona.files import write_text
 from losona.layout import RunLayout
 from losona.models import CallNotFound, CallOptions, Request, complete
+from losona.models.call_store import call_store
 from losona.reproduce.checks import check_run
 from losona.reproduce.replay import replaying
 from losona.testing.openai_server import OpenAIServer
@@ -40,7 +41,7 @@ def test_reproduce_reads_the_run_and_writes_nothing_of_it(run: RunLayout, workdi
 
 
 def test_what_a_stage_wrote_in_the_copy_is_put_back_as_the_run_has_it(run: RunLayout) -> None:
-    with replaying(run, None) as replay:
+    with replaying(run) as replay:
         copy = replay.scratch
         assert copy.verdicts("lexicon", "m", "naive") != run.verdicts("lexicon", "m", "naive")
         assert tree(copy.verdicts_folder) == tree(run.verdicts_folder)
@@ -71,7 +72,7 @@ def test_a_file_a_replayed_stage_names_is_the_runs(run: RunLayout) -> None:
     def stage(layout: RunLayout) -> None:
         raise LosonaError(f"{layout.verdicts('lexicon', 'm', 'naive')}: not a Parquet file")
 
-    with replaying(run, None) as replay, pytest.raises(LosonaError) as refused, replay.rerun(stage):
+    with replaying(run) as replay, pytest.raises(LosonaError) as refused, replay.rerun(stage):
         pytest.fail("a failed stage yields nothing to compare")
     assert str(refused.value) == f"{NAIVE}: not a Parquet file"
 
@@ -84,8 +85,8 @@ def test_a_replayed_stage_is_answered_by_the_published_calls_alone(run: RunLayou
         request = [Request(messages=({"role": "user", "content": "hello"},), trial=0)]
         (cached,) = complete(spec, request, CallOptions(cache_path=run.call_cache))
         assert cached.text is not None and server.request_count == 1
-        with replaying(run, None) as replay, pytest.raises(CallNotFound):
-            complete(spec, request, CallOptions(cache_path=replay.store))
+        with replaying(run) as replay, pytest.raises(CallNotFound):
+            complete(spec, request, CallOptions(cache_path=call_store(replay.scratch)))
         assert server.request_count == 1
 
 
@@ -96,7 +97,7 @@ def test_the_copy_keeps_each_file_where_the_layout_places_it(where: str, workdir
     cell = layout.verdicts("lexicon", "m", "naive")
     cell.parent.mkdir(parents=True)
     pl.DataFrame({"a": [1]}).write_parquet(cell)
-    with replaying(layout, None) as replay:
+    with replaying(layout) as replay:
         copied = replay.scratch.verdicts("lexicon", "m", "naive")
         assert copied.read_bytes() == cell.read_bytes()
         assert replay.root in copied.parents

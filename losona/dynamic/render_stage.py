@@ -14,8 +14,8 @@ from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cel
 from losona.dynamic.settings import DynamicSettings
 from losona.files import display_path, read_parquet, write_parquet
 from losona.layout import RunLayout
-from losona.models import CallOptions, CallStore, plan
-from losona.provenance.call_files import call_store
+from losona.models import CallOptions, plan
+from losona.models.call_store import call_store
 from losona.scenarios.datasets import fetch_followups
 
 
@@ -25,18 +25,16 @@ def run_dynamic_render(
     cell: tuple[str, str, str],
     sampling: SamplingSettings,
     dataset: DatasetConfig,
-    store: CallStore | None = None,
 ) -> None:
     """dynamic_render: the second-turn prompts of one (judge, model, condition) cell, and the
     group model's calls when it writes the follow-ups; with sampling.dry_run, what those
-    calls would cost, nothing written. The group model's calls go to `store` (reproduce's
-    answers from the run's published calls alone), by default the run's `call_store`."""
+    calls would cost, nothing written."""
     judge, model, condition = cell
     out = layout.dynamic_prompts(judge, model, condition)
     group = None
     if settings.source == "simulated":
         spec = option("model", settings.group_model)
-        store = store or call_store(layout)
+        store = call_store(layout)
         if not (
             sampling.dry_run or store.offline or (store.published and store.published.expected)
         ):

@@ -13,8 +13,8 @@ from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.files import display_path, read_parquet, write_parquet
 from losona.layout import RunLayout
-from losona.models import CallOptions, CallStore, answer_sources, plan, read_run_log
-from losona.provenance.call_files import call_store
+from losona.models import CallOptions, answer_sources, plan, read_run_log
+from losona.models.call_store import call_store
 
 
 def run_dynamic_sample(
@@ -23,13 +23,10 @@ def run_dynamic_sample(
     judge: str,
     spec: ModelSpec,
     condition: str,
-    store: CallStore | None = None,
 ) -> None:
     """dynamic_sample: one (judge, model, condition) cell's second replies, with their
-    calls; with settings.dry_run, what those calls would cost, nothing written. Calls go to
-    `store` (reproduce's answers from the run's published calls alone), by default the
-    run's `call_store`."""
-    store = store or call_store(layout)
+    calls; with settings.dry_run, what those calls would cost, nothing written."""
+    store = call_store(layout)
     if not (settings.dry_run or store.offline or (store.published and store.published.expected)):
         spec.check_credentials()
     source = layout.dynamic_prompts(judge, spec.name, condition)

@@ -14,7 +14,7 @@ from losona.judges.run import make_judge, status_counts
 from losona.judges.stage import finish_judging
 from losona.layout import RunLayout
 from losona.models import CallOptions
-from losona.provenance.call_files import call_store
+from losona.models.call_store import call_store
 
 
 def run_dynamic_judge(
@@ -22,25 +22,17 @@ def run_dynamic_judge(
 ) -> None:
     """dynamic_judge: the same judge scores one cell's second replies, in the second turn's
     chat, with its calls."""
-    cell = (config.name, model.name, condition.name)
+    name = config.name
+    cell = (name, model.name, condition.name)
     judge = make_judge(
         config,
         CallOptions(cache_path=call_store(layout), run_log=layout.dynamic_log("judge", *cell)),
     )
-    dynamic_judge_cell(judge, config.name, layout, model.name, condition.name)
-
-
-def dynamic_judge_cell(
-    judge: Judge, name: str, layout: RunLayout, model: str, condition: str
-) -> None:
-    """The dynamic_judge stage's work once its judge is made (reproduce makes one that
-    answers from the run's published calls alone): verdicts, calls and account."""
-    cell = (name, model, condition)
     out = layout.dynamic_verdicts(*cell)
 
     def headline(outcomes: pl.DataFrame) -> str:
         return (
-            f"dynamic_judge {name} ({judge.model}) on {model}/{condition}: "
+            f"dynamic_judge {name} ({judge.model}) on {model.name}/{condition.name}: "
             f"{outcomes.height} verdicts, {status_counts(outcomes)} -> {out}"
         )
 

@@ -42,7 +42,7 @@ from losona.judges.run import (
 )
 from losona.layout import RunLayout
 from losona.models import CallOptions
-from losona.provenance.call_files import call_store
+from losona.models.call_store import call_store
 
 # What a judging stage's account reads of its table once the table is written.
 ACCOUNT_COLUMNS = ("complies", "judge_status", "reasoning")
@@ -89,24 +89,16 @@ def run_judge(
     config: JudgeConfig, layout: RunLayout, model: ModelSpec, condition: ConditionConfig
 ) -> None:
     """judge: one judge's verdicts on one cell's responses (never resampled), with its calls."""
-    name = config.name
+    name, model_name, condition_name = config.name, model.name, condition.name
     judge = make_judge(
         config,
         CallOptions(
             cache_path=call_store(layout),
-            run_log=layout.judge_log(name, model.name, condition.name),
+            run_log=layout.judge_log(name, model_name, condition_name),
         ),
     )
-    judge_cell(judge, name, config.kind, layout, model.name, condition.name)
-
-
-def judge_cell(
-    judge: Judge, name: str, kind: str, layout: RunLayout, model: str, condition: str
-) -> None:
-    """The judge stage's work once its judge is made (reproduce makes one that answers from
-    the run's published calls alone): the cell's verdicts, its calls and its account."""
-    cell = f"{model}/{condition}"
-    out = layout.verdicts(name, model, condition)
+    cell = f"{model_name}/{condition_name}"
+    out = layout.verdicts(name, model_name, condition_name)
 
     def headline(outcomes: pl.DataFrame) -> str:
         return (
@@ -115,7 +107,7 @@ def judge_cell(
         )
 
     def warnings(outcomes: pl.DataFrame) -> list[str]:
-        evidence = JudgeEvidence(own_words=judge_kind_settings(kind).own_words)
+        evidence = JudgeEvidence(own_words=judge_kind_settings(config.kind).own_words)
         lines = [
             f"warning: judge {name}'s verdicts on {cell} say nothing: {sign}"
             for sign in degenerate_signs(outcomes, evidence)
@@ -129,12 +121,12 @@ def judge_cell(
         return lines
 
     finish_judging(
-        _judged_cell(layout, judge, name, model, condition),
+        _judged_cell(layout, judge, name, model_name, condition_name),
         stage="judge",
         name=name,
         judge=judge,
         out=out,
-        calls_out=layout.judge_calls(name, model, condition),
+        calls_out=layout.judge_calls(name, model_name, condition_name),
         headline=headline,
         warnings=warnings,
     )
@@ -165,14 +157,6 @@ def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: 
     judge = make_judge(
         config, CallOptions(cache_path=call_store(layout), run_log=layout.controls_log(name))
     )
-    judge_controls_of(judge, name, settings, layout)
-
-
-def judge_controls_of(
-    judge: Judge, name: str, settings: ControlsSettings, layout: RunLayout
-) -> None:
-    """The judge_controls stage's work once its judge is made: the controls' verdicts, their
-    summary, the calls and the account, or the refusal of a judge that cannot judge."""
     scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     controls = judge_controls(scenarios, judge, name)
     del scenarios

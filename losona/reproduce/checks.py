@@ -24,7 +24,9 @@ from losona.config import (
     ControlsSettings,
     DatasetConfig,
     JudgeConfig,
+    ModelSpec,
     SamplingSettings,
+    judge_kind_settings,
     option,
 )
 from losona.contracts import (
@@ -37,10 +39,12 @@ from losona.contracts import (
 from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.aggregate_stage import run_dynamic_aggregate
+from losona.dynamic.arms import OK
 from losona.dynamic.render_stage import run_dynamic_render
+from losona.dynamic.sample import SEND_ORDER, second_turn_requests
 from losona.dynamic.sample_stage import run_dynamic_sample
 from losona.dynamic.settings import DynamicSettings
-from losona.dynamic.stage import dynamic_judge_cell
+from losona.dynamic.stage import run_dynamic_judge
 from losona.dynamic.tables import (
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESPONSE_SCHEMA,
@@ -49,19 +53,15 @@ from losona.dynamic.tables import (
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.kinds import judge_kind
+from losona.judges.panel_stage import run_panel
+from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.run import control_summary
-from losona.judges.stage import judge_cell, judge_controls_of
+from losona.judges.stage import run_judge, run_judge_controls
 from losona.judges.verdicts import verdict_files
 from losona.layout import RunLayout
-from losona.models import (
-    CallNotFound,
-    PublishedCalls,
-    Request,
-    call_key,
-    read_calls,
-)
+from losona.models import CallNotFound, PublishedCalls, Request, call_key, read_calls
+from losona.models.call_store import LOCK_FILE, call_store, recorded_md5
 from losona.prompts.stage import run_render
-from losona.provenance.call_files import LOCK_FILE, recorded_md5
 from losona.provenance.calls_stage import run_calls
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
@@ -79,6 +79,7 @@ from losona.reproduce.replay import Replay, replaying
 from losona.results.aggregate import REPORT_FILES, read_reports
 from losona.results.bundle import METRICS, BundleFiles, ReportBundle
 from losona.results.stage import run_aggregate
+from losona.sampling.sample import condition_prompts, sample_requests
 from losona.sampling.stage import run_sample
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
@@ -103,6 +104,28 @@ def read_provenance(path: str | Path) -> dict[str, Any]:
             )
     checked: dict[str, Any] = record
     return checked
+
+
+def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, name: str) -> Any:
+    """A model or judge option as the run used it: the config stage's checked copy
+    (data/configs/<group>/<name>.json), else what the provenance records of it; never
+    conf/ as it is now."""
+    path = layout.config(group, name)
+    schema = ModelSpec if group == "model" else JudgeConfig
+    if path.is_file():
+        return schema.from_config(json.loads(path.read_text(encoding="utf-8")), display_path(path))
+    key = f"{group}s"
+    entry = record.get(key, {}).get(name)
+    if entry is None:
+        raise LosonaError(
+            f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
+            "the run does not record the config it used; rerun the config and provenance stages"
+        )
+    fields = schema.model_fields
+    node = {k: v for k, v in entry.items() if k in fields}
+    if isinstance(node.get("model"), Mapping):  # a judge's model, as model_record has it
+        node["model"] = {k: v for k, v in node["model"].items() if k in ModelSpec.model_fields}
+    return schema.from_config(node, f"{display_path(layout.provenance)} ({key}.{name})")
 
 
 def check_inputs(
@@ -164,7 +187,7 @@ def _check_table_again(
 
 def check_samples(
     check: Check,
-    sweep: Mapping[str, Sequence[str]],
+    record: Mapping[str, Any],
     trials: int,
     layout: RunLayout,
     published: PublishedCalls,
@@ -174,6 +197,7 @@ def check_samples(
     of each prompt (`trials`, as the provenance records), each answered from the run's
     published calls alone; a call that is not there is named."""
     settings = SamplingSettings(trials=trials, dry_run=False, max_cost_usd=None)
+    sweep = record["sweep"]
     for model in sweep["models"]:
         for condition in sweep["conditions"]:
             path = layout.responses(model, condition)
@@ -182,17 +206,16 @@ def check_samples(
             stage = partial(
                 run_sample,
                 settings,
-                spec=option("model", model),
+                spec=recorded_config(layout, record, "model", model),
                 condition=option("condition", condition),
                 dataset=_no_dataset,
-                store=replay.store,
             )
             try:
                 with replay.rerun(stage) as scratch:
                     again = scratch.responses(model, condition)
                     _check_table_again(check, path, again, RESPONSE_SCHEMA, "sample")
             except CallNotFound as exc:
-                _calls_missing(check, published, f"sample {model}/{condition}", exc)
+                _calls_missing(check, layout, f"sample {model}/{condition}", exc)
 
 
 def _no_dataset() -> DatasetConfig:
@@ -224,23 +247,20 @@ def check_merged_calls(
 def check_judgements(
     check: Check,
     scenarios: pl.DataFrame,
-    kinds: Mapping[str, str],
+    record: Mapping[str, Any],
     layout: RunLayout,
-    published: PublishedCalls | None = None,
     replay: Replay | None = None,
 ) -> None:
-    """Verdicts against the responses they judge, and judged again where that costs nothing.
-
-    Each verdict file is judged again by the judge stage's own function (`judge_cell`) in a
-    replay of the run (`replay`, or one of its own), reading the `scenarios` given and the
-    run's responses. Its judge is the one its kind (`kinds`, by judge) makes to judge again
-    with no model call (losona/judges/kinds/): the rules as they are, an LLM judge answered
-    from the run's published calls alone (`published`); a panel's verdicts are combined
-    again from its members'. So every field of every verdict is checked; a judge nothing can
-    answer offline (an LLM judge, no published calls) is held to the response it quotes.
+    """Verdicts against the responses they judge, each verdict file judged again by the
+    judge stage's own function (`run_judge`) in a replay of the run (`replay`, or one of its
+    own), with the judge config the run recorded (`record`, the provenance) and the
+    `scenarios` given: the rules for free, an LLM judge answered from the run's published
+    calls alone. An LLM judge with no published calls to answer it is held to the response
+    it quotes. A panel's verdicts are its stage's (`check_panels`).
     """
-    with _replay_of(layout, published, replay) as replay:
+    with _replay_of(layout, replay) as replay:
         write_parquet(scenarios, replay.scratch.scenarios)
+        published = call_store(replay.scratch).published
         for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
             responses_path = layout.responses(model, condition)
             if not responses_path.is_file():
@@ -249,46 +269,79 @@ def check_judgements(
                     f"({display_path(responses_path)} is absent)"
                 )
                 continue
-            kind = judge_kind(kinds[judge])
-            rejudger = None if kind.recombine is not None else kind.rejudge(judge, replay.store)
-            if rejudger is not None:
-                stage = partial(judge_cell, rejudger, judge, kind.name)
+            if judge not in record["judges"]:
+                continue  # noted by check_run: outside the recorded sweep
+            config = recorded_config(layout, record, "judge", judge)
+            if judge_kind_settings(config.kind).combines:
+                continue
+            if config.model is None or (published is not None and published.expected):
+                stage = partial(
+                    run_judge,
+                    config,
+                    model=recorded_config(layout, record, "model", model),
+                    condition=option("condition", condition),
+                )
                 try:
-                    with replay.rerun(partial(stage, model=model, condition=condition)) as scratch:
+                    with replay.rerun(stage) as scratch:
                         again = scratch.verdicts(judge, model, condition)
                         _check_table_again(check, path, again, VERDICT_SCHEMA, "judge")
                 except CallNotFound as exc:
-                    _calls_missing(check, published, f"judge {judge} on {model}/{condition}", exc)
+                    _calls_missing(check, layout, f"judge {judge} on {model}/{condition}", exc)
                 continue
             found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
-            if kind.recombine is not None:
-                # Its verdicts follow from other judges': combine theirs again.
-                expected = kind.recombine(judge, layout, model, condition)
-            else:
-                responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-                expected = _quoting(found, responses)
+            responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+            expected = _quoting(found, responses).sort("scenario_id", "trial")
             file = display_path(path)
-            expected = expected.sort("scenario_id", "trial")
             check.add(file, cell_count(expected), compare_tables(file, expected, found))
 
 
+def check_panels(
+    check: Check, record: Mapping[str, Any], layout: RunLayout, replay: Replay
+) -> None:
+    """Each panel of the sweep by its own stages in the replay: its members' votes copied
+    again (panel_votes), then combined again (panel) into every cell's verdicts, its
+    validity controls and their summary."""
+    sweep = record["sweep"]
+    for name in sweep.get("panels", ()):
+        panel = recorded_config(layout, record, "judge", name)
+        for member in sweep["judges"]:
+            stage = partial(run_panel_votes, panel, member=member, sweep=sweep)
+            with replay.rerun(stage) as scratch:
+                for votes, schema in (
+                    (RunLayout.panel_votes, VERDICT_SCHEMA),
+                    (RunLayout.panel_control_votes, CONTROL_SCHEMA),
+                ):
+                    again, found = votes(scratch, name, member), votes(layout, name, member)
+                    _check_table_again(check, found, again, schema, "panel_votes")
+        with replay.rerun(partial(run_panel, panel, judges=sweep["judges"])) as scratch:
+            for model in sweep["models"]:
+                for condition in sweep["conditions"]:
+                    again = scratch.verdicts(name, model, condition)
+                    found = layout.verdicts(name, model, condition)
+                    _check_table_again(check, found, again, VERDICT_SCHEMA, "panel")
+            _check_table_again(
+                check, layout.controls(name), scratch.controls(name), CONTROL_SCHEMA, "panel"
+            )
+            file = display_path(layout.controls_summary(name))
+            summary = _json_of(scratch.controls_summary(name), name)
+            check.add(
+                file, *compare_json(file, summary, _json_of(layout.controls_summary(name), name))
+            )
+
+
 @contextmanager
-def _replay_of(
-    layout: RunLayout, published: PublishedCalls | None, replay: Replay | None
-) -> Iterator[Replay]:
+def _replay_of(layout: RunLayout, replay: Replay | None) -> Iterator[Replay]:
     """`replay`, or a replay of the run of its own while the caller needs it."""
     if replay is not None:
         yield replay
         return
-    with replaying(layout, published) as own:
+    with replaying(layout) as own:
         yield own
 
 
-def _calls_missing(
-    check: Check, published: PublishedCalls | None, where: str, missing: CallNotFound
-) -> None:
+def _calls_missing(check: Check, layout: RunLayout, where: str, missing: CallNotFound) -> None:
     """A stage run again needed a call the run's published calls do not hold."""
-    file = display_path(published.path) if published is not None else "paths.calls"
+    file = display_path(layout.calls) if layout.calls is not None else "paths.calls"
     check.add(file, 1, [Difference(file, where, "calls", "all present", str(missing))])
 
 
@@ -340,18 +393,20 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
     )
     published = published_calls(layout)
-    with replaying(layout, published) as replay:
+    with replaying(layout) as replay:
         if layout.prompts.is_file():
             check_prompts(check, sweep["conditions"], layout, replay)
         trials = (record.get("sampling") or {}).get("trials")
         if published is not None and isinstance(trials, int):
-            check_samples(check, sweep, trials, layout, published, replay)
+            check_samples(check, record, trials, layout, published, replay)
         elif published is not None:
             check.notes.append(
                 f"{provenance_file} records no K: the responses are not sampled again"
             )
-        check_judgements(check, scenarios, inputs.kinds, layout, published, replay)
-        check_controls(check, inputs.kinds, layout, replay)
+        check_judgements(check, scenarios, record, layout, replay)
+        judges = [j for j in inputs.kinds if j in record["judges"]]
+        check_controls(check, record, judges, layout, replay)
+        check_panels(check, record, layout, replay)
         with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)) as scratch:
             expected = read_reports(scratch.reports_folder)
         check_bundle(
@@ -368,9 +423,9 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         if layout.figures_folder.is_dir():
             settings = dynamic.settings if dynamic is not None else DYNAMIC_OFF
             check_figures(check, layout, replay, settings)
-        check_calls(check, sweep, layout, published)
+        check_calls(check, record, layout, published)
         if dynamic is not None and dynamic.settings.on:
-            check_dynamic(check, dynamic, layout, bootstrap, published, replay)
+            check_dynamic(check, dynamic, record, layout, bootstrap, published, replay)
         if published is not None:
             check_merged_calls(check, sweep, dynamic, layout, published, replay)
     check_lock(check)
@@ -406,59 +461,73 @@ def published_calls(layout: RunLayout) -> PublishedCalls | None:
 
 def check_calls(
     check: Check,
-    sweep: Mapping[str, Sequence[str]],
+    record: Mapping[str, Any],
     layout: RunLayout,
     published: PublishedCalls | None,
 ) -> None:
     """The run's published calls (`published`, read once for every check of the run): every
-    cell's calls in the run's file, every response in them.
-
-    Each response is looked up by the call-cache key of the request that produced it (the
-    prompt sent, the trial, the model config), so a calls file that would serve a rerun
-    anything but the run's own responses is named value by value.
-    """
+    cell's calls in the run's file, every response in them (`check_responses_against_calls`)."""
     if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
     if published is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    file, by_key = display_path(published.path), published.rows_by_key
-    check_call_files(check, layout.sweep_calls(sweep), file, by_key)
+    sweep = record["sweep"]
+    check_call_files(
+        check, layout.sweep_calls(sweep), display_path(published.path), published.rows_by_key
+    )
     prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
-    messages = {
-        (row["scenario_id"], row["condition"]): tuple(row["messages"])
-        for row in prompts.iter_rows(named=True)
-    }
     for model in sweep["models"]:
-        spec = option("model", model)
+        spec = recorded_config(layout, record, "model", model)
         for condition in sweep["conditions"]:
             path = layout.responses(model, condition)
             if not path.is_file():
                 continue  # named by the verdict checks, which need it too
             responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
-            differences, compared = [], 0
-            for row in responses.iter_rows(named=True):
-                sent = messages.get((row["scenario_id"], condition))
-                key = call_key(spec, Request(messages=sent or (), trial=row["trial"]))
-                where = (
-                    f"key {key} (subject_model={model}, condition={condition}, "
-                    f"scenario_id={row['scenario_id']}, trial={row['trial']})"
-                )
-                compared += len(RESPONSE_FROM_CALL)
-                differences += response_against_call(row, by_key.get(key, {}), file, where)
-            check.add(published.path, compared, differences)
+            # The requests the sample stage sends, K trials of each prompt in turn.
+            rows = condition_prompts(prompts, condition)
+            trials: int = responses.select(pl.col("trial").max() + 1).item()
+            ids = [sid for sid in rows["scenario_id"] for _ in range(trials)]
+            sent = {
+                (sid, request.trial): request
+                for sid, request in zip(ids, sample_requests(rows, trials), strict=True)
+            }
+            cell = f"subject_model={model}, condition={condition}"
+            check_responses_against_calls(
+                check, published, spec, responses, sent, ("scenario_id", "trial"), cell
+            )
 
 
-def response_against_call(
-    row: Mapping[str, Any], call: Mapping[str, Any], file: str, where: str
-) -> list[Difference]:
-    """Where a response row differs from the published call it came from (`{}`: no call)."""
-    missing = "(missing)"
-    return [
-        Difference(file, where, column, row[response_column], call.get(column, missing))
-        for column, response_column in RESPONSE_FROM_CALL.items()
-        if not same(row[response_column], call.get(column, missing))
-    ]
+def check_responses_against_calls(
+    check: Check,
+    published: PublishedCalls,
+    spec: ModelSpec,
+    responses: pl.DataFrame,
+    sent: Mapping[tuple[Any, ...], Request],
+    by: Sequence[str],
+    cell: str,
+) -> None:
+    """Every response row is the published call its request (`sent`, by the columns `by`)
+    was answered with, looked up by the key the stages cache that call under."""
+    file, by_key, missing = display_path(published.path), published.rows_by_key, "(missing)"
+    differences, compared = [], 0
+    for row in responses.iter_rows(named=True):
+        at = tuple(row[c] for c in by)
+        request = sent.get(at, Request(messages=(), trial=row["trial"]))
+        key = call_key(spec, request)
+        call = by_key.get(key, {})
+        where = (
+            f"key {key} ({cell}, "
+            + ", ".join(f"{c}={v}" for c, v in zip(by, at, strict=True))
+            + ")"
+        )
+        compared += len(RESPONSE_FROM_CALL)
+        differences += [
+            Difference(file, where, column, row[response_column], call.get(column, missing))
+            for column, response_column in RESPONSE_FROM_CALL.items()
+            if not same(row[response_column], call.get(column, missing))
+        ]
+    check.add(published.path, compared, differences)
 
 
 def check_call_files(
@@ -559,34 +628,40 @@ def check_bundle(
 
 
 def check_controls(
-    check: Check, kinds: Mapping[str, str], layout: RunLayout, replay: Replay
+    check: Check,
+    record: Mapping[str, Any],
+    judges: Sequence[str],
+    layout: RunLayout,
+    replay: Replay,
 ) -> None:
     """Each judge's validity controls (data/judge_controls/) and their summary
     (reports/judge_controls/), by the judge_controls stage's own function in the replay,
-    its judge made by its kind (`kinds`) to judge again with no model call. A judge nothing
-    can answer offline has its summary recomputed from its control verdicts."""
-    for judge, kind_name in kinds.items():
+    with the judge config the run recorded. An LLM judge with no published calls to answer
+    it has its summary recomputed from its control verdicts; a panel's are its stage's."""
+    published = call_store(replay.scratch).published
+    for judge in judges:
+        config = recorded_config(layout, record, "judge", judge)
         table_path = layout.controls(judge)
         summary_path = layout.controls_summary(judge)
+        if judge_kind_settings(config.kind).combines:
+            continue
         if not table_path.is_file():
             check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
             continue
         reported = _json_of(summary_path, judge)
-        kind = judge_kind(kind_name)
-        rejudger = None if kind.recombine is not None else kind.rejudge(judge, replay.store)
-        if rejudger is None:
+        if config.model is not None and not (published is not None and published.expected):
             found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
             summary = {judge: control_summary(found)}
         else:
             # Judged again whatever they show: the run judged them, and so does the check.
-            settings = ControlsSettings(judge_anyway=True)
+            stage = partial(run_judge_controls, config, ControlsSettings(judge_anyway=True))
             try:
-                with replay.rerun(partial(judge_controls_of, rejudger, judge, settings)) as scratch:
+                with replay.rerun(stage) as scratch:
                     again = scratch.controls(judge)
                     _check_table_again(check, table_path, again, CONTROL_SCHEMA, "judge_controls")
                     summary = _json_of(scratch.controls_summary(judge), judge)
             except CallNotFound as exc:
-                _calls_missing(check, replay.store.published, f"judge_controls {judge}", exc)
+                _calls_missing(check, layout, f"judge_controls {judge}", exc)
                 continue
         file = display_path(summary_path)
         check.add(file, *compare_json(file, summary, reported))
@@ -688,6 +763,7 @@ DYNAMIC_OFF = DynamicSettings(
 def check_dynamic(
     check: Check,
     run: DynamicRun,
+    record: Mapping[str, Any],
     layout: RunLayout,
     bootstrap: AggregateSettings,
     published: PublishedCalls | None,
@@ -711,7 +787,7 @@ def check_dynamic(
     for judge in settings.judges:
         for model in settings.models:
             for condition in settings.conditions:
-                _check_dynamic_cell(check, run, layout, (judge, model, condition), replay)
+                _check_dynamic_cell(check, run, record, layout, (judge, model, condition), replay)
         root = layout.dynamic_reports(judge)
         reported = read_dynamic_reports(root)
         with replay.rerun(
@@ -731,6 +807,7 @@ def check_dynamic(
 def _check_dynamic_cell(
     check: Check,
     run: DynamicRun,
+    record: Mapping[str, Any],
     layout: RunLayout,
     cell: tuple[str, str, str],
     replay: Replay,
@@ -742,7 +819,11 @@ def _check_dynamic_cell(
     prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
     responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
     sampling = run.sampling.model_copy(update={"dry_run": False})
-    published = replay.store.published
+    published = call_store(replay.scratch).published
+    if published is not None and not published.expected:
+        published = None
+    spec = recorded_config(layout, record, "model", model)
+    config = recorded_config(layout, record, "judge", judge)
     try:
         with replay.rerun(
             partial(
@@ -751,39 +832,38 @@ def _check_dynamic_cell(
                 cell=cell,
                 sampling=sampling,
                 dataset=run.dataset,
-                store=replay.store,
             )
         ) as scratch:
             again = scratch.dynamic_prompts(*cell)
             _check_table_again(check, prompts_file, again, DYNAMIC_PROMPT_SCHEMA, "dynamic_render")
         if published is not None:  # as the first turn's: only published calls answer it
-            spec = option("model", model)
             stage = partial(run_dynamic_sample, sampling, judge=judge, spec=spec)
-            with replay.rerun(partial(stage, condition=condition, store=replay.store)) as scratch:
+            with replay.rerun(partial(stage, condition=condition)) as scratch:
                 again = scratch.dynamic_responses(*cell)
                 schema = DYNAMIC_RESPONSE_SCHEMA
                 _check_table_again(check, responses_file, again, schema, "dynamic_sample")
-        rejudger = judge_kind(option("judge", judge)).rejudge(judge, replay.store)
-        if rejudger is None:
+        if config.model is not None and published is None:
             check.notes.append(
                 f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
                 "published calls to answer it)"
             )
         else:
             with replay.rerun(
-                partial(dynamic_judge_cell, rejudger, judge, model=model, condition=condition)
+                partial(
+                    run_dynamic_judge, config, model=spec, condition=option("condition", condition)
+                )
             ) as scratch:
                 again = scratch.dynamic_verdicts(*cell)
                 schema = DYNAMIC_VERDICT_SCHEMA
                 _check_table_again(check, verdicts_file, again, schema, "dynamic_judge")
     except CallNotFound as exc:
-        _calls_missing(check, published, f"dynamic cell {judge}/{model}/{condition}", exc)
-    _check_second_replies(check, model, prompts, responses, published)
+        _calls_missing(check, layout, f"dynamic cell {judge}/{model}/{condition}", exc)
+    _check_second_replies(check, spec, prompts, responses, published)
 
 
 def _check_second_replies(
     check: Check,
-    model: str,
+    spec: ModelSpec,
     prompts: pl.DataFrame,
     responses: pl.DataFrame,
     published: PublishedCalls | None,
@@ -791,23 +871,9 @@ def _check_second_replies(
     """Every second reply is the published call its prompt and trial were answered with."""
     if published is None:
         return
-    by_key = published.rows_by_key
-    spec = option("model", model)
-    sent = {
-        (row["scenario_id"], row["trial"], row["arm"]): tuple(row["messages"])
-        for row in prompts.iter_rows(named=True)
-    }
-    differences, compared = [], 0
-    file = display_path(published.path)
-    for row in responses.iter_rows(named=True):
-        key = call_key(
-            spec,
-            Request(sent.get((row["scenario_id"], row["trial"], row["arm"]), ()), row["trial"]),
-        )
-        where = (
-            f"key {key} (dynamic, subject_model={model}, scenario_id={row['scenario_id']}, "
-            f"trial={row['trial']}, arm={row['arm']})"
-        )
-        compared += len(RESPONSE_FROM_CALL)
-        differences += response_against_call(row, by_key.get(key, {}), file, where)
-    check.add(published.path, compared, differences)
+    rendered = prompts.filter(pl.col("status") == OK).sort(SEND_ORDER, maintain_order=True)
+    sent = dict(
+        zip(rendered.select(SEND_ORDER).iter_rows(), second_turn_requests(prompts), strict=True)
+    )
+    cell = f"dynamic, subject_model={spec.name}"
+    check_responses_against_calls(check, published, spec, responses, sent, SEND_ORDER, cell)

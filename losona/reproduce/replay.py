@@ -3,7 +3,9 @@ model calls answered from the run's published calls alone, then its outputs comp
 the run's by the caller (losona/reproduce/checks.py).
 
 The copy holds every file of the run where the layout places it (the generation project's
-and the call cache aside), so a stage reads there what it read in the run. What a stage
+and the call cache aside), so a stage reads there what it read in the run; its layout is
+a replaying one, so every call is answered from the copy's published calls and none is
+made (losona/models/call_store.py). What a stage
 writes in the copy is put back as the run has it once the caller has compared it: the next
 stage reads the run's files again, not the recomputed ones, so a changed verdict is named
 in its verdict file and in each number it moves, by the stage that makes that number. The
@@ -22,14 +24,11 @@ from pathlib import Path
 
 from losona.errors import LosonaError
 from losona.layout import RunLayout
-from losona.models import CallStore, PublishedCalls
 
-# Locations of `paths` that are not copied: the user's call cache and the run's published
-# calls (a stage asks `Replay.store`, which reads them once), and the generation project,
-# a pipeline of its own that reproduce does not check.
+# Locations of `paths` that are not copied: the user's call cache, and the generation
+# project, a pipeline of its own that reproduce does not check.
 NOT_COPIED = (
     "call_cache",
-    "calls",
     "generation_dir",
     "generation_reports_dir",
     "generation_accept",
@@ -38,10 +37,10 @@ NOT_COPIED = (
 
 
 class Replay:
-    """A scratch copy of the run `run` places, under `root`, and the call store its stages
-    answer from: the run's published calls (`published`) and nothing else, no model called."""
+    """A scratch copy of the run `run` places, under `root`, replaying it: its stages'
+    calls answered from the run's published calls and nothing else, no model called."""
 
-    def __init__(self, run: RunLayout, published: PublishedCalls | None, root: Path) -> None:
+    def __init__(self, run: RunLayout, root: Path) -> None:
         self.root = root
         located = run.paths.model_dump()
         self.scratch = RunLayout(
@@ -53,9 +52,9 @@ class Replay:
                     },
                     "call_cache": str(root / "call_cache.sqlite"),
                 }
-            )
+            ),
+            replaying=True,
         )
-        self.store = CallStore(root / "replay_cache.sqlite", published, offline=True)
         for key, value in located.items():
             if value and key not in NOT_COPIED:
                 _copy(Path(value), self._copy_of(value))
@@ -98,10 +97,10 @@ class Replay:
 
 
 @contextmanager
-def replaying(run: RunLayout, published: PublishedCalls | None) -> Iterator[Replay]:
+def replaying(run: RunLayout) -> Iterator[Replay]:
     """A `Replay` of the run in a temporary folder, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="losona-reproduce-") as root:
-        yield Replay(run, published, Path(root))
+        yield Replay(run, Path(root))
 
 
 def _copy(source: Path, target: Path) -> None:

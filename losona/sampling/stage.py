@@ -10,9 +10,9 @@ from losona.config import ConditionConfig, ModelSpec, SamplingSettings
 from losona.files import write_parquet
 from losona.formatting import counted
 from losona.layout import RunLayout
-from losona.models import CallOptions, CallPlan, CallStore, answer_sources, read_run_log
+from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
-from losona.provenance.call_files import call_store
+from losona.models.call_store import call_store
 from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
 from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
 
@@ -23,16 +23,13 @@ def run_sample(
     spec: ModelSpec,
     condition: ConditionConfig,
     dataset: DatasetSource,
-    store: CallStore | None = None,
 ) -> None:
     """sample: one model's K responses to every prompt of one condition, with their calls;
-    with settings.dry_run, what they would cost, and nothing written. Calls go to `store`
-    (reproduce's answers from the run's published calls alone), by default the run's
-    `call_store`."""
+    with settings.dry_run, what they would cost, and nothing written."""
     name = condition.name
     if settings.batch:
         batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
-    store = store or call_store(layout)
+    store = call_store(layout)
     if not (settings.dry_run or store.offline or (store.published and store.published.expected)):
         # Before any work: a missing key fails at once. A run with published calls reruns
         # without one; then only a call that must really be made asks for the key.

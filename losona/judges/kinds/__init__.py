@@ -1,12 +1,12 @@
 """Every kind of judge, in one registry: the `kind` of a judge config names one of KINDS.
 
-A kind is a module here holding its JudgeKind: how its judge is made from its config, how
-it judges again with no model call (reproduce), what provenance records of it and how that
-reads back. Its settings, what its config must hold and what is known of it by kind alone
-(whether its reasoning is its own words, whether it combines other judges' verdicts), are
-its JudgeKindSettings in losona/config/schemas.py (JUDGE_KINDS), since a config is checked
-without any judge code. Nothing outside this package and those settings asks which kind a
-judge is (`tests/test_judge_kinds.py`); docs/judges.md, "Adding a judge kind".
+A kind is a module here holding its JudgeKind: how its judge is made from its config, what
+provenance records of it and how that reads back. Its settings, what its config must hold
+and what is known of it by kind alone (whether its reasoning is its own words, whether it
+combines other judges' verdicts), are its JudgeKindSettings in losona/config/schemas.py
+(JUDGE_KINDS), since a config is checked without any judge code. Nothing outside this
+package and those settings asks which kind a judge is (`tests/test_judge_kinds.py`);
+docs/judges.md, "Adding a judge kind".
 
 - `kind`: JudgeKind, what a kind says.
 - `lexicon`, `llm`, `panel`: the kinds.

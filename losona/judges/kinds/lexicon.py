@@ -1,4 +1,4 @@
-"""The lexicon judge's kind: rules and no model, so judging again is free."""
+"""The lexicon judge's kind: rules and no model."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ LEXICON = JudgeKind(
     name="lexicon",
     settings=judge_kind_settings("lexicon"),
     make=lambda config, options: LexiconJudge(),
-    rejudge=lambda name, store: LexiconJudge(),
     record=lambda config: {"rules_version": str(read_yaml(RULES_PATH)["version"])},
     verdict_origin=_verdict_origin,
 )

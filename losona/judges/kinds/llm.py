@@ -1,5 +1,4 @@
-"""The LLM judge's kind: a model called through the model layer, judged again from the run's
-published calls alone."""
+"""The LLM judge's kind: a model called through the model layer."""
 
 from __future__ import annotations
 
@@ -7,9 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from losona.config import JudgeConfig, judge_kind_settings, option
+from losona.config import JudgeConfig, judge_kind_settings
 from losona.judges import prompt
-from losona.judges.base import Judge
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.llm import LLMJudge
 from losona.models import CallOptions, CallStore
@@ -26,7 +24,8 @@ def _make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
         batch_provider(spec, batch)  # before the key: no key makes a provider batchable
     store = options.cache_path
     published = store.published if isinstance(store, CallStore) else None
-    if not (published and published.expected):
+    offline = isinstance(store, CallStore) and store.offline
+    if not (offline or (published and published.expected)):
         # A missing key fails now, before any work; a run with published calls rejudges
         # without one, and only a call that must really be made asks for the key.
         spec.check_credentials()
@@ -41,13 +40,6 @@ def _make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
 def structured_output(config: JudgeConfig) -> str:
     """An LLM judge's structured_output setting; `none` (the paper's setting) when unset."""
     return config.structured_output or "none"
-
-
-def _rejudge(name: str, store: CallStore) -> Judge | None:
-    # Only the run's published calls may answer: with none, nothing can.
-    if not (store.published and store.published.expected):
-        return None
-    return _make(option("judge", name), CallOptions(cache_path=store))
 
 
 def _record(config: JudgeConfig) -> dict[str, Any]:
@@ -69,7 +61,6 @@ LLM = JudgeKind(
     name="llm",
     settings=judge_kind_settings("llm"),
     make=_make,
-    rejudge=_rejudge,
     record=_record,
     verdict_origin=_verdict_origin,
 )

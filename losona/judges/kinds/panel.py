@@ -5,16 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import polars as pl
-
-from losona.config import JudgeConfig, judge_kind_settings, option
-from losona.contracts import VERDICT_SCHEMA
+from losona.config import JudgeConfig, judge_kind_settings
 from losona.errors import LosonaError
-from losona.files import read_parquet
 from losona.judges.base import Judge
 from losona.judges.kinds.kind import JudgeKind
-from losona.judges.panels import PANEL_VERSION, combine_verdicts, panel_description
-from losona.layout import RunLayout
+from losona.judges.panels import PANEL_VERSION, panel_description
 from losona.models import CallOptions
 
 
@@ -43,23 +38,10 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return {"judge_model": panel_description(panel), "judge_version": entry.get("panel_version")}
 
 
-def _recombine(name: str, layout: RunLayout, model: str, condition: str) -> pl.DataFrame:
-    panel = option("judge", name)
-    members = {
-        member: read_parquet(
-            layout.verdicts(member, model, condition), VERDICT_SCHEMA, made_by="judge"
-        )
-        for member in panel.members
-    }
-    return combine_verdicts(panel, members)
-
-
 PANEL = JudgeKind(
     name="panel",
     settings=judge_kind_settings("panel"),
     make=_make,
-    rejudge=lambda name, store: None,
     record=_record,
     verdict_origin=_verdict_origin,
-    recombine=_recombine,
 )
