@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import run_dvc
 
 from losona.errors import LosonaError
 from losona.layout import RunLayout
@@ -22,7 +24,11 @@ from losona.report.experiments import (
     Experiment,
     MetricsFiles,
     Row,
+    _parser,
     default_paths,
+    dvc_experiments,
+    dvc_revision,
+    exp_show_options,
     from_exp_show,
     headline_sections,
     main,
@@ -190,7 +196,7 @@ def test_help_says_what_it_does_and_a_bad_option_is_one_error(
         main(["--help"])
     assert done.value.code == 0
     said = capsys.readouterr().out
-    assert said.startswith("usage: python -m losona.experiments [-h] [EXPERIMENT ...]")
+    assert said.startswith("usage: python -m losona.experiments [-h] [-A] [--rev COMMIT] [-n NUM]")
     assert "dvc exp show --json" in said and "Acc@1, Acc@2" in said
     assert max(map(len, said.splitlines())) <= 120
     with pytest.raises(SystemExit) as done:
@@ -210,3 +216,88 @@ def test_naming_no_experiment_selects_them_all_and_none_are_unlike() -> None:
     experiments = from_exp_show(SHOWN)
     assert select(experiments, []) == experiments
     assert unlike_notes([]) == []
+
+
+def test_a_commit_no_branch_names_is_headed_by_its_short_hash() -> None:
+    # A checkout of an earlier revision: DVC names the baseline nothing, and gives its hash.
+    detached = [dict(row) for row in SHOWN]
+    rev = detached[1]["rev"]
+    detached[1]["name"] = None
+    experiments = from_exp_show(detached)
+    assert experiments[1].name == rev[:7]
+    header = table_lines(experiments[:2], FILES)[0]
+    assert header.split() == ["workspace", rev[:7]]
+
+
+def test_an_experiment_not_listed_is_asked_of_dvc() -> None:
+    listed = from_exp_show(SHOWN)
+    earlier = dataclasses.replace(listed[3], name="plump-tint", rev="a7b87c1" + "0" * 33)
+    asked: list[str] = []
+
+    def look_up(name: str) -> Experiment:
+        asked.append(name)
+        if name != "plump-tint":
+            raise LosonaError(f"dvc exp show --rev {name}: unknown Git revision {name!r}")
+        return earlier
+
+    assert select(listed, ["conic-maid", "plump-tint"], look_up) == [listed[3], earlier]
+    assert asked == ["plump-tint"]  # what is listed is not asked again
+    with pytest.raises(LosonaError, match=r"no experiment or revision 'nope': .* -A lists every"):
+        select(listed, ["nope"], look_up)
+
+
+def test_the_commits_are_chosen_as_dvc_exp_show_chooses_them() -> None:
+    def options(*argv: str) -> list[str]:
+        return exp_show_options(_parser().parse_args(argv))
+
+    assert options() == []
+    assert options("-A") == ["-A"]
+    assert options("--rev", "a7b87c1", "--rev", "main", "-n", "2", "conic-maid") == [
+        *("--rev", "a7b87c1", "--rev", "main", "-n", "2")
+    ]
+
+
+@pytest.mark.slow  # runs DVC experiments in a small project of its own
+def test_experiments_of_earlier_commits_are_found_by_name_and_revision(tmp_path: Path) -> None:
+    # The steps: an experiment, then `git commit`; the experiment's baseline is now
+    # an earlier commit, which `dvc exp show` alone no longer lists.
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+        return done.stdout.decode().strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "score.py").write_text(
+        "import json, yaml\n"
+        "k = yaml.safe_load(open('params.yaml'))['k']\n"
+        "json.dump({'acc': 10 * k}, open('metrics.json', 'w'))\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  score:\n    cmd: python score.py\n    deps: [score.py]\n"
+        "    params: [k]\n    metrics:\n      - metrics.json:\n          cache: false\n"
+    )
+    (tmp_path / "params.yaml").write_text("k: 1\n")
+    run_dvc("init", "-q", cwd=tmp_path)
+    run_dvc("repro", "-q", cwd=tmp_path)
+    git("add", "-A")
+    git("commit", "-qm", "first run")
+    first = git("rev-parse", "HEAD")
+    run_dvc("exp", "run", "-S", "k=2", "-n", "plump-tint", cwd=tmp_path)
+    git("commit", "-qam", "second run")
+
+    assert [e.name for e in dvc_experiments(tmp_path)] == ["workspace", "master"]
+    every = dvc_experiments(tmp_path, ["-A"])
+    assert [e.name for e in every] == ["workspace", "master", first[:7], "plump-tint"]
+
+    def look_up(name: str) -> Experiment:
+        return dvc_revision(name, tmp_path)
+
+    tint, commit = select(dvc_experiments(tmp_path), ["plump-tint", first[:7]], look_up)
+    assert tint.name == "plump-tint" and tint.params["params.yaml"] == {"k": 2}
+    assert tint.metrics["metrics.json"] == {"acc": 20}
+    assert commit.name == first[:7] and commit.rev == first
+    header = table_lines([tint, commit], FILES)[0]
+    assert header.split() == ["plump-tint", f"({tint.rev[:7]})", first[:7]]
+    with pytest.raises(LosonaError, match="unknown Git revision 'nope'"):
+        select(dvc_experiments(tmp_path), ["nope"], look_up)

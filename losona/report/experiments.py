@@ -2,6 +2,7 @@
 
     python -m losona.experiments                       # the workspace, HEAD and its experiments
     python -m losona.experiments conic-maid erect-cyma # these experiments (or revisions) only
+    python -m losona.experiments -A                    # every experiment DVC keeps, of any commit
 
 `dvc exp show` prints every param and every metric of every file as a column, hundreds of
 them here, and a terminal shows "..." for most. This reads the same data (`dvc exp show
@@ -23,7 +24,7 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +93,41 @@ class Experiment:
     error: str | None = None
 
 
-def dvc_experiments(root: Path = Path(".")) -> list[Experiment]:
-    """Every row of `dvc exp show --json`: the workspace, the baseline, its experiments."""
-    shown = dvc_json(["exp", "show"], root, list, "dvc exp show could not list the experiments")
+def dvc_experiments(root: Path = Path("."), options: Sequence[str] = ()) -> list[Experiment]:
+    """Every row of `dvc exp show --json` with `options` (`-A`, `--rev`, `-n`, as DVC takes
+    them): the workspace, each baseline commit, its experiments."""
+    shown = dvc_json(
+        ["exp", "show", *options], root, list, "dvc exp show could not list the experiments"
+    )
     return from_exp_show(shown)
 
 
+def dvc_revision(name: str, root: Path = Path(".")) -> Experiment:
+    """The one commit DVC resolves `name` to (an experiment of any commit, a branch, a tag,
+    a hash, HEAD~1), read by `dvc exp show --rev`; a LosonaError where it resolves none."""
+    shown = dvc_json(
+        ["exp", "show", "--rev", name, "-n", "1"], root, list, f"dvc exp show --rev {name}"
+    )
+    commit = from_exp_show([row for row in shown if row.get("rev") != "workspace"][:1])
+    if not commit:
+        raise LosonaError(f"dvc exp show --rev {name}: DVC shows no commit")
+    # DVC names an experiment's own commit nothing: the name asked for is the one it has.
+    found = commit[0]
+    return found if found.rev.startswith(name) else replace(found, name=name)
+
+
+def short(rev: str) -> str:
+    """A commit's hash as git abbreviates it (7 digits); anything else as it is."""
+    full = len(rev) == 40 and all(c in "0123456789abcdef" for c in rev)
+    return rev[:7] if full else rev
+
+
 def from_exp_show(shown: Sequence[Mapping[str, Any]]) -> list[Experiment]:
-    """The rows of `dvc exp show --json`, parsed: each commit, then its experiments."""
+    """The rows of `dvc exp show --json`, parsed: each commit, then its experiments. A commit
+    no branch or tag names (an older one, a detached HEAD) is named by its short hash."""
     found = []
     for row in shown:
-        found.append(_experiment(row, row.get("name") or str(row.get("rev", ""))))
+        found.append(_experiment(row, row.get("name") or short(str(row.get("rev", "")))))
         for group in row.get("experiments") or []:
             for rev in group.get("revs") or []:
                 found.append(_experiment(rev, rev.get("name") or group.get("name") or ""))
@@ -120,17 +145,32 @@ def _experiment(row: Mapping[str, Any], name: str) -> Experiment:
     return Experiment(name, str(row.get("rev", "")), files("params"), files("metrics"), said)
 
 
-def select(experiments: Sequence[Experiment], wanted: Sequence[str]) -> list[Experiment]:
-    """The experiments named (by name or a prefix of the revision), in the order asked."""
+def select(
+    experiments: Sequence[Experiment],
+    wanted: Sequence[str],
+    look_up: Callable[[str], Experiment] | None = None,
+) -> list[Experiment]:
+    """The experiments named (by name or a prefix of the revision), in the order asked; one
+    not among `experiments` is asked of `look_up` (DVC, for any commit's), if given."""
     if not wanted:
         return list(experiments)
     chosen = []
     for name in wanted:
         match = [e for e in experiments if name in (e.name, e.rev) or e.rev.startswith(name)]
-        if not match:
-            names = ", ".join(e.name for e in experiments)
-            raise LosonaError(f"no experiment {name!r} here; there are: {names}")
-        chosen.append(match[0])
+        if match:
+            chosen.append(match[0])
+            continue
+        listed = ", ".join(e.name for e in experiments)
+        if look_up is None:
+            raise LosonaError(f"no experiment {name!r} here; there are: {listed}")
+        try:
+            chosen.append(look_up(name))
+        except LosonaError as exc:
+            raise LosonaError(
+                f"no experiment or revision {name!r}: neither listed here ({listed}) nor "
+                f"known to DVC ({exc}); python -m losona.experiments -A lists every "
+                "experiment DVC keeps"
+            ) from None
     return chosen
 
 
@@ -336,8 +376,9 @@ def headline_sections(experiments: Sequence[Experiment], files: MetricsFiles) ->
 
 
 def _title(e: Experiment) -> str:
-    """An experiment's column title: its name, and its revision when that is not its name."""
-    return e.name if e.rev in (e.name, "workspace", "") else f"{e.name} ({e.rev[:7]})"
+    """An experiment's column title: its name, and its short hash when that is not its name."""
+    named = e.rev in ("workspace", "") or short(e.rev) == e.name or e.rev == e.name
+    return e.name if named else f"{e.name} ({short(e.rev)})"
 
 
 def _agreement(pair: Any) -> str:
@@ -418,7 +459,10 @@ Print DVC experiments side by side, one column each: the settings that tell runs
 (dataset, K, subset, models, conditions, judges and panels) and their headline numbers
 (Acc@K with its interval and the effect vs naive per judge, model and condition; each
 judge's validity controls; the agreement of each pair of judges). It reads
-`dvc exp show --json` in the current directory, the project's root.
+`dvc exp show --json` in the current directory, the project's root: by default the
+workspace, the last commit and its experiments; -A, --rev and -n choose other commits as
+`dvc exp show` does. An experiment or revision named that these do not list is asked of
+DVC, so an experiment of an earlier commit is found by its name.
 
 Each accuracy and effect row holds runs of one K (Acc@1, Acc@2): a run of another K shows
 '-' there and has its own row. A line starting '!' says when the runs differ in K or in
@@ -439,17 +483,47 @@ def _parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="EXPERIMENT",
         help="an experiment's name or a revision (or its prefix), compared in the order given; "
-        "default: the workspace, the last commit and each of its experiments",
+        "default: every one listed",
+    )
+    parser.add_argument(
+        "-A",
+        "--all-commits",
+        action="store_true",
+        help="list the experiments of every commit (dvc exp show -A)",
+    )
+    parser.add_argument(
+        "--rev",
+        action="append",
+        default=[],
+        metavar="COMMIT",
+        help="list the experiments of this commit instead of HEAD's; may be repeated "
+        "(dvc exp show --rev)",
+    )
+    parser.add_argument(
+        "-n",
+        "--num",
+        type=int,
+        metavar="NUM",
+        help="list the experiments of the last NUM commits from each --rev, or HEAD "
+        "(dvc exp show -n; a negative NUM: every commit)",
     )
     return parser
 
 
+def exp_show_options(args: argparse.Namespace) -> list[str]:
+    """The command line's choice of commits, as `dvc exp show` takes it."""
+    options = ["-A"] if args.all_commits else []
+    options += [option for rev in args.rev for option in ("--rev", rev)]
+    return options + ([] if args.num is None else ["-n", str(args.num)])
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Print the experiments named (default: all that `dvc exp show` lists) side by side."""
-    wanted: list[str] = _parser().parse_args(argv).experiments
+    args = _parser().parse_args(argv)
     try:
         files = MetricsFiles.of(RunLayout(default_paths()))
-        experiments = select(dvc_experiments(), wanted)
+        listed = dvc_experiments(options=exp_show_options(args))
+        experiments = select(listed, args.experiments, dvc_revision)
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
