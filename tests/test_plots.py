@@ -21,18 +21,9 @@ from matplotlib.figure import Figure as MplFigure
 
 from losona.config import AggregateSettings
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
+from losona.figures import STYLE, Figure, scope_text, write_figures
 from losona.files import write_parquet
-from losona.report.plots import (
-    LABELLED_ROWS,
-    STYLE,
-    Figure,
-    _accuracy,
-    _judges,
-    draw_figures,
-    no_pairs,
-    scope_text,
-    write_figures,
-)
+from losona.report.plots import LABELLED_ROWS, _accuracy, _judges, draw_figures, no_pairs
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation
 

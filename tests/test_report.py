@@ -17,9 +17,10 @@ from conftest import BASE_ROW, verdict_table
 
 from losona.config import AggregateSettings
 from losona.contracts import SCENARIO_SCHEMA, table
+from losona.figures import Figure
 from losona.pages import fragment
 from losona.report.index import Section, build_report, effects_section, summary_data
-from losona.report.plots import Figure, draw_figures
+from losona.report.plots import draw_figures
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation
 

@@ -13,9 +13,9 @@ from losona.contracts import SCENARIO_SCHEMA, subset_note
 from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.settings import DynamicSettings
+from losona.figures import write_figures
 from losona.files import read_parquet
 from losona.layout import RunLayout
-from losona.report.plots import write_figures
 
 
 def run_dynamic_aggregate(

@@ -2,7 +2,7 @@
 retention, per model and condition, at the trial and the scenario level.
 
 Drawn by dynamic_aggregate beside its tables (reports/dynamic/<judge>/recovery.png, .svg,
-and .csv, the numbers it shows), with the style of the paper's figures (losona/report/plots.py)
+and .csv, the numbers it shows), with the style every figure shares (losona/figures.py)
 so that the same tables give byte-identical files, and by their rules, from their code: the
 judge by its label (a test double's marked), N and K over the figure, and a subset's
 warning above them.
@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure as MplFigure
 
-from losona.report.plots import (
+from losona.figures import (
     PALETTE,
     SEP,
     STYLE,
