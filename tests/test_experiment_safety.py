@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +54,23 @@ def outputs(repo: Path) -> dict[str, str]:
     }
 
 
+def empty_folders(repo: Path) -> list[str]:
+    """The empty folders under data/ and reports/: what DVC makes for a new stage's outputs."""
+    return [
+        str(path.relative_to(repo))
+        for folder in ("data", "reports")
+        for path in (repo / folder).rglob("*")
+        if path.is_dir() and not any(path.iterdir())
+    ]
+
+
+def own_outputs(repo: Path, env: dict[str, str]) -> None:
+    """DVC records the outputs it commits as its own, where they were made (its state is kept
+    per folder, so a copy starts without); before a run, DVC removes each such output that no
+    stage of the new pipeline declares. `dvc commit` records them in the copy."""
+    run_dvc("commit", "--force", cwd=repo, env=env)
+
+
 @pytest.fixture
 def repo(golden_run: GoldenRun, tmp_path: Path) -> Path:
     """A copy of the committed golden run, so each test starts from it."""
@@ -64,14 +82,15 @@ def repo(golden_run: GoldenRun, tmp_path: Path) -> Path:
     [
         ("conf/run.yaml:sampling.trials=0", "conf/run.yaml: 'sampling.trials': expected"),
         ("conf/run.yaml:dataset.limit=-3", "conf/run.yaml: 'dataset.limit': expected"),
-        ("sweep.models=[nosuch_model]", "params.yaml: 'sweep.models': no config"),
-        ("sweep.judges=[nosuch_judge]", "params.yaml: 'sweep.judges': no config"),
+        ("sweep.models=[smollm2,nosuch_model]", "params.yaml: 'sweep.models': no config"),
+        ("sweep.judges=[lexicon,nosuch_judge]", "params.yaml: 'sweep.judges': no config"),
     ],
 )
 def test_a_mistyped_experiment_leaves_the_committed_run_as_it_was(
     repo: Path, tmp_path: Path, setting: str, named: str
 ) -> None:
     env = machine(tmp_path / "home")
+    own_outputs(repo, env)
     before = outputs(repo)
     failed = run_dvc("exp", "run", "-S", setting, cwd=repo, env=env, check=False)
     said = failed.stdout + failed.stderr
@@ -79,6 +98,7 @@ def test_a_mistyped_experiment_leaves_the_committed_run_as_it_was(
     assert named in said
     assert "no stage ran and no output was touched" in said
     assert outputs(repo) == before  # every output there, byte for byte
+    assert empty_folders(repo) == []  # not even the folders DVC made for the new name's cells
     # The message's own command gets the committed settings back.
     (restore,) = re.findall(r"touch [^\n]+ && git checkout HEAD -- [^\n]+", said)
     subprocess.run(restore, shell=True, cwd=repo, check=True)
@@ -183,3 +203,71 @@ def test_publishable_refuses_a_run_no_one_else_could_rerun(repo: Path, tmp_path:
     assert ready.returncode == 0, ready.stdout + ready.stderr
     assert ready.stdout.startswith("publishable: yes.")
     assert "the DVC remote holds them" in ready.stdout
+
+
+# The golden run grown by one model and one condition: a committed run whose `-S` can drop a
+# cell. "tiny" is the embedded model again under a name of its own (two scenarios, K = 1).
+GROWN_SWEEP = {
+    "models": ["smollm2", "tiny"],
+    "conditions": ["naive", "norm_informed"],
+    "judges": ["lexicon"],
+}
+
+
+@pytest.fixture(scope="module")
+def grown_run(golden_run: GoldenRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The golden run with a second model and a second condition, run and committed."""
+    root = tmp_path_factory.mktemp("grown")
+    repo = golden_run.copy(root / "repo")
+    smollm2 = yaml.safe_load((repo / "conf" / "model" / "smollm2.yaml").read_text())
+    tiny = smollm2 | {"name": "tiny", "label": "Tiny"}
+    (repo / "conf" / "model" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    (repo / "params.yaml").write_text(yaml.safe_dump(params | {"sweep": GROWN_SWEEP}))
+    run_dvc("repro", cwd=repo, env=machine(root / "home"))
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "a second model and a second condition", cwd=repo)
+    return repo
+
+
+@pytest.mark.xdist_group("grown_run")
+@pytest.mark.parametrize(
+    ("setting", "named", "dropped"),
+    [
+        # The README's recipe before conf/model/my_llamacpp.yaml is written: it drops tiny.
+        (
+            "sweep.models=[smollm2,my_llamacpp]",
+            "params.yaml: 'sweep.models': no config for ['my_llamacpp']",
+            "data/responses/tiny/naive.parquet",
+        ),
+        (
+            "sweep.conditions=[naive,no_such_condition]",
+            "params.yaml: 'sweep.conditions': no config for ['no_such_condition']",
+            "data/responses/smollm2/norm_informed.parquet",
+        ),
+    ],
+)
+def test_a_refused_setting_that_drops_a_cell_gets_every_output_back(
+    grown_run: Path, tmp_path: Path, setting: str, named: str, dropped: str
+) -> None:
+    repo = shutil.copytree(grown_run, tmp_path / "repo", symlinks=True)
+    env = machine(tmp_path / "home")
+    own_outputs(repo, env)
+    before = outputs(repo)
+    failed = run_dvc("exp", "run", "-S", setting, cwd=repo, env=env, check=False)
+    said = failed.stdout + failed.stderr
+    assert failed.returncode != 0, said
+    assert named in said
+    # DVC removed the dropped cells' outputs before the preflight ran: the message says so,
+    # names each one, and says nothing of "no output touched".
+    removed = sorted(set(before) - set(outputs(repo)))
+    assert dropped in removed
+    assert re.findall(r"^  missing: (\S+)$", said, re.MULTILINE) == removed
+    assert "not in the workspace" in said and "no output was touched" not in said
+    assert empty_folders(repo) == []
+    (restore,) = re.findall(r"touch [^\n]+ && git checkout HEAD -- [^\n]+ && dvc checkout", said)
+    shell = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}
+    subprocess.run(restore, shell=True, cwd=repo, check=True, env=shell)
+    assert outputs(repo) == before  # every committed output back, byte for byte
+    assert git("status", "--porcelain", cwd=repo) == ""
+    assert "Data and pipelines are up to date." in run_dvc("status", cwd=repo, env=env).stdout

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
+from losona.config.preflight import (
+    CHECKED_MARK,
+    changed_settings_files,
+    missing_outputs,
+    refusal,
+    remove_empty_folders,
+    run_problems,
+)
 from losona.config.preflight_stage import run_preflight
 from losona.errors import LosonaError
 
@@ -136,8 +143,46 @@ def test_the_refusal_gives_the_command_that_restores_the_committed_settings(
     (tmp_path / "conf/run.yaml").write_text("a: 2\n")
     changed = changed_settings_files(tmp_path)
     assert changed == ["conf/run.yaml"]
-    message = refusal(["conf/run.yaml: 'a': expected 1, found 2"], changed)
+    assert missing_outputs(tmp_path) == []  # no dvc.lock: nothing recorded, nothing missing
+    message = refusal(["conf/run.yaml: 'a': expected 1, found 2"], changed, [])
     assert message.splitlines()[0].endswith("no stage ran and no output was touched:")
     assert message.splitlines()[-1].endswith(
         "touch conf/run.yaml && git checkout HEAD -- conf/run.yaml"
     )
+
+
+def test_the_refusal_names_each_output_dvc_removed_and_restores_it_with_dvc_checkout(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "data" / "kept.parquet").parent.mkdir()
+    (tmp_path / "data" / "kept.parquet").write_text("x")
+    (tmp_path / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n"
+        "  a:\n    outs:\n    - path: data/kept.parquet\n"
+        "  b:\n    outs:\n    - path: data/gone.parquet\n    - path: reports/gone\n"
+    )
+    missing = missing_outputs(tmp_path)
+    assert missing == ["data/gone.parquet", "reports/gone"]
+    message = refusal(["params.yaml: 'sweep.models': no config"], ["params.yaml"], missing)
+    lines = message.splitlines()
+    assert lines[0] == (
+        "this run's settings have 1 problem(s); no stage ran, but 2 output(s) that dvc.lock "
+        "records are not in the workspace (DVC removes the outputs of the stages a setting "
+        "leaves out of the pipeline before any stage runs, so before this check):"
+    )
+    assert lines[2:4] == ["  missing: data/gone.parquet", "  missing: reports/gone"]
+    assert lines[-1].endswith(
+        "get back the settings and outputs git and DVC hold: "
+        "touch params.yaml && git checkout HEAD -- params.yaml && dvc checkout"
+    )
+    assert refusal(["x"], [], missing).splitlines()[-1].endswith("hold: dvc checkout")
+
+
+def test_a_refusal_leaves_no_empty_folder_behind(tmp_path: Path) -> None:
+    (tmp_path / "data" / "responses" / "nosuch").mkdir(parents=True)
+    (tmp_path / "data" / "verdicts" / "lexicon" / "nosuch").mkdir(parents=True)
+    (tmp_path / "data" / "labels").mkdir()
+    (tmp_path / "data" / "labels" / "human.csv").write_text("id\n")
+    remove_empty_folders(tmp_path / "data")
+    left = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "data").rglob("*"))
+    assert left == ["data/labels", "data/labels/human.csv"]

@@ -5,7 +5,11 @@ DVC removes a stage's outputs before it runs the stage, so a setting that a stag
 that stage, and a name with no config (`-S 'sweep.models=[smollm2,nosuch]'`) failed only
 when DVC reached it. The preflight stage, which every first stage of the pipeline depends
 on, runs this first: it reads every setting of the run as the stages will, collects every
-problem, and refuses the run with one message before DVC touches an output.
+problem, and refuses the run with one message before DVC reaches a stage with outputs.
+One removal comes earlier than any stage: before it runs the first, `dvc exp run` removes
+every output it committed that no stage of the new pipeline declares (a `-S` that drops a
+model or condition drops its cells), so the message names what is missing and the restore
+command ends with `dvc checkout`.
 
 Plain values in, a list of problems out: the stage (preflight_stage.py) turns them into one
 message, and its script (stages/preflight.py) into an exit code.
@@ -27,6 +31,7 @@ from losona.config.reading import chosen, option
 from losona.config.schemas import judge_kind_settings
 from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
+from losona.files import read_yaml
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
 RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
@@ -128,23 +133,62 @@ def _check_dynamic(cfg: DictConfig, sweep: Mapping[str, Sequence[str]]) -> None:
     option("model", settings.group_model)
 
 
-def refusal(problems: Iterable[str], changed: Sequence[str]) -> str:
-    """The one message that stops a run: each problem, then how to get the committed run back."""
+def refusal(problems: Iterable[str], changed: Sequence[str], missing: Sequence[str]) -> str:
+    """The one message that stops a run: each problem, what is missing, how to get it back."""
     lines = list(problems)
+    touched = (
+        f"no stage ran, but {len(missing)} output(s) that dvc.lock records are not in the "
+        "workspace (DVC removes the outputs of the stages a setting leaves out of the "
+        "pipeline before any stage runs, so before this check)"
+        if missing
+        else "no stage ran and no output was touched"
+    )
     message = [
-        f"this run's settings have {len(lines)} problem(s); no stage ran and no output was "
-        "touched:",
+        f"this run's settings have {len(lines)} problem(s); {touched}:",
         *(f"  {line}" for line in lines),
+        *(f"  missing: {path}" for path in missing),
     ]
+    restore = []
     if changed:
         # touch first: DVC rewrites a file in place, and an edit of the same size within
         # the same second is one git's stat cache misses, so a plain checkout keeps it.
         files = " ".join(changed)
+        restore.append(f"touch {files} && git checkout HEAD -- {files}")
+    if missing:
+        restore.append("dvc checkout")
+    if restore:
+        what = "settings and outputs git and DVC hold" if missing else "settings git holds"
         message.append(
-            "  Fix the setting and run again, or get back the settings git holds: "
-            f"touch {files} && git checkout HEAD -- {files}"
+            f"  Fix the setting and run again, or get back the {what}: {' && '.join(restore)}"
         )
     return "\n".join(message)
+
+
+def missing_outputs(root: Path = Path(".")) -> list[str]:
+    """The outputs dvc.lock records that are not in the workspace (what DVC removed)."""
+    lock = root / "dvc.lock"
+    if not lock.is_file():
+        return []
+    stages = (read_yaml(lock) or {}).get("stages", {})
+    recorded = {out["path"] for stage in stages.values() for out in stage.get("outs", [])}
+    return sorted(path for path in recorded if not (root / path).exists())
+
+
+def remove_empty_folders(top: Path) -> None:
+    """Remove every empty folder below `top`: DVC makes the folders of a new stage's outputs
+    when it reads the pipeline, and a refused run leaves none behind."""
+    if not top.is_dir():
+        return
+    for folder in sorted(top.rglob("*"), key=lambda path: len(path.parts), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def output_tops(cfg: DictConfig) -> list[Path]:
+    """The top folders of the run's outputs (data/, reports/), as the paths node names them."""
+    paths = plain(cfg.paths)
+    values = [value for value in paths.values() if isinstance(value, str)]
+    return sorted({Path(Path(value).parts[0]) for value in values if not Path(value).is_absolute()})
 
 
 def changed_settings_files(root: Path = Path(".")) -> list[str]:

@@ -11,7 +11,15 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from losona.config import chosen
-from losona.config.preflight import CHECKED_MARK, changed_settings_files, refusal, run_problems
+from losona.config.preflight import (
+    CHECKED_MARK,
+    changed_settings_files,
+    missing_outputs,
+    output_tops,
+    refusal,
+    remove_empty_folders,
+    run_problems,
+)
 from losona.errors import LosonaError
 from losona.files import write_text
 from losona.layout import RunLayout
@@ -27,7 +35,9 @@ def run_preflight(cfg: DictConfig) -> None:
     """
     problems = run_problems(cfg)
     if problems:
-        raise LosonaError(refusal(problems, changed_settings_files()))
+        for top in output_tops(cfg):
+            remove_empty_folders(top)
+        raise LosonaError(refusal(problems, changed_settings_files(), missing_outputs()))
     out = RunLayout(chosen(cfg, "paths")).run_checked
     write_text(CHECKED_MARK, out)
     print(f"preflight: every setting and name of the run checked -> {out}")
