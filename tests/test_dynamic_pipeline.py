@@ -11,7 +11,6 @@ import hashlib
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,8 +21,10 @@ import polars as pl
 import pytest
 import yaml
 from conftest import GoldenRun, drop_followup, run_dvc
+from docs_blocks import clean_env, docs_block, port_to_ourselves, run_block
 
 from losona.testing.openai_server import OpenAIServer, default_reply
+from losona.testing.openai_server.port import CONFIG_PORT
 
 pytestmark = pytest.mark.slow
 
@@ -80,11 +81,6 @@ def reproduce(repo: Path) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PYTHONPATH": str(repo), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
         check=False,
     )
-
-
-# docs/dynamic.md's mend for the lock entries DVC leaves when the extension is turned off.
-PRUNE = "python -m losona.dynamic.prune_lock"
-DOCS = Path(__file__).parent.parent / "docs" / "dynamic.md"
 
 
 def python_m(repo: Path, command: str) -> subprocess.CompletedProcess[str]:
@@ -182,8 +178,9 @@ def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
     kept = list(yaml.safe_load(lock_before)["stages"])
     assert list(yaml.safe_load((repo / "dvc.lock").read_text())["stages"]) == kept + gone
     # The docs' mend drops those four and nothing else: dvc.lock as before the extension.
-    assert f"```bash\n{PRUNE}\n```" in DOCS.read_text()
-    pruned = python_m(repo, PRUNE)
+    prune = docs_block("docs/dynamic.md", "python -m losona.dynamic.prune_lock")
+    (tmp_path / "home").mkdir()
+    pruned = run_block(prune, cwd=repo, env=clean_env(tmp_path / "home", repo))
     assert pruned.returncode == 0, pruned.stderr
     assert pruned.stdout == (
         f"dvc.lock: dropped 4 entries of stages dvc.yaml no longer has: {', '.join(gone)}\n"
@@ -276,52 +273,24 @@ def test_a_simulated_second_turn_is_published_and_reruns_with_no_call(
     print(f"requests: {calls} for the run (group model included), 0 for its forced rerun")
 
 
-def offline_recipe() -> list[str]:
-    """The commands of docs/dynamic.md's offline recipe for the simulated group, one a line."""
-    section = DOCS.read_text().split("### The simulated group, offline\n", 1)[1]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    return block.replace("\\\n", " ").splitlines()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_the_docs_offline_recipe_for_a_simulated_group_runs_and_reruns_with_no_call(
     golden_run: GoldenRun, tmp_path: Path
 ) -> None:
     # A clone whose first turn is already run and committed with the recipe's own subset,
     # K, sweep and judge (the golden run): the recipe's `dvc exp run` adds the second turn.
     repo = golden_run.copy(tmp_path / "repo")
-    start, run, stop = offline_recipe()
-    assert start.endswith(" &") and stop == "kill %1"  # a background server, then stopped
-    # A machine of its own (its HOME holds the call cache), the server's port free.
-    port = str(free_port())
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {**os.environ, "HOME": str(home), "LOSONA_TEST_SERVER_PORT": port}
-    env["PYTHONPATH"] = str(repo)
-    server = subprocess.Popen(
-        shlex.split(start.removesuffix(" &").replace("python", sys.executable, 1)),
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        assert server.stdout.readline().strip() == f"http://127.0.0.1:{port}/v1"
-        dvc = shlex.split(run)
-        assert dvc[:3] == ["dvc", "exp", "run"]
-        done = run_dvc(*dvc[1:], cwd=repo, env=env)
-        said = done.stdout + done.stderr
-    finally:
-        server.terminate()  # the recipe's `kill %1`
-        server.wait(timeout=30)
+    recipe = docs_block("docs/dynamic.md", "python -m losona.testing.openai_server --group &")
+    # A machine of its own (its HOME holds the call cache), as a new shell has it.
+    (tmp_path / "home").mkdir()
+    env = clean_env(tmp_path / "home", repo)
+    with port_to_ourselves(CONFIG_PORT):  # where the server listens and the configs look
+        done = run_block(recipe, cwd=repo, env=env)
+    said = done.stdout + done.stderr
+    # Its last line, `kill %1`, succeeds only if the server it started is still serving.
+    assert done.returncode == 0, said
+    # The server listened where the configs look, so it printed no export line.
+    assert f"http://127.0.0.1:{CONFIG_PORT}/v1" in done.stdout.splitlines(), said
+    assert "export LOSONA_TEST_SERVER_PORT" not in said
     cell = "lexicon-smollm2-naive"
     assert {f"dynamic_render@{cell}", f"dynamic_sample@{cell}", "calls"} <= ran(said), said
     # The group's calls were made, to the server the recipe started.
