@@ -113,7 +113,11 @@ def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, na
     path = layout.config(group, name)
     schema = ModelSpec if group == "model" else JudgeConfig
     if path.is_file():
-        return schema.from_config(json.loads(path.read_text(encoding="utf-8")), display_path(path))
+        checked = json.loads(path.read_text(encoding="utf-8"))
+        # The config stage writes every field, unset ones as null; a judge refuses a model
+        # setting it cannot use even when null, so the unset ones are left to their default.
+        node = {k: v for k, v in checked.items() if v is not None}
+        return schema.from_config(node, display_path(path))
     key = f"{group}s"
     entry = record.get(key, {}).get(name)
     if entry is None:
