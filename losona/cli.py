@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from omegaconf.errors import InterpolationResolutionError
 
@@ -37,7 +38,7 @@ def launch(main: Callable[[], None]) -> None:
     Hydra itself reports an unknown option or a misspelt key, clearly and without a
     traceback, but exits 1, the code of a crash. It does so before the stage starts, which
     is how the two are told apart: such an exit becomes 2 like every other user error.
-    Ctrl-C is no crash either: one line saying what was kept, and exit 130.
+    Ctrl-C is no crash either: one line saying what was kept, and exit 130 at once.
     """
     try:
         main()
@@ -47,7 +48,22 @@ def launch(main: Callable[[], None]) -> None:
         raise
     except KeyboardInterrupt:
         print(interrupted_message(_calls_stored(), "DVC_STAGE" in os.environ), file=sys.stderr)
-        sys.exit(INTERRUPTED_EXIT)
+        exit_now(INTERRUPTED_EXIT)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with this code without waiting for its threads or its teardown.
+
+    A call in flight when Ctrl-C came is abandoned: its reply would reach no cache, as every
+    completed call is already stored. But a normal exit waits for its thread, and the
+    embedded model's runs in llama.cpp's C code, which nothing interrupts: up to a whole
+    model load and reply (38 s measured on a busy machine), then seconds of unloading
+    litellm's modules.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def interrupted_message(stored: dict[Path, int], under_dvc: bool = False) -> str:

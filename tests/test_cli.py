@@ -20,6 +20,9 @@ from losona.errors import LosonaError, causes
 def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each test is a new stage process: no stage has started yet.
     monkeypatch.setattr(cli, "_stage_started", False)
+    # launch runs inside pytest's process here, which must go on after a Ctrl-C's exit: a
+    # stage process ending at once is tested on its own (tests/test_interrupt.py).
+    monkeypatch.setattr(cli, "exit_now", sys.exit)
 
 
 def exit_code(main: object) -> object:
