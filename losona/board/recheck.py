@@ -1,0 +1,155 @@
+"""One submission's tree rechecked, in a process of its own (`python -I -m
+losona.board.recheck <result.json>`, run by verify in the tree's folder with a scrubbed
+environment): every file read whole first (a malformed Parquet, JSON or YAML file named),
+then `losona.reproduce.check_run` over the run, then the rows the board ranks, from the
+run's reports, written with the outcome to <result.json>.
+
+`-I` keeps the tree's folder off `sys.path`, so nothing the run holds is imported: the
+code that checks it is the board's installed pipeline. The run's paths are its
+conf/paths/default.yaml read as data, never composed: an interpolation in it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from losona.audit.files import read_audit
+from losona.config import Paths
+from losona.errors import LosonaError
+from losona.files import read_yaml
+from losona.layout import RunLayout
+from losona.reproduce.checks import check_run, read_provenance
+from losona.results.aggregate import read_reports
+
+PATHS_FILE = Path("conf/paths/default.yaml")
+# Where the recheck keeps its call cache: inside the tree's folder, never the user's.
+CALL_CACHE = "call_cache.sqlite"
+
+
+def check_formats(root: Path) -> None:
+    """Every Parquet, JSON and YAML file of the tree parses, or the first that does not is named."""
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = path.relative_to(root).as_posix()
+        try:
+            if path.suffix == ".parquet":
+                pq.read_table(path)
+            elif path.suffix == ".json":
+                json.loads(path.read_text(encoding="utf-8"))
+            elif path.suffix in (".yaml", ".yml", ".lock"):
+                read_yaml(path)
+        except LosonaError as exc:
+            raise LosonaError(f"malformed YAML: {exc}") from None
+        except Exception as exc:  # any parser's error is the file's fault
+            kind = {".parquet": "Parquet", ".json": "JSON"}.get(path.suffix, "file")
+            raise LosonaError(f"malformed {kind}: {name} ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def run_paths(root: Path) -> Paths:
+    """The run's locations, from its conf/paths/default.yaml as data: every one a plain path
+    inside the tree (the call cache aside: the recheck keeps its own)."""
+    node = read_yaml(root / PATHS_FILE)
+    paths = node.get("paths") if isinstance(node, dict) else None
+    if not isinstance(paths, dict):
+        raise LosonaError(f"{PATHS_FILE}: no 'paths' mapping")
+    for key, value in paths.items():
+        if key == "call_cache" or value is None:
+            continue
+        pure = PurePosixPath(str(value))
+        if "${" in str(value) or pure.is_absolute() or ".." in pure.parts:
+            raise LosonaError(
+                f"{PATHS_FILE}: 'paths.{key}' is {value!r}: not a plain path inside the run's tree"
+            )
+    return Paths.from_config({**paths, "call_cache": CALL_CACHE}, origin=str(PATHS_FILE))
+
+
+def board_rows(layout: RunLayout) -> list[dict[str, Any]]:
+    """The rows the board ranks: results.csv's cells, with corrected compliance where the
+    run's audit has it, and what makes them comparable, from the provenance."""
+    record = read_provenance(layout.provenance)
+    results = read_reports(layout.reports_folder)["results.csv"]
+    if (layout.audit_folder / "metrics.json").is_file():
+        corrected = read_audit(layout.audit_folder)["corrected.csv"].select(
+            "judge", "subject_model", "condition", "corrected", "corrected_low", "corrected_high"
+        )
+        results = results.join(
+            corrected, on=["judge", "subject_model", "condition"], how="left", nulls_equal=True
+        )
+    else:
+        results = results.with_columns(
+            pl.lit(None, pl.Float64).alias(c)
+            for c in ("corrected", "corrected_low", "corrected_high")
+        )
+    dataset = record["dataset"]
+    config = dataset.get("config") or {}
+    facts = {
+        "scenario_set": str(dataset.get("content_sha256")),
+        "subset": "; ".join(map(str, dataset.get("sources") or [])) or str(config.get("name")),
+        "vote_rule": str(record["aggregate"].get("vote_rule")),
+        "pipeline_version": str((record.get("packages") or {}).get("losona")),
+    }
+    rows = []
+    for row in results.iter_rows(named=True):
+        rows.append({**row, **facts, "judge_identity": judge_identity(record, row["judge"])})
+    return rows
+
+
+def judge_identity(record: dict[str, Any], judge: str) -> str:
+    """What makes one judge's numbers comparable with another's: its kind, its model and
+    prompt template's hash, or a panel's rule and members."""
+    entry = record["judges"].get(judge) or {}
+    kind = entry.get("kind")
+    templates = record.get("templates") or {}
+    if kind == "panel":
+        members = ", ".join(map(str, entry.get("members") or []))
+        unscored = entry.get("unscored_members")
+        return f"panel ({entry.get('rule')} of {members}; unscored members {unscored})"
+    if kind == "lexicon":
+        rules = (templates.get("lexicon_rules") or {}).get("sha256", "")
+        return f"lexicon (rules {entry.get('rules_version')}, sha256 {str(rules)[:12]})"
+    model = entry.get("model") or {}
+    template = (templates.get("judge") or {}).get("sha256", "")
+    return f"{kind} ({model.get('model')}, template sha256 {str(template)[:12]})"
+
+
+def recheck(root: Path) -> dict[str, Any]:
+    """The outcome of checking the run in `root`: verified or not, and why."""
+    try:
+        check_formats(root)
+        layout = RunLayout(run_paths(root))
+        check = check_run(layout)
+    except LosonaError as exc:
+        return {"verified": False, "reason": str(exc).splitlines()[0], "differences": []}
+    outcome: dict[str, Any] = {
+        "verified": check.ok,
+        "values": check.values,
+        "files": len(check.files),
+        "differences": [str(d) for d in check.differences],
+        "notes": check.notes,
+    }
+    if check.ok:
+        outcome["rows"] = board_rows(layout)
+    else:
+        outcome["reason"] = f"{len(check.differences)} value(s) differ: {check.differences[0]}"
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    """Recheck the run in the working directory; write the outcome to argv[0]."""
+    outcome = recheck(Path("."))
+    Path(argv[0]).write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
