@@ -183,6 +183,7 @@ def test_an_llm_judge_runs_both_stages_end_to_end(fetched: Path) -> None:
         (fetched / "data" / "judge_logs" / "gemini_pro" / "smollm2" / "naive.log.json").read_text()
     )
     assert run_log["requests"] == 88
+    assert run_log["table"]["path"] == "data/verdicts/gemini_pro/smollm2/naive.parquet"
     metrics = json.loads((fetched / "reports" / "judge_controls" / "gemini_pro.json").read_text())
     summary = metrics["gemini_pro"]
     assert summary["all"]["items"] == 88

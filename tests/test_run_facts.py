@@ -8,12 +8,17 @@ change (cache hits, latency, this run's bill) stays in the run logs, and
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+import pytest
+from conftest import GoldenRun, run_dvc
 
 from losona.contracts import CALL_SCHEMA, table
 from losona.files import write_json, write_parquet
+from losona.models.runlog import record_table
 from losona.report.run_facts import cell_calls, facts_section
 from losona.report.run_logs import main as run_logs
 
@@ -62,6 +67,10 @@ def test_each_cell_shows_its_calls_tokens_and_list_cost(tmp_path: Path) -> None:
     assert "python -m losona.run_logs" in body
 
 
+SAMPLE_LOG = Path("data/responses/local/naive.log.json")
+SAMPLE_TABLE = Path("data/responses/local/naive.parquet")
+JUDGE_LOG = Path("data/judge_logs/scripted/local/naive.log.json")
+JUDGE_TABLE = Path("data/verdicts/scripted/local/naive.parquet")
 LOG = {
     "requests": 18,
     "cache_hits": 12,
@@ -76,10 +85,17 @@ LOG = {
 }
 
 
+def logged_cell(log: Path, table: Path, facts: dict[str, Any] = LOG) -> None:
+    """A cell's table and its run log, as a stage leaves them."""
+    write_parquet(calls(2, (1, 1), 0.0), table)
+    write_json(facts, log)
+    record_table(log, table)
+
+
 def test_the_run_logs_are_printed_a_line_a_cell(workdir: Path) -> None:
-    write_json(LOG, workdir / "data" / "responses" / "local" / "naive.log.json")
+    logged_cell(SAMPLE_LOG, SAMPLE_TABLE)
     judged = LOG | {"requests": 20, "cache_hits": 0, "completed": 20}
-    write_json(judged, workdir / "data" / "judge_logs" / "scripted" / "local" / "naive.log.json")
+    logged_cell(JUDGE_LOG, JUDGE_TABLE, judged)
     lines: list[str] = []
     assert run_logs([], out=lines.append) == 0
     assert lines[0].startswith("Each cell's last run, from its run log")
@@ -105,3 +121,56 @@ def test_a_broken_run_log_is_named(workdir: Path, capsys: object) -> None:
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert "data/responses/local/naive.log.json: not a readable run log" in err
     assert json.loads(json.dumps(LOG))  # the fixture itself is fine
+
+
+def test_a_log_whose_table_has_changed_since_is_refused(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `git checkout <rev>` and `dvc checkout` bring back a cell's table, not its run log.
+    logged_cell(SAMPLE_LOG, SAMPLE_TABLE)
+    logged_cell(JUDGE_LOG, JUDGE_TABLE)
+    write_parquet(calls(5, (1, 1), 0.0), SAMPLE_TABLE)
+    controls = Path("data/judge_logs/scripted/controls.log.json")
+    write_json(LOG, controls)  # a log that names no table
+    lines: list[str] = []
+    assert run_logs([], out=lines.append) == 0
+    assert [line.split()[:2] for line in lines[2:3]] == [["judge", "scripted"]]
+    assert lines[3:] == [
+        "Not shown: 2 run log(s) that are not the run of their table now:",
+        "  data/responses/local/naive.log.json: its table data/responses/local/naive.parquet "
+        "has changed since",
+        "  data/judge_logs/scripted/controls.log.json: it names no table (written before run "
+        "logs named theirs)",
+        "git checkout and dvc checkout restore a table, never its run log (a log differs on "
+        "every run, so DVC does not keep it); to log a cell anew, rerun it: dvc repro --force "
+        "--single-item <its stage> (the run's calls answer it, with no new call)",
+    ]
+    # No log left that is its table's run: an error, naming each.
+    JUDGE_TABLE.unlink()
+    assert run_logs([], out=lines.append) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no run log here is the run of the table it describes:\n")
+    assert "  data/judge_logs/scripted/local/naive.log.json: its table " in err
+    assert "data/verdicts/scripted/local/naive.parquet is gone" in err
+
+
+@pytest.mark.slow  # a dvc repro of the golden run with K = 2, then dvc checkout
+def test_a_checked_out_run_is_not_shown_with_the_last_runs_log(
+    golden_run: GoldenRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The issue's steps: a run, another with more trials, then the first checked out again.
+    repo = golden_run.copy(tmp_path / "repo")
+    log = repo / "data" / "responses" / "smollm2" / "naive.log.json"
+    assert json.loads(log.read_text())["requests"] == 2  # two scenarios, K = 1
+    run = repo / "conf" / "run.yaml"
+    run.write_text(run.read_text().replace("  trials: 1 ", "  trials: 2 "))
+    run_dvc("repro", cwd=repo)
+    assert json.loads(log.read_text())["requests"] == 4
+    subprocess.run(["git", "checkout", "--", "conf/run.yaml", "dvc.lock"], cwd=repo, check=True)
+    run_dvc("checkout", cwd=repo)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(repo)
+        assert run_logs([], out=print) == 2
+    err = capsys.readouterr().err
+    assert "  data/responses/smollm2/naive.log.json: its table " in err
+    assert "data/responses/smollm2/naive.parquet has changed since" in err

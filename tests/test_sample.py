@@ -29,7 +29,7 @@ from omegaconf import DictConfig
 from losona.config import chosen
 from losona.contracts import RESPONSE_SCHEMA
 from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.files import sha256_file, write_parquet
 from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.prompts.render import render_prompts
@@ -190,6 +190,11 @@ def test_the_stage_writes_responses_and_reruns_byte_identically_from_the_cache(
     assert pl.read_parquet(calls).height == 18  # the calls the table was built from
     log = out.with_suffix(".log.json")
     assert '"cache_misses": 18' in log.read_text()
+    # The log names the table it describes: run_logs refuses it once the table has changed.
+    assert json.loads(log.read_text())["table"] == {
+        "path": out.relative_to(workdir).as_posix(),
+        "sha256": sha256_file(out),
+    }
     sample_in_process(make_cfg, server)
     assert out.read_bytes() == first and server.request_count == 18
     assert "18 from the call cache, 0 new calls" in capsys.readouterr().out

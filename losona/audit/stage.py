@@ -17,10 +17,11 @@ from losona.audit.summary import summary_lines
 from losona.config import AggregateSettings, JudgeConfig
 from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.files import read_parquet
-from losona.judges.base import Judge
+from losona.judges.base import CallingJudge, Judge
 from losona.judges.run import make_judge
 from losona.layout import RunLayout
 from losona.models import CallOptions
+from losona.models.runlog import record_table
 from losona.results.aggregate import read_reports
 
 
@@ -42,8 +43,10 @@ def run_audit(
         for judge in inputs.judges
     }
 
+    rejudged: list[Judge] = []
+
     def rejudge(name: str) -> Judge:
-        return make_judge(
+        judge = make_judge(
             judge_config(name),
             CallOptions(
                 cache_path=layout.call_cache,
@@ -51,6 +54,8 @@ def run_audit(
                 run_log=layout.determinism_log(name),
             ),
         )
+        rejudged.append(judge)
+        return judge
 
     result = audit(
         inputs.verdicts,
@@ -66,6 +71,9 @@ def run_audit(
         families=inputs.families,
     )
     result.write(layout.audit_folder)
+    for judge in rejudged:
+        for log in judge.run_logs if isinstance(judge, CallingJudge) else ():
+            record_table(log, layout.audit_folder / "determinism.csv")
     for line in summary_lines(result):
         print(f"audit: {line}")
     print(f"audit -> {layout.audit_folder}/")

@@ -22,7 +22,7 @@ from losona.config import (
 from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
 from losona.errors import LosonaError
 from losona.files import display_path, read_parquet, write_json, write_parquet
-from losona.judges.base import Judge
+from losona.judges.base import CallingJudge, Judge
 from losona.judges.health import (
     TRUSTWORTHY_PERCENT,
     JudgeEvidence,
@@ -43,6 +43,7 @@ from losona.judges.run import (
 from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.models.call_store import call_store
+from losona.models.runlog import record_table
 
 # What a judging stage's account reads of its table once the table is written.
 ACCOUNT_COLUMNS = ("complies", "judge_status", "reasoning")
@@ -71,6 +72,8 @@ def finish_judging(
     they peaked a little lower.
     """
     write_parquet(table, out)
+    for log in judge.run_logs if isinstance(judge, CallingJudge) else ():
+        record_table(log, out)
     outcomes = table.select(ACCOUNT_COLUMNS)
     del table
     write_parquet(judge_calls(judge).collect(), calls_out)

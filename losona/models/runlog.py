@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from losona.files import write_json
+from losona.files import sha256_file, write_json
 from losona.models.prepare import Prepared, RequestKeys
 
 
@@ -190,6 +190,16 @@ def read_run_log(path: str | Path) -> dict[str, Any]:
     """A run log written by `complete`."""
     facts: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     return facts
+
+
+def record_table(run_log: str | Path, table: str | Path) -> None:
+    """Name in a run log the table its run made, with the table's hash: `git checkout` and
+    `dvc checkout` restore a table but never its log, so `python -m losona.run_logs` shows
+    a log only while its table is still this one."""
+    path = Path(run_log)
+    facts = json.loads(path.read_text(encoding="utf-8"))
+    facts["table"] = {"path": Path(table).as_posix(), "sha256": sha256_file(table)}
+    write_json(facts, path)
 
 
 def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:

@@ -8,6 +8,12 @@ run went: calls the call cache answered, calls made and failed, tokens, latency,
 run was billed, when it started and how long it took. These differ on every run, so the
 HTML report (which must come out byte for byte on a rerun) shows only the calls, tokens
 and list cost that do not (losona/report/run_facts.py); this prints the rest, one line a cell.
+
+A log is not a DVC output (its bytes differ on every run, and dvc.lock must not move), so
+`git checkout` and `dvc checkout` restore a table but leave the log of whatever run came
+last. Each log names the table its run wrote, with the table's hash
+(losona/models/runlog.py, record_table): a log whose table has changed since is refused,
+named with the reason, never shown as that table's run.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 from losona.cli import USER_ERROR_EXIT, overrides_parser
 from losona.config import compose_paths
 from losona.errors import LosonaError
-from losona.files import display_path
+from losona.files import display_path, sha256_file
 from losona.formatting import MISSING
 from losona.layout import RunLayout
 
@@ -89,8 +95,30 @@ def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
+def stale(log: Mapping[str, Any]) -> str | None:
+    """Why a run log is not the run of the table it describes; None while it is."""
+    table = log.get("table")
+    if not isinstance(table, Mapping):
+        return "it names no table (written before run logs named theirs)"
+    path = Path(str(table.get("path")))
+    if not path.is_file():
+        return f"its table {display_path(path)} is gone"
+    if sha256_file(path) != table.get("sha256"):
+        return f"its table {display_path(path)} has changed since"
+    return None
+
+
+# Why a refused log is not the run of the table there now, and how to get one that is.
+STALE_ADVICE = (
+    "git checkout and dvc checkout restore a table, never its run log (a log differs on "
+    "every run, so DVC does not keep it); to log a cell anew, rerun it: dvc repro --force "
+    "--single-item <its stage> (the run's calls answer it, with no new call)"
+)
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
-    """Print every cell's run facts from its run log; exit 2 when there is none."""
+    """Print the run facts of every cell whose run log is the run of its table; exit 2 when
+    there is no log, or none is."""
     parser = overrides_parser(
         "python -m losona.run_logs",
         "Print each cell's run facts from its run log (*.log.json): calls cached, made and "
@@ -105,17 +133,31 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
                 f"no run log under {layout.responses_folder} or {layout.judge_logs_folder}: "
                 "run the pipeline first (dvc repro)"
             )
-        rows = []
+        rows, refused = [], []
         for cell, path in logs:
             try:
                 log = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 raise LosonaError(f"{display_path(path)}: not a readable run log ({exc})") from None
-            rows.append(log_row(cell, log))
+            if (why := stale(log)) is None:
+                rows.append(log_row(cell, log))
+            else:
+                refused.append(f"  {display_path(path)}: {why}")
+        if not rows:
+            raise LosonaError(
+                "no run log here is the run of the table it describes:\n"
+                + "\n".join(refused)
+                + f"\n{STALE_ADVICE}"
+            )
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
     out("Each cell's last run, from its run log (*.log.json; these facts differ between runs):")
     for line in table_lines(rows):
         out(line)
+    if refused:
+        out(f"Not shown: {len(refused)} run log(s) that are not the run of their table now:")
+        for line in refused:
+            out(line)
+        out(STALE_ADVICE)
     return 0

@@ -13,6 +13,7 @@ from losona.layout import RunLayout
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
 from losona.models.call_store import call_store
+from losona.models.runlog import record_table
 from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
 from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
 
@@ -60,6 +61,7 @@ def run_sample(
     # made from the call cache a chunk at a time as it is written.
     del prompts
     write_parquet(sampled.responses, out)
+    record_table(log, out)
     write_parquet(sampled.calls, layout.sample_calls(spec.name, name))
     facts = read_run_log(log)
     print(
