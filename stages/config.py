@@ -15,25 +15,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config import chosen
-from losona.config.stage import run_config
-from losona.errors import LosonaError
-from losona.layout import RunLayout
-
-GROUPS = ("model", "judge")
+from losona.pipeline.config import run_config_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    # The groups chosen on the command line: both have defaults, so only those are meant.
-    given = {o.split("=", 1)[0] for o in HydraConfig.get().overrides.task}
-    groups = [group for group in GROUPS if group in given]
-    if not groups:
-        raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
-    for group in groups:
-        run_config(chosen(cfg, group), layout)
+    run_config_stage(cfg, (o.split("=", 1)[0] for o in HydraConfig.get().overrides.task))
 
 
 if __name__ == "__main__":

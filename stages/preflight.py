@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.cli import launch, reports_user_errors
-from losona.config.preflight_stage import run_preflight
+from losona.pipeline.preflight import run_preflight
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

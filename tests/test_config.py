@@ -25,9 +25,9 @@ from losona.config import (
     option,
     plain,
 )
-from losona.config.stage import run_config
 from losona.errors import LosonaError
 from losona.layout import RunLayout
+from losona.pipeline.config import run_config
 
 GROUPS = ["dataset", "model", "judge", "condition", "paths", "experiment"]
 

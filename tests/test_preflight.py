@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-from losona.config.preflight import (
+from losona.errors import LosonaError
+from losona.pipeline.preflight import (
     CHECKED_MARK,
     changed_settings_files,
     missing_outputs,
     refusal,
     remove_empty_folders,
+    run_preflight,
     run_problems,
 )
-from losona.config.preflight_stage import run_preflight
-from losona.errors import LosonaError
 
 CHECKED = Path("data/configs/run.checked")
 

@@ -22,10 +22,6 @@ schemas; a stage family's own sit in its package: `audit/settings.py`, ...),
 file or override each value came from), `reading` (a group of the composed config, or one
 option, checked). Import from here: `from losona.config import ModelSpec, chosen`; a
 family's settings from its package: `from losona.dynamic.settings import DynamicSettings`.
-
-Two stages' functions live here too, which nothing here imports: `stage` (config: an option
-of the sweep recorded as checked) and `preflight_stage` (preflight: the whole run checked by
-`preflight`'s rules before any other stage runs).
 """
 
 from __future__ import annotations

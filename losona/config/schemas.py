@@ -536,7 +536,7 @@ def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
     """A checked model or judge config as plain values, defaults filled in, no password.
 
     What a run used of the option, for the files that stand for it in the pipeline (the
-    config stage, losona/config/stage.py).
+    config stage, losona/pipeline/config.py).
     """
     record: dict[str, Any] = checked.model_dump(mode="json")
     node = record if isinstance(checked, ModelSpec) else record.get("model")

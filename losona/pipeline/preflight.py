@@ -11,8 +11,8 @@ every output it committed that no stage of the new pipeline declares (a `-S` tha
 model or condition drops its cells), so the message names what is missing and the restore
 command ends with `dvc checkout`.
 
-Plain values in, a list of problems out: the stage (preflight_stage.py) turns them into one
-message, and its script (stages/preflight.py) into an exit code.
+`run_problems` takes the composed config and gives a list of problems; `run_preflight`, the
+stage, turns them into one message, and its script (stages/preflight.py) into an exit code.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from losona.config.reading import chosen, option
 from losona.config.schemas import judge_kind_settings
 from losona.dynamic.settings import DynamicSettings
 from losona.errors import LosonaError
-from losona.files import read_yaml
+from losona.files import read_yaml, write_text
+from losona.layout import RunLayout
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
 RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
@@ -211,3 +212,21 @@ def changed_settings_files(root: Path = Path(".")) -> list[str]:
         if not here.is_file() or here.read_bytes() != committed.stdout:
             changed.append(str(path))
     return changed
+
+
+def run_preflight(cfg: DictConfig) -> None:
+    """preflight: every problem of the composed run refused in one message, writing nothing;
+    otherwise the same few bytes (run.checked), which the first stages depend on.
+
+    It takes the composed config, not a checked layout: checking the config is its work, and
+    a bad `paths` value is one of the problems it names together, so the layout is made only
+    once the run has none.
+    """
+    problems = run_problems(cfg)
+    if problems:
+        for top in output_tops(cfg):
+            remove_empty_folders(top)
+        raise LosonaError(refusal(problems, changed_settings_files(), missing_outputs()))
+    out = RunLayout(chosen(cfg, "paths")).run_checked
+    write_text(CHECKED_MARK, out)
+    print(f"preflight: every setting and name of the run checked -> {out}")

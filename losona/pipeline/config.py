@@ -1,0 +1,42 @@
+"""The config stage as a function: a model or judge option of the sweep as the run uses it,
+checked, in a file of its own (data/configs/<group>/<name>.json).
+
+stages/config.py composes the config and calls `run_config_stage` with the groups named on
+its command line; tests call `run_config` in-process with a checked option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from omegaconf import DictConfig
+
+from losona.config import JudgeConfig, ModelSpec, chosen, config_record
+from losona.errors import LosonaError
+from losona.files import write_json
+from losona.layout import RunLayout
+
+
+def run_config(config: ModelSpec | JudgeConfig, layout: RunLayout) -> None:
+    """config: one checked model or judge option, with its defaults and without a password,
+    as JSON in its group's folder."""
+    group = "model" if isinstance(config, ModelSpec) else "judge"
+    out = layout.config(group, config.name)
+    write_json(config_record(config), out)
+    print(f"config: {group} {config.name} -> {out}")
+
+
+# The groups whose options the stage records.
+GROUPS = ("model", "judge")
+
+
+def run_config_stage(cfg: DictConfig, given: Iterable[str]) -> None:
+    """config: each option of the composed config whose group was named on the command line
+    (`given`: the overridden keys; both groups have defaults, so only those are meant)."""
+    named = set(given)
+    groups = [group for group in GROUPS if group in named]
+    if not groups:
+        raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
+    layout = RunLayout(chosen(cfg, "paths"))
+    for group in groups:
+        run_config(chosen(cfg, group), layout)
