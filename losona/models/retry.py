@@ -13,8 +13,8 @@ request of the Batch API, with each failed line of a batch (losona/models/batch.
   together do not retry together), or what the server asked for in Retry-After; never
   more than MAX_WAIT_S.
 
-litellm's retries stay off (litellm_api.sender): without its Router they retry every error
-on a fixed schedule through tenacity (not installed); with it or without, a wait cannot free
+litellm's retries stay off (litellm_api.sender): without its Router they retry every error,
+Retry-After unread, through tenacity (not installed); with it or without, a wait cannot free
 the send's concurrency slot, record the attempt's fault, or give rate limits a time budget
 of their own. tenacity would replace only `wait`.
 

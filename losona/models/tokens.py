@@ -10,9 +10,9 @@ tokenizer is chosen here, from what is on disk, and handed to `token_counter`:
 2. otherwise litellm's default, tiktoken cl100k_base (bundled with litellm), and the
    tokenizer that would have needed the network is named as skipped.
 
-litellm's public API cannot do this: `token_counter` and `encode` pick the same tokenizer
-but fetch a Hub one on first use, so the choice is made with the helpers they make it with
-(private to litellm 1.106, which constraints.txt pins; tests/test_models_tokens.py checks them).
+litellm's one public switch, `disable_hf_tokenizer_download`, would drop its bundled Anthropic
+tokenizer and any Hub one on disk too; so the choice is made with its private helpers
+(litellm 1.106, pinned in constraints.txt; tests/test_models_tokens.py fails if they move).
 
 Nothing here opens a connection. litellm is passed in from losona/models/litellm_api.py,
 the one module that imports it.
