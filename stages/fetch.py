@@ -19,7 +19,7 @@ from losona.scenarios.stage import run_fetch
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
-    run_fetch(chosen(cfg, "dataset"), layout, ids_from=origin_of("dataset.scenario_ids"))
+    run_fetch(chosen(cfg, "dataset"), layout, origin=origin_of)
 
 
 if __name__ == "__main__":

@@ -314,6 +314,13 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         (["dataset.limit=nan"], [*LIMIT, "found nan"]),
         (["dataset.limit=true"], [*LIMIT, "found True"]),
         (
+            ["dataset.limit=1000"],
+            [
+                "the command line (dataset.limit=...): 'dataset.limit': 1000 is more than the 44 "
+                "scenarios of dataset 'bundled'; set a smaller limit, or null for every scenario"
+            ],
+        ),
+        (
             ["dataset.limit_seed=x"],
             [
                 "the command line (dataset.limit_seed=...)",
@@ -361,6 +368,7 @@ LIMIT = ["the command line (dataset.limit=", "'dataset.limit'", "a positive whol
         "limit-fractional",
         "limit-nan",
         "limit-boolean",
+        "limit-past-the-dataset",
         "seed-not-an-integer",
         "unknown-id",
         "id-twice",
@@ -372,14 +380,6 @@ def test_fetch_refuses_a_bad_subset(run: Path, overrides: list[str], fragments: 
     # fetch's output is already there: a refused subset must leave it as it was.
     (run / "s.jsonl").write_bytes(jsonl(row()))
     assert_names(refused(run, "fetch", *overrides), *fragments)
-
-
-def test_a_limit_larger_than_the_dataset_fetches_all_of_it(run: Path) -> None:
-    """Not an error: a limit is an upper bound, and the whole set is not marked a subset."""
-    before = (run / "data" / "scenarios.parquet").read_bytes()
-    result = call_stage("fetch", "dataset.limit=1000", cwd=run)
-    assert result.returncode == 0, result.stderr
-    assert (run / "data" / "scenarios.parquet").read_bytes() == before
 
 
 # -- broken stage inputs ----------------------------------------------------------------

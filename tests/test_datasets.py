@@ -168,9 +168,25 @@ def test_scenario_ids_keep_the_named_ones() -> None:
     assert chosen["source"][0].endswith("; subset of 44: 3 scenario_ids")
 
 
-@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
-def test_a_limit_past_the_set_keeps_it_whole_and_unmarked() -> None:
-    assert fetch_scenarios(BUNDLED | {"limit": 1000}).equals(fetch_scenarios(BUNDLED))
+def test_a_limit_past_the_set_is_refused_naming_its_size(tmp_path: Path, scenario_row: Row) -> None:
+    """A limit past the size would run, and pay for, every scenario, set as a subset."""
+    rows = [scenario_row(), scenario_row(scenario_id="b_second")]
+    mine = {"kind": "local", "name": "mine", "path": write_jsonl(tmp_path / "s.jsonl", rows)}
+    with pytest.raises(LosonaError) as caught:
+        fetch_scenarios(mine | {"limit": 3}, origin=lambda key: f"conf/run.yaml ({key})")
+    assert str(caught.value) == (
+        "conf/run.yaml (dataset.limit): 'dataset.limit': 3 is more than the 2 scenarios of "
+        "dataset 'mine'; set a smaller limit, or null for every scenario"
+    )
+    # What the limit would cut is what scenario_ids keeps, when they are set.
+    with pytest.raises(LosonaError) as caught:
+        fetch_scenarios(mine | {"limit": 2, "scenario_ids": ["b_second"]})
+    assert str(caught.value).startswith(
+        "conf/dataset/mine.yaml: 'dataset.limit': 2 is more than the 1 scenario of dataset "
+        "'mine' that 'dataset.scenario_ids' keeps;"
+    )
+    # A limit of the size keeps the whole set, unmarked.
+    assert fetch_scenarios(mine | {"limit": 2}).equals(fetch_scenarios(mine))
 
 
 @pytest.mark.parametrize(

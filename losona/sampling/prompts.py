@@ -48,7 +48,7 @@ def dry_run_prompts(
         source = str(layout.scenarios)
     else:
         config = dataset()
-        scenarios = fetch_scenarios(config, ids_from=origin_of("dataset.scenario_ids"))
+        scenarios = fetch_scenarios(config, origin=origin_of)
         source = f"the dataset '{config.name or config.kind}'"
     print(
         f"sample (dry run): no {layout.prompts} yet, so the prompts are rendered in memory "

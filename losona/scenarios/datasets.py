@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from losona.config import DatasetConfig
 from losona.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.errors import LosonaError
 from losona.files import display_path, read_yaml, sha256_file, sha256_text
+from losona.formatting import counted
 from losona.scenarios.followups import FIELD as FOLLOWUP
 from losona.scenarios.followups import Followup, check_followups
 from losona.scenarios.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
@@ -52,18 +53,19 @@ def fetch_scenarios(
     dataset: DatasetConfig | Mapping[str, Any],
     catalog: Catalog | None = None,
     *,
-    ids_from: str | None = None,
+    origin: Callable[[str], str] | None = None,
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table.
 
     A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
     the table, and every output built from it, is the same with or without it.
-    `ids_from` says where `scenario_ids` came from (a file or the command line), for the
-    message that refuses an id the dataset lacks; by default the dataset's file.
+    `origin` says where the value at a dotted key came from (a file or the command line;
+    `losona.config.origin_of`), for the messages that refuse a subset; by default the
+    dataset's file.
     """
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
-    subset = Subset.of(dataset, ids_from)
+    subset = Subset.of(dataset, origin)
     rows = [_without_followup(row) for _, row in _validated_rows(dataset, catalog)]
     return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
 
@@ -124,30 +126,50 @@ class Subset:
     Every kept row's `source` says that it comes from a subset, and how it was chosen.
     """
 
-    def __init__(self, where: str, limit: int | None, seed: int, ids: list[str]) -> None:
-        self.where, self.limit, self.seed, self.ids = where, limit, seed, ids
+    def __init__(
+        self,
+        dataset: str,
+        origin: Callable[[str], str],
+        limit: int | None,
+        seed: int,
+        ids: list[str],
+    ) -> None:
+        self.dataset, self.origin = dataset, origin
+        self.limit, self.seed, self.ids = limit, seed, ids
 
     @classmethod
-    def of(cls, dataset: DatasetConfig, ids_from: str | None = None) -> Subset:
-        """The subset a checked dataset config asks for; `ids_from`: where its ids came from."""
-        where = ids_from or f"conf/dataset/{dataset.name}.yaml"
-        return cls(where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
+    def of(cls, dataset: DatasetConfig, origin: Callable[[str], str] | None = None) -> Subset:
+        """The subset a checked dataset config asks for; `origin`: where each of its keys
+        came from (by default, the dataset's file)."""
+        name = str(dataset.name or dataset.kind)
+        where = origin or (lambda key: f"conf/dataset/{name}.yaml")
+        return cls(name, where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
 
     def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows of the subset, each with its `source` saying how it was chosen."""
         total, notes = len(rows), []
+        of_what = f"of dataset '{self.dataset}'"
         if self.ids:
             known = {row["scenario_id"] for row in rows}
             unknown = [i for i in self.ids if i not in known]
             if unknown:
                 raise LosonaError(
-                    f"{self.where}: 'dataset.scenario_ids': expected ids of the dataset's "
-                    f"scenarios (it has {total}, named in the scenario_id column of a full "
-                    f"fetch), found ids not in the dataset: {unknown}"
+                    f"{self.origin('dataset.scenario_ids')}: 'dataset.scenario_ids': expected "
+                    f"ids of the dataset's scenarios (it has {total}, named in the scenario_id "
+                    f"column of a full fetch), found ids not in the dataset: {unknown}"
                 )
             wanted = set(self.ids)
             rows = [row for row in rows if row["scenario_id"] in wanted]
             notes.append(f"{len(rows)} scenario_ids")
+            of_what = f"{of_what} that 'dataset.scenario_ids' keeps"
+        if self.limit is not None and self.limit > len(rows):
+            # A limit is there to spend less: one past the size would run, and pay for,
+            # every scenario while the run's settings read as a subset.
+            raise LosonaError(
+                f"{self.origin('dataset.limit')}: 'dataset.limit': {self.limit} is more than "
+                f"the {counted(len(rows), 'scenario')} {of_what}; set a smaller limit, or null "
+                "for every scenario"
+            )
         if self.limit is not None and self.limit < len(rows):
             rows = self._stratified(rows, self.limit)
             notes.append(f"limit {self.limit} stratified by norm, seed {self.seed}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from losona.config import DatasetConfig
 from losona.files import write_parquet
 from losona.formatting import counted
@@ -9,10 +11,12 @@ from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 
 
-def run_fetch(dataset: DatasetConfig, layout: RunLayout, ids_from: str = "") -> None:
-    """fetch: the scenario table of `dataset` (`ids_from` names where its scenario_ids list
+def run_fetch(
+    dataset: DatasetConfig, layout: RunLayout, origin: Callable[[str], str] | None = None
+) -> None:
+    """fetch: the scenario table of `dataset` (`origin` names where the value at a dotted key
     came from, for error messages)."""
-    scenarios = fetch_scenarios(dataset, ids_from=ids_from)
+    scenarios = fetch_scenarios(dataset, origin=origin)
     write_parquet(scenarios, layout.scenarios)
     source = scenarios["source"][0]
     print(f"fetch: {counted(scenarios.height, 'scenario')} from {source} -> {layout.scenarios}")
