@@ -5,22 +5,22 @@
 
 It runs every stage from render on again (sample when the run published its calls), each
 by the stage's own function, in a scratch copy of the run (`replay`), with the sweep and
-bootstrap settings recorded in reports/provenance.json and every model call answered
-from the run's published calls alone; each stage reads the run's own files, and what it
-writes is compared value by value with the run's: the prompts, the responses, the
-verdicts (judged again as their judge's kind says: rules for free, an LLM judge from the
-published calls, a panel combined again from its members), the validity controls and
-their summaries, aggregate's tables and metrics, the judge audit (when the run has one),
-the numbers behind the figures and, with the extension on, the dynamic turn's prompts,
-replies, verdicts and reports, and last the merged calls file. Beside the stages, it
-checks that the verdicts name the judge models and versions the provenance records, that
-the scenario table and the templates still have the hashes it records, and that the
-run's published calls (paths.calls) hold every cell's calls file and, for every
-response, the very call that produced it (looked up by the call-cache key of the prompt,
-trial and model config). Last, every output file against the md5 dvc.lock records for
-it, and dvc.lock against the one committed at git HEAD: a table, the calls file and
-dvc.lock that disagree, or a run recomputed and recorded again since it was committed,
-are named.
+bootstrap settings recorded in reports/provenance.json and every model call answered from
+the run's published calls alone; each stage reads the run's own files, and what it writes
+is compared value by value with the run's: the prompts, the responses, the verdicts
+(judged again by the judge config the run recorded: rules for free, an LLM judge from the
+published calls), each panel's votes, verdicts and validity controls (by the panel
+stages), the validity controls and their summaries, aggregate's tables and metrics, the
+judge audit (when the run has one), the numbers behind the figures and, with the extension
+on, the dynamic turn's prompts, replies, verdicts and reports, and last the merged calls
+file. Beside the stages, it checks that the verdicts name the judge models and versions
+the provenance records, that the scenario table and the templates still have the hashes it
+records, and that the run's published calls (paths.calls) hold every cell's calls file
+and, for every response, the very call that produced it (looked up by the call-cache key
+of the prompt, trial and model config). Last, every output file against the md5 dvc.lock
+records for it, and dvc.lock against the one committed at git HEAD: a table, the calls
+file and dvc.lock that disagree, or a run recomputed and recorded again since it was
+committed, are named.
 
 Exit status: 0 when everything matches; 3 when anything differs (each difference is
 named: file, line or key, column, expected vs found); 2 when the run cannot be checked

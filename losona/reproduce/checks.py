@@ -19,7 +19,7 @@ from losona.audit.files import AUDIT, read_audit
 from losona.audit.inputs import audit_inputs
 from losona.audit.settings import DeterminismSettings
 from losona.audit.stage import run_audit
-from losona.config import (
+from losona.core.config import (
     AggregateSettings,
     ControlsSettings,
     DatasetConfig,
@@ -29,13 +29,16 @@ from losona.config import (
     judge_kind_settings,
     option,
 )
-from losona.contracts import (
+from losona.core.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
     VERDICT_SCHEMA,
 )
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_parquet, write_parquet
+from losona.core.layout import RunLayout
 from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.aggregate_stage import run_dynamic_aggregate
@@ -50,15 +53,12 @@ from losona.dynamic.tables import (
     DYNAMIC_RESPONSE_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
 )
-from losona.errors import LosonaError
-from losona.files import display_path, read_parquet, write_parquet
 from losona.judges.kinds import judge_kind
 from losona.judges.panel_stage import run_panel
 from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.run import control_summary
 from losona.judges.stage import run_judge, run_judge_controls
 from losona.judges.verdicts import verdict_files
-from losona.layout import RunLayout
 from losona.models import CallNotFound, PublishedCalls, Request, call_key, read_calls
 from losona.models.call_store import LOCK_FILE, call_store, recorded_md5
 from losona.prompts.stage import run_render
@@ -112,24 +112,26 @@ def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, na
     conf/ as it is now."""
     path = layout.config(group, name)
     schema = ModelSpec if group == "model" else JudgeConfig
-    if path.is_file():
-        checked = json.loads(path.read_text(encoding="utf-8"))
-        # The config stage writes every field, unset ones as null; a judge refuses a model
-        # setting it cannot use even when null, so the unset ones are left to their default.
-        node = {k: v for k, v in checked.items() if v is not None}
-        return schema.from_config(node, display_path(path))
     key = f"{group}s"
-    entry = record.get(key, {}).get(name)
-    if entry is None:
+    if path.is_file():
+        node, origin = json.loads(path.read_text(encoding="utf-8")), display_path(path)
+    elif (node := record.get(key, {}).get(name)) is not None:
+        origin = f"{display_path(layout.provenance)} ({key}.{name})"
+    else:
         raise LosonaError(
             f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
             "the run does not record the config it used; rerun the config and provenance stages"
         )
-    fields = schema.model_fields
-    node = {k: v for k, v in entry.items() if k in fields}
-    if isinstance(node.get("model"), Mapping):  # a judge's model, as model_record has it
-        node["model"] = {k: v for k, v in node["model"].items() if k in ModelSpec.model_fields}
-    return schema.from_config(node, f"{display_path(layout.provenance)} ({key}.{name})")
+    return schema.from_config(_settings(node, schema), origin)
+
+
+def _settings(node: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+    """A recorded config's settings: what the schema has and a value was given for (a record
+    writes out unset ones as null and adds facts of its own, such as a judge's versions)."""
+    settings = {k: v for k, v in node.items() if k in schema.model_fields and v is not None}
+    if isinstance(settings.get("model"), Mapping):  # a judge's model
+        settings["model"] = _settings(settings["model"], ModelSpec)
+    return settings
 
 
 def check_inputs(
