@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.contracts import VERDICT_SCHEMA
-from losona.files import write_parquet
+from losona.core.config import AggregateSettings
+from losona.core.contracts import VERDICT_SCHEMA
+from losona.core.files import write_parquet
 from losona.judges.verdicts import load_verdicts
 from losona.results.aggregate import aggregate, write_reports
 

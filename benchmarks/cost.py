@@ -54,9 +54,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import polars as pl
 from hydra import compose, initialize_config_dir
 
-import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
-from losona.config import load_option, plain
-from losona.contracts import scenarios_from_table
+import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+from losona.core.config import load_option, plain
+from losona.core.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge
 from losona.judges.prompt import judge_messages

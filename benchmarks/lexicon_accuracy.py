@@ -23,8 +23,8 @@ import argparse
 from collections import defaultdict
 from dataclasses import dataclass
 
-from losona.catalog import load_catalog
-from losona.contracts import scenarios_from_table
+from losona.core.catalog import load_catalog
+from losona.core.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase, demonstration_cases
 from losona.judges.lexicon import LexiconJudge, judge_text
 from losona.scenarios.datasets import fetch_scenarios

@@ -23,8 +23,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from losona.contracts import Scenario, scenarios_from_table
-from losona.files import read_yaml
+from losona.core.contracts import Scenario, scenarios_from_table
+from losona.core.files import read_yaml
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.scenarios.datasets import fetch_scenarios

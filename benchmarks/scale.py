@@ -47,8 +47,8 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from losona.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
-from losona.files import read_parquet, write_parquet
+from losona.core.contracts import PROMPT_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA
+from losona.core.files import read_parquet, write_parquet
 from losona.testing.synthetic import synthetic_scenarios
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@
   here to site pages; a link to anything the site does not hold is left as it is, so
   `mkdocs build --strict` fails on it.
 - `contracts.md` holds the prose; every `<!-- contract: NAME -->` marker in it becomes the
-  table of columns of the schema `NAME` in `losona/contracts.py` or a stage family's
+  table of columns of the schema `NAME` in `losona/core/contracts.py` or a stage family's
   `losona/<family>/tables.py`: name, type and the comment written beside the column there.
   A schema the page does not place, or a marker naming no schema, stops the build: the
   page cannot drift from the code.
@@ -32,13 +32,13 @@ from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 # The files that define the tables: the first turn's, then each stage family's own.
-CONTRACTS = "losona/contracts.py and losona/*/tables.py"
+CONTRACTS = "losona/core/contracts.py and losona/*/tables.py"
 
 
 def contract_files() -> list[str]:
     """Every file of CONTRACTS, as repository paths."""
     families = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("losona/*/tables.py"))
-    return ["losona/contracts.py", *families]
+    return ["losona/core/contracts.py", *families]
 
 
 # Site page -> the repository file it shows.

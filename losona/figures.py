@@ -19,8 +19,8 @@ import polars as pl
 # The object-oriented API without pyplot: no global figure registry, no GUI backend.
 from matplotlib.figure import Figure as MplFigure
 
-from losona.files import atomic_path, write_text
-from losona.formatting import counted
+from losona.core.files import atomic_path, write_text
+from losona.core.formatting import counted
 
 STYLE: dict[Any, Any] = {
     "svg.hashsalt": "losona",  # stable element ids in SVG, so reruns give identical bytes
@@ -82,7 +82,7 @@ def render(figure: MplFigure) -> tuple[bytes, str]:
 
 def scope_text(scenarios: int, k: str, subset: str | None) -> str:
     """The scope line of any figure or section: "N = 5 scenarios, K = 1 trial each", after
-    "SUBSET: ..." for a run on part of its dataset (`subset`: losona.contracts.subset_note).
+    "SUBSET: ..." for a run on part of its dataset (`subset`: losona.core.contracts.subset_note).
 
     The dynamic extension's figure and section say theirs with it too (issue 32).
     """

@@ -8,9 +8,9 @@ python stages/aggregate.py paths.verdicts_dir=runs/v paths.reports_dir=runs/repo
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.results.stage import run_aggregate
 
 

@@ -15,9 +15,9 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.audit.stage import run_audit, run_audit_export
-from losona.cli import launch, reports_user_errors
-from losona.config import JudgeConfig, chosen, option, plain
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import JudgeConfig, chosen, option, plain
+from losona.core.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

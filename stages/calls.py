@@ -12,9 +12,9 @@ layer below the user's call cache, so on another machine, after `dvc pull`,
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.provenance.calls_stage import run_calls
 
 

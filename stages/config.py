@@ -14,7 +14,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
+from losona.core.cli import launch, reports_user_errors
 from losona.pipeline.config import run_config_stage
 
 

@@ -13,10 +13,10 @@ with its provenance beside it (<name>-v<version>.provenance.json).
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.generation.curate_stage import run_curate
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -11,10 +11,10 @@ outcomes.csv, examples.csv, metrics.json and the figure recovery.{png,svg,csv}
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.dynamic.aggregate_stage import run_dynamic_aggregate
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

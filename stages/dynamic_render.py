@@ -14,11 +14,11 @@ sampling.dry_run=true it prints what those calls would cost, and writes nothing.
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 from losona.dynamic.render_stage import run_dynamic_render
-from losona.errors import LosonaError
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -9,9 +9,9 @@ python stages/fetch.py dataset=losona_hf    # the released set on the Hugging Fa
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, origin_of
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, origin_of
+from losona.core.layout import RunLayout
 from losona.scenarios.stage import run_fetch
 
 

@@ -11,10 +11,10 @@ reasons) and reports/generation/generate.json (counts and rejection reasons).
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.generation.stage import run_generate
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

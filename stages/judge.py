@@ -10,11 +10,11 @@ data/verdicts/<judge>/<model>/<condition>.parquet.
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
-from losona.errors import LosonaError
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 from losona.judges.stage import run_judge
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -14,10 +14,10 @@ judge_controls.judge_anyway=true (conf/run.yaml). Its calls stay in the call cac
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.judges.stage import run_judge_controls
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

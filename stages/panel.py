@@ -12,10 +12,10 @@ one more judge. How the votes combine: losona/judges/panels.py and docs/judges.m
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.judges.panel_stage import run_panel
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -12,10 +12,10 @@ any other judge it writes empty tables. The panel stage then depends on that one
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.judges.panel_votes_stage import run_panel_votes
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

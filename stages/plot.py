@@ -9,9 +9,9 @@ python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/repo
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.report.stage import run_plot
 
 

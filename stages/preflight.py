@@ -15,7 +15,7 @@ on that file so that DVC runs this first, and nothing reruns because of it.
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
+from losona.core.cli import launch, reports_user_errors
 from losona.pipeline.preflight import run_preflight
 
 

@@ -11,9 +11,9 @@ policies. `python -m losona.reproduce` checks a run against it.
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, plain
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, plain
+from losona.core.layout import RunLayout
 from losona.provenance.stage import run_provenance
 
 

@@ -7,9 +7,9 @@ python stages/render.py condition=norm_informed  # just one condition
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, option
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, option
+from losona.core.layout import RunLayout
 from losona.prompts.stage import run_render
 
 

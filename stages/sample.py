@@ -12,10 +12,10 @@ import functools
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen, option, plain
-from losona.errors import LosonaError
-from losona.layout import RunLayout
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen, option, plain
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 from losona.sampling.stage import run_sample, run_sample_dry_sweep
 
 

@@ -12,10 +12,10 @@ validation, rejected by screening, undetermined, accepted) and reports/generatio
 import hydra
 from omegaconf import DictConfig
 
-from losona.cli import launch, reports_user_errors
-from losona.config import chosen
+from losona.core.cli import launch, reports_user_errors
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.generation.screen_stage import run_screen
-from losona.layout import RunLayout
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -32,10 +32,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import configure_log
 from omegaconf import DictConfig, open_dict
 
-import losona.config  # noqa: F401 - registers the ${dvc_param:...} resolver
-from losona.config import Paths, load_option
-from losona.contracts import VERDICT_SCHEMA, table
-from losona.layout import RunLayout
+import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolver
+from losona.core.config import Paths, load_option
+from losona.core.contracts import VERDICT_SCHEMA, table
+from losona.core.layout import RunLayout
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"

@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 from conftest import run_stage, verdict_table
 
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.judges.verdicts import load_verdicts
 from losona.results.aggregate import Reports, aggregate, read_reports, write_reports
 from losona.results.presentation import Presentation, config_labels, outside_sweep

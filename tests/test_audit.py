@@ -24,10 +24,10 @@ from losona.audit.run import audit
 from losona.audit.settings import AuditSettings, DeterminismSettings
 from losona.audit.summary import summary_lines
 from losona.audit.tables import SHEET_KEY_SCHEMA
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import sha256_text
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import sha256_text
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.run import judge_controls
 from losona.results.aggregate import Reports, aggregate

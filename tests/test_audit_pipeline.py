@@ -25,9 +25,9 @@ import yaml
 from conftest import BASE_ROW, run_dvc
 from test_judge import responses_table
 
-from losona.catalog import load_catalog
-from losona.contracts import Scenario
-from losona.files import write_parquet
+from losona.core.catalog import load_catalog
+from losona.core.contracts import Scenario
+from losona.core.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.prompt import judge_messages

@@ -26,8 +26,8 @@ import pytest
 from conftest import BASE_ROW, CONF_DIR, call_stage, run_stage
 from test_judge_stage import write_responses
 
-from losona.contracts import VERDICT_SCHEMA
-from losona.files import write_parquet
+from losona.core.contracts import VERDICT_SCHEMA
+from losona.core.files import write_parquet
 from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.scenarios.datasets import fetch_scenarios
 
@@ -967,7 +967,7 @@ def dynamic_cell(run: Path) -> None:
     """The dynamic files of the run's naive cell, written as its stages would (no model)."""
     from conftest import stand_in_followup
 
-    from losona.contracts import table
+    from losona.core.contracts import table
     from losona.dynamic.judge import judge_second_turn
     from losona.dynamic.render import render_cell
     from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA

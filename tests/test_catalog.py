@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from losona.catalog import CATALOG_PATH, load_catalog, main, parse_catalog
-from losona.errors import LosonaError
+from losona.core.catalog import CATALOG_PATH, load_catalog, main, parse_catalog
+from losona.core.errors import LosonaError
 
 PAPER_EVENTS = [
     "exam_results",

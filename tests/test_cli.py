@@ -12,8 +12,8 @@ import pytest
 from conftest import REPO
 from omegaconf.errors import InterpolationResolutionError
 
-from losona import cli
-from losona.errors import LosonaError, causes
+from losona.core import cli
+from losona.core.errors import LosonaError, causes
 
 
 @pytest.fixture(autouse=True)

@@ -11,10 +11,10 @@ import pytest
 from conftest import CONF_DIR, call_stage, run_stage
 from omegaconf import DictConfig, OmegaConf
 
-from losona.config import (
+from losona.core.config import (
     GROUPS as SCHEMAS,
 )
-from losona.config import (
+from losona.core.config import (
     AggregateSettings,
     DatasetConfig,
     JudgeConfig,
@@ -25,8 +25,8 @@ from losona.config import (
     option,
     plain,
 )
-from losona.errors import LosonaError
-from losona.layout import RunLayout
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 from losona.pipeline.config import run_config
 
 GROUPS = ["dataset", "model", "judge", "condition", "paths", "experiment"]

@@ -11,9 +11,9 @@ from test_audit import labelled_items
 
 from losona.audit.correction import corrected_compliance, rogan_gladen
 from losona.audit.tables import SHEET_KEY_SCHEMA
-from losona.config import AggregateSettings
-from losona.contracts import table
-from losona.files import sha256_text
+from losona.core.config import AggregateSettings
+from losona.core.contracts import table
+from losona.core.files import sha256_text
 from losona.results.presentation import Presentation
 from losona.results.resampling import percentile_interval
 

@@ -12,9 +12,9 @@ import pytest
 from conftest import CONF_DIR
 from omegaconf import OmegaConf
 
-from losona.catalog import load_catalog
-from losona.contracts import SCENARIO_SCHEMA
-from losona.errors import LosonaError
+from losona.core.catalog import load_catalog
+from losona.core.contracts import SCENARIO_SCHEMA
+from losona.core.errors import LosonaError
 from losona.scenarios import datasets
 from losona.scenarios.datasets import fetch_scenarios
 from losona.scenarios.validate import ScenarioError

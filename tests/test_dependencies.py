@@ -10,9 +10,9 @@ module file: the file itself or a folder above it. Both pipelines are checked:
 module may import one that imports it back (before #24: models' batch, calls and runlog,
 and the test server with the scripted judge). A config reader's call naming a group
 (`chosen(cfg, "dynamic")`) counts as an import of the group's schema module, which
-losona.config's GROUPS imports only then. And no first-turn stage depends on the tables or
-settings of another stage family (before #31 they all sat in losona/contracts.py and
-losona/config/schemas.py, so an edit of the dynamic turn's tables marked every cell changed).
+losona.core.config's GROUPS imports only then. And no first-turn stage depends on the tables or
+settings of another stage family (before #31 they all sat in losona/core/contracts.py and
+losona/core/config/schemas.py, so an edit of the dynamic turn's tables marked every cell changed).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pytest
 import yaml
 from conftest import GoldenRun, run_dvc
 
-from losona.config import GROUPS
+from losona.core.config import GROUPS
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
@@ -82,7 +82,7 @@ GROUP_ARGUMENT = {"chosen": 1, "option": 0}
 def schema_modules(call: ast.Call) -> Iterator[str]:
     """The module of the schema a call to a config reader checks its group with.
 
-    losona.config's GROUPS imports a stage family's settings only when a group of theirs is
+    losona.core.config's GROUPS imports a stage family's settings only when a group of theirs is
     read, so no import statement says that `chosen(cfg, "dynamic")` runs
     losona/dynamic/settings.py: the call does.
     """
@@ -168,7 +168,7 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
     ("pipeline", "stage", "dep", "module"),
     [
         ("dvc.yaml", "plot", "losona/results/metrics.py", "losona/results/metrics.py"),
-        ("dvc.yaml", "sample", "losona/files.py", "losona/files.py"),
+        ("dvc.yaml", "sample", "losona/core", "losona/core/files.py"),
         ("dvc.yaml", "judge", "losona/models", "losona/models/call_cache.py"),
         (
             "generation/dvc.yaml",
@@ -235,13 +235,15 @@ def test_each_familys_settings_live_in_its_package() -> None:
         "generation": "generation",
     }.items():
         assert GROUPS.module(group) == f"losona.{family}.settings"
-    # losona.config itself reaches no family's settings: they load when their group is read.
-    reached = {f.relative_to(REPO).as_posix() for f in closure(REPO / "losona/config/__init__.py")}
+    # losona.core.config itself reaches no family's settings: they load when their group is read.
+    reached = {
+        f.relative_to(REPO).as_posix() for f in closure(REPO / "losona/core/config/__init__.py")
+    }
     assert not [file for file in reached if file.startswith(OTHER_FAMILIES)]
 
 
 def test_the_first_turns_contracts_hold_only_tables_a_first_turn_stage_uses() -> None:
-    """Each table of losona/contracts.py is named by the code of a first-turn stage: another
+    """Each table of losona/core/contracts.py is named by the code of a first-turn stage: another
     family's table belongs in its own tables.py, or every first-turn stage would depend on it."""
     contracts = REPO / "losona" / "contracts.py"
     tables = {
@@ -263,11 +265,11 @@ def test_the_first_turns_contracts_hold_only_tables_a_first_turn_stage_uses() ->
 
 
 def imported_names(path: Path) -> set[str]:
-    """The names a file imports from losona.contracts."""
+    """The names a file imports from losona.core.contracts."""
     return {
         alias.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == "losona.contracts"
+        if isinstance(node, ast.ImportFrom) and node.module == "losona.core.contracts"
         for alias in node.names
     }
 
@@ -306,7 +308,7 @@ def test_editing_another_familys_tables_or_settings_leaves_the_first_turn_up_to_
     assert not edited("losona/generation/tables.py") & set(FIRST_TURN)
     assert not edited("losona/audit/tables.py") & set(FIRST_TURN)
     # The check sees an edit that does concern the first turn: its own tables.
-    assert {"sample", "judge"} <= edited("losona/contracts.py")
+    assert {"sample", "judge"} <= edited("losona/core/contracts.py")
 
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:

@@ -2,7 +2,7 @@
 
 A strict build fails on any warning: a link to a page the site lacks, an anchor no heading
 has, a page left out of the nav. The build runs into a temporary folder, never into the
-checkout. The contracts page is generated from losona/contracts.py and each stage family's
+checkout. The contracts page is generated from losona/core/contracts.py and each stage family's
 tables.py (docs/hooks.py), so it is checked against the modules' schemas themselves.
 """
 
@@ -18,18 +18,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from losona import contracts
 from losona.audit import tables as audit_tables
+from losona.board import tables as board_tables
+from losona.core import contracts
 from losona.dynamic import tables as dynamic_tables
 from losona.generation import tables as generation_tables
 from losona.results import tables as result_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the build reads: the config, the pages, and the files docs/hooks.py turns into pages.
-SOURCES = ["mkdocs.yml", "docs", "README.md", "benchmarks/README.md", "losona/contracts.py"]
-SOURCES += [
-    f"losona/{family}/tables.py" for family in ("results", "audit", "generation", "dynamic")
-]
+SOURCES = ["mkdocs.yml", "docs", "README.md", "benchmarks/README.md", "losona/core/contracts.py"]
+SOURCES += [str(path.relative_to(ROOT)) for path in sorted(ROOT.glob("losona/*/tables.py"))]
 
 # Every test here builds the site in a process of its own (seconds to tens of seconds).
 pytestmark = pytest.mark.slow
@@ -94,7 +93,14 @@ def schema_tables(page: str) -> list[list[str]]:
 @ON_THE_SITE
 def test_the_contracts_page_lists_every_schema_column_by_column(site: Path) -> None:
     tables = schema_tables((site / "contracts" / "index.html").read_text(encoding="utf-8"))
-    modules = (contracts, result_tables, audit_tables, generation_tables, dynamic_tables)
+    modules = (
+        contracts,
+        result_tables,
+        audit_tables,
+        generation_tables,
+        dynamic_tables,
+        board_tables,
+    )
     schemas = {
         name: value
         for module in modules
@@ -131,7 +137,7 @@ def append(path: Path, text: str) -> None:
         ("docs/models.md", "\nSee [the missing page](no-such-page.md).\n", "no-such-page.md"),
         ("docs/models.md", "\nSee [a heading](judges.md#no-such-heading).\n", "no-such-heading"),
         ("README.md", "\nSee [the missing page](docs/no-such-page.md).\n", "no-such-page.md"),
-        ("benchmarks/README.md", "\nSee [code](../losona/contracts.py).\n", "contracts.py"),
+        ("benchmarks/README.md", "\nSee [code](../losona/core/contracts.py).\n", "contracts.py"),
     ],
     ids=["page link", "anchor", "readme link", "link out of the site"],
 )

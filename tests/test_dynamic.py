@@ -27,7 +27,8 @@ import pytest
 from test_judge import responses_table, scenarios_table
 from test_plots import svg_text
 
-from losona.config import AggregateSettings
+from losona.core.config import AggregateSettings
+from losona.core.errors import LosonaError
 from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
 from losona.dynamic.judge import judge_second_turn
@@ -35,7 +36,6 @@ from losona.dynamic.plots import draw_recovery
 from losona.dynamic.render import GroupModel, render_cell
 from losona.dynamic.report import dynamic_section
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
-from losona.errors import LosonaError
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.models import CallOptions, ModelSpec
@@ -486,7 +486,7 @@ def test_a_dry_run_prices_the_calls_and_writes_nothing(
 ) -> None:
     from conftest import run_stage
 
-    from losona.files import write_parquet
+    from losona.core.files import write_parquet
 
     items = [(SID.format(x), trial, reply) for (x, trial), reply in FIRST.items()]
     responses = responses_table(items, model="smollm2", condition="naive")

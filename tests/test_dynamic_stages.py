@@ -12,10 +12,10 @@ import pytest
 from omegaconf import DictConfig
 from test_judge_stage import fetched, write_responses  # noqa: F401  (fetched: a fixture)
 
-from losona.config import chosen
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.dynamic.render_stage import run_dynamic_render
 from losona.judges.stage import run_judge
-from losona.layout import RunLayout
 
 CELL = ("judge=lexicon", "model=smollm2", "condition=naive", "dynamic.judges=[lexicon]")
 

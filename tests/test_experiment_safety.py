@@ -24,7 +24,7 @@ import yaml
 from conftest import GoldenRun, run_dvc
 from test_first_hour import python
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import template_copy
@@ -124,26 +124,44 @@ def test_a_judge_that_cannot_judge_stops_before_its_cells(
         "model": template_server.model_config("copier", seed_per_trial=False),
     }
     (repo / "conf" / "judge" / "copier.yaml").write_text(yaml.safe_dump(judge))
+    git("add", "conf/judge/copier.yaml", cwd=repo)
+    git("commit", "-qm", "a judge of my own", cwd=repo)
     before = outputs(repo)
-    stopped = run_dvc(
-        "exp", "run", "-S", "sweep.judges=[lexicon,copier]", cwd=repo, env=env, check=False
-    )
+    add_copier = ("-S", "sweep.judges=[lexicon,copier]")
+    stopped = run_dvc("exp", "run", *add_copier, cwd=repo, env=env, check=False)
     said = stopped.stdout + stopped.stderr
     assert stopped.returncode != 0, said
     assert "error: judge copier (openai/test-model) cannot judge: 4 of its 4 validity" in said
     assert "judge_controls.judge_anyway=true" in said
     assert "structured_output" in said
-    # Stopped at its controls: no cell of it ran, and they wrote nothing.
+    # Stopped at its controls: no cell of it ran, its controls wrote no table (their calls'
+    # run logs only), and the folders DVC made for its cells are gone.
     assert "Running stage 'judge@copier" not in said
-    # (DVC makes its outputs' folders when it reads the pipeline: they stay empty.)
-    assert not [p for p in (repo / "data" / "verdicts" / "copier").rglob("*") if p.is_file()]
-    assert not (repo / "data" / "judge_controls" / "copier.parquet").exists()
     assert {k: v for k, v in outputs(repo).items() if k in before} == before
+    logs = "data/judge_logs/copier/"
+    assert [k for k in outputs(repo) if k not in before and not k.startswith(logs)] == [
+        "data/configs/judge/copier.json"
+    ]
+    assert empty_folders(repo) == []
+    # The message's own command gets the committed run back, without judge_config's file.
+    (restore,) = re.findall(r"to get the committed run back instead \(.+?\): (.+)$", said, re.M)
+    shell = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}
+    subprocess.run(restore, shell=True, cwd=repo, check=True, env=shell)
+    assert {k: v for k, v in outputs(repo).items() if not k.startswith(logs)} == before
+    assert empty_folders(repo) == []
+    assert git("status", "--porcelain", cwd=repo) == ""
+    assert "Data and pipelines are up to date." in run_dvc("status", cwd=repo, env=env).stdout
     paid = template_server.request_count
     assert paid > 0
     # Told to go on, it judges (every verdict unscored), and its controls cost no call again.
     went_on = run_dvc(
-        "exp", "run", "-S", "conf/run.yaml:judge_controls.judge_anyway=true", cwd=repo, env=env
+        "exp",
+        "run",
+        *add_copier,
+        "-S",
+        "conf/run.yaml:judge_controls.judge_anyway=true",
+        cwd=repo,
+        env=env,
     )
     assert "Running stage 'judge@copier-smollm2-naive'" in went_on.stdout
     verdicts = pl.read_parquet(repo / "data" / "verdicts" / "copier" / "smollm2" / "naive.parquet")

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import run_dvc
 
-from losona.errors import LosonaError
-from losona.layout import RunLayout
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 from losona.report.experiments import (
     Experiment,
     MetricsFiles,

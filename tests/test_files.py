@@ -11,9 +11,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from losona.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import ONE_ROW_GROUP, Chunks, read_yaml, row_group_sizes, write_parquet
+from losona.core.contracts import CALL_SCHEMA, PROMPT_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import ONE_ROW_GROUP, Chunks, read_yaml, row_group_sizes, write_parquet
 
 
 def calls(rows: int) -> pl.DataFrame:

@@ -15,9 +15,9 @@ import yaml
 from conftest import FOLLOWUP_FIXTURES
 
 import losona.scenarios.datasets
-from losona.catalog import load_catalog
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.catalog import load_catalog
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.scenarios.datasets import BUNDLED_DIR, fetch_followups, fetch_scenarios, load_bundled
 from losona.scenarios.followups import Followup, Message, followup_problems
 from losona.scenarios.validate import ScenarioError

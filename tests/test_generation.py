@@ -21,9 +21,9 @@ import polars as pl
 import pytest
 from test_generation_candidates import BUG, STANDUP, authored
 
-from losona.catalog import load_catalog
-from losona.contracts import Scenario
-from losona.errors import LosonaError
+from losona.core.catalog import load_catalog
+from losona.core.contracts import Scenario
+from losona.core.errors import LosonaError
 from losona.generation.cells import Slot
 from losona.generation.curate import (
     curated_rows,

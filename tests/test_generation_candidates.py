@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import stand_in_followup
 
-from losona.catalog import load_catalog
-from losona.files import read_yaml
+from losona.core.catalog import load_catalog
+from losona.core.files import read_yaml
 from losona.generation.candidates import (
     AUTHORED_KEYS,
     candidate_id,
@@ -279,7 +279,7 @@ def test_a_candidate_id_names_the_cell_and_changes_with_the_content() -> None:
 
 def test_screen_makes_a_valid_candidate_without_follow_ups_invalid() -> None:
     # A candidate table written before the generator asked for the follow-up material.
-    from losona.contracts import table
+    from losona.core.contracts import table
     from losona.generation.screen import recheck_followups
     from losona.generation.tables import CANDIDATE_SCHEMA
 

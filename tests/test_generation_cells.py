@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from losona.catalog import load_catalog
-from losona.config import plain
-from losona.errors import LosonaError
+from losona.core.catalog import load_catalog
+from losona.core.config import plain
+from losona.core.errors import LosonaError
 from losona.generation.cells import plan_slots, select_cells
 from losona.generation.settings import (
     CellSelection,

@@ -17,13 +17,13 @@ import yaml
 from conftest import CONF_DIR, REPO, compose_config
 from test_generation import BUG, CELLS, EXPECTED_REASONS, ONE_BASELINE, STANDUP, Scripted
 
-from losona.config import chosen
-from losona.errors import LosonaError
+from losona.core.config import chosen
+from losona.core.errors import LosonaError
+from losona.core.layout import GenerationFiles, RunLayout
 from losona.generation.curate_stage import run_curate
 from losona.generation.screen_stage import run_screen
 from losona.generation.settings import GenerationSettings
 from losona.generation.stage import run_generate
-from losona.layout import GenerationFiles, RunLayout
 from losona.testing.openai_server import OpenAIServer
 
 # The models the stages name by option, as the scripted server serves them.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, GoldenRun
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.prompts.render import render_prompts
 from losona.scenarios.datasets import fetch_scenarios
 

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from conftest import CONF_DIR, compose_config
 
-from losona.config import option, plain
-from losona.contracts import (
+from losona.core.config import option, plain
+from losona.core.contracts import (
     CONTROL_SCHEMA,
     RESPONSE_SCHEMA,
     SCENARIO_SCHEMA,
@@ -20,7 +20,7 @@ from losona.contracts import (
     Scenario,
     table,
 )
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.judges.base import JudgeCase, Judgement, demonstration_cases
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.llm import LLMJudge

@@ -25,7 +25,7 @@ from conftest import run_dvc
 from test_judge import responses_table
 
 from losona.audit.correction import rogan_gladen
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.judges.panels import panel_vote
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer

@@ -22,10 +22,10 @@ from test_judge import responses_table, scenarios_table
 
 from losona.audit.rejudging import determinism
 from losona.audit.settings import DeterminismSettings
-from losona.config import AggregateSettings, JudgeConfig
-from losona.config.schemas import JUDGE_KINDS, judge_kind_settings
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.config import AggregateSettings, JudgeConfig
+from losona.core.config.schemas import JUDGE_KINDS, judge_kind_settings
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.judges.kinds import KINDS, JudgeKind, judge_kind, register
 from losona.judges.run import judge_responses, make_judge
 from losona.models import CallOptions
@@ -38,7 +38,7 @@ DOCS = REPO / "docs" / "judges.md"
 # Where a judge's kind may be asked: the registry. Beside JudgeConfig, the kinds' settings
 # are a table keyed by their names, and nothing more.
 REGISTRY = "losona/judges/kinds/"
-SETTINGS = "losona/config/schemas.py"
+SETTINGS = "losona/core/config/schemas.py"
 
 
 def docs_example() -> str:

@@ -21,7 +21,7 @@ from conftest import run_dvc
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.judges.rules import load_rules
 from losona.models import calls_table
 from losona.testing.openai_server import OpenAIServer

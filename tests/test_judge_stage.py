@@ -20,13 +20,13 @@ from omegaconf import DictConfig
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.config import chosen
-from losona.contracts import CALL_SCHEMA, CONTROL_SCHEMA, VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.config import chosen
+from losona.core.contracts import CALL_SCHEMA, CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
+from losona.core.layout import RunLayout
 from losona.judges.rules import load_rules
 from losona.judges.stage import run_judge, run_judge_controls
-from losona.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 

@@ -22,9 +22,9 @@ from losona.audit.labelling import (
     write_sheet,
 )
 from losona.audit.tables import SHEET_KEY_SCHEMA, SHEET_SCHEMA
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import sha256_text
+from losona.core.contracts import SCENARIO_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import sha256_text
 
 NORMS = [f"norm_{i}" for i in range(5)]
 CONDITIONS = ["naive", "norm_informed", "oracle"]
@@ -160,7 +160,7 @@ def test_impossible_sheet_sizes_are_refused(
 
 
 def test_responses_come_from_the_sweeps_files(tmp_path: Path, responses: pl.DataFrame) -> None:
-    from losona.files import write_parquet
+    from losona.core.files import write_parquet
 
     for (model, condition), part in responses.group_by("subject_model", "condition"):
         write_parquet(part, tmp_path / str(model) / f"{condition}.parquet")

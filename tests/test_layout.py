@@ -1,4 +1,4 @@
-"""One run layout: losona/layout.py places every file where dvc.yaml declares it, and no
+"""One run layout: losona/core/layout.py places every file where dvc.yaml declares it, and no
 other module builds a run path from a folder of the `paths` config.
 
 dvc.yaml spells each stage's outputs with `${paths.*}` and `${item.*}`; the stage scripts
@@ -22,11 +22,11 @@ import yaml
 from conftest import REPO, run_layout
 
 from losona.audit.files import AUDIT_FILES
-from losona.config import Paths, load_option
+from losona.core.config import Paths, load_option
+from losona.core.layout import RunLayout
 from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.settings import DynamicSettings
-from losona.layout import RunLayout
 from losona.results.aggregate import CSV_FILES, TABLE1
 from losona.results.bundle import METRICS
 
@@ -189,7 +189,7 @@ def test_paths_null_calls_means_no_published_calls() -> None:
 
 # The folders of conf/paths: joined with a cell's names, they make a run path.
 FOLDERS = sorted(name for name in Paths.model_fields if name.endswith("_dir"))
-LAYOUT = REPO / "losona" / "layout.py"
+LAYOUT = REPO / "losona" / "core" / "layout.py"
 
 
 def folder_reads(source: str) -> list[tuple[int, str]]:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from losona.catalog import load_catalog
-from losona.errors import LosonaError
+from losona.core.catalog import load_catalog
+from losona.core.errors import LosonaError
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.rules import RULES_PATH, Text, load_rules, parse_rules

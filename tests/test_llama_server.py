@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from losona.contracts import scenarios_from_table
+from losona.core.contracts import scenarios_from_table
 from losona.judges.base import NOT_A_VERDICT, JudgeCase, Judgement
 from losona.judges.llm import STRUCTURED_ADVICE, LLMJudge
 from losona.judges.reply import FIELDS, TEXT_FIELDS, ReplyContext, parse_verdict

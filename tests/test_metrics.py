@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from losona.config import AggregateSettings
-from losona.formatting import percent
+from losona.core.config import AggregateSettings
+from losona.core.formatting import percent
 from losona.results.metrics import (
     bootstrap_intervals,
     bootstrap_settings,

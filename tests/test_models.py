@@ -21,7 +21,7 @@ import pytest
 import yaml
 from conftest import CONF_DIR
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Request, complete, plan
 from losona.models.call_cache import CallCache
 from losona.models.complete import _InlineExecutor

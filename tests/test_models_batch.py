@@ -25,8 +25,8 @@ from conftest import REPO, run_stage
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import BatchFailed, BatchSettings, CallOptions, CallsFailed, ModelSpec
 from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.models import Completion
 from losona.models.call_cache import CallCache
 

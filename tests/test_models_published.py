@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.models import (
     CallOptions,
     CallStore,

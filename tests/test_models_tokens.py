@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from conftest import REPO
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.models.litellm_api import litellm_module as _litellm
 from losona.models.tokens import DEFAULT_ENCODING, select_tokenizer
 from losona.prompts.render import render_prompts

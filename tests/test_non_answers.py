@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from test_aggregate import scenario_table, small_run
 
-from losona.config import AggregateSettings
+from losona.core.config import AggregateSettings
 from losona.results.aggregate import aggregate
 
 BOOTSTRAP = AggregateSettings(resamples=200, seed=0, confidence=0.95)

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 from docs_blocks import port_to_ourselves
 
-from losona.config import config_record, option
-from losona.contracts import scenarios_from_table
+from losona.core.config import config_record, option
+from losona.core.contracts import scenarios_from_table
 from losona.judges.base import JudgeCase
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.prompt import judge_messages

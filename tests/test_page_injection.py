@@ -29,8 +29,8 @@ from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
 from losona.audit.labelling import labelling_sheet, sheet_html
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, SUBSET_MARK, table
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA, SUBSET_MARK, table
 from losona.dynamic.report import METRIC_LABELS, dynamic_section
 from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,

@@ -13,14 +13,14 @@ import pytest
 from omegaconf import DictConfig
 from test_judge_stage import fetched, write_responses  # noqa: F401  (fetched: a fixture)
 
-from losona.config import chosen, plain
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import read_parquet, write_parquet
+from losona.core.config import chosen, plain
+from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import read_parquet, write_parquet
+from losona.core.layout import RunLayout
 from losona.judges.panel_stage import run_panel
 from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.stage import run_judge, run_judge_controls
-from losona.layout import RunLayout
 
 SWEEP = "sweep.judges=[lexicon,local_openai]"
 

@@ -11,10 +11,10 @@ from test_aggregate import scenario_table
 from test_audit import scenarios_table
 from test_judge import AlwaysComplies, responses_table
 
-from losona.config import JudgeConfig, load_option, option, plain
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.config import JudgeConfig, load_option, option, plain
+from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.panel_stage import run_panel
 from losona.judges.panel_votes_stage import run_panel_votes

@@ -19,10 +19,10 @@ import pytest
 from conftest import run_dvc, run_stage, verdict_table
 from matplotlib.figure import Figure as MplFigure
 
-from losona.config import AggregateSettings
-from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
+from losona.core.config import AggregateSettings
+from losona.core.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA, table
+from losona.core.files import write_parquet
 from losona.figures import STYLE, Figure, scope_text, write_figures
-from losona.files import write_parquet
 from losona.report.plots import LABELLED_ROWS, _accuracy, _judges, draw_figures, no_pairs
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation

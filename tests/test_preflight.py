@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.pipeline.preflight import (
     CHECKED_MARK,
     changed_settings_files,

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from conftest import run_stage
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import (
     CallOptions,

@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 import losona.judges.llm as llm
-from losona.contracts import PROMPT_SCHEMA, scenarios_from_table, table
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.contracts import PROMPT_SCHEMA, scenarios_from_table, table
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
 from losona.judges.base import JudgeCase
 from losona.judges.llm import LLMJudge
 from losona.judges.prompt import judge_messages
@@ -282,7 +282,7 @@ def test_a_judge_run_records_cached_tokens_and_a_bill_below_list(
          "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 0.0}
         for trial in (2, 0, 1) for sid in reversed(ids)
     ]  # fmt: skip
-    from losona.contracts import RESPONSE_SCHEMA
+    from losona.core.contracts import RESPONSE_SCHEMA
 
     responses = pl.DataFrame(rows, schema=RESPONSE_SCHEMA)
     with OpenAIServer(reply=ScriptedJudge()) as server:

@@ -12,12 +12,12 @@ import pytest
 from conftest import run_stage
 from omegaconf import DictConfig
 
-from losona.config import AggregateSettings, chosen, load_option, plain
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import write_parquet
+from losona.core.config import AggregateSettings, chosen, load_option, plain
+from losona.core.contracts import SCENARIO_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
+from losona.core.layout import RunLayout
 from losona.judges import prompt as judge_prompt
-from losona.layout import RunLayout
 from losona.prompts import subject as subject_prompt
 from losona.provenance.record import (
     PACKAGES,

@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 from conftest import copy_repo, run_dvc
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.models import Completion
 from losona.models.call_cache import CallCache
 from losona.testing.openai_server import OpenAIServer

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import run_dvc
 
-from losona.catalog import load_catalog
+from losona.core.catalog import load_catalog
 from losona.testing.openai_server import OpenAIServer, body_digest
 from losona.testing.scripted_judge import ScriptedJudge
 

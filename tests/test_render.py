@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA, Scenario
+from losona.core.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA, Scenario
 from losona.prompts.render import (
     LeakError,
     format_transcript,

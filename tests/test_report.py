@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 from conftest import BASE_ROW, verdict_table
 
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, table
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA, table
 from losona.figures import Figure
 from losona.pages import fragment
 from losona.report.index import Section, build_report, effects_section, summary_data

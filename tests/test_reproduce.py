@@ -13,14 +13,14 @@ import polars as pl
 import pytest
 from test_judge import responses_table
 
-from losona.config import AggregateSettings as Bootstrap
-from losona.config import compose_paths, load_option, plain
-from losona.contracts import CALL_SCHEMA, SCENARIO_SCHEMA, table
-from losona.files import write_json, write_parquet
+from losona.core.config import AggregateSettings as Bootstrap
+from losona.core.config import compose_paths, load_option, plain
+from losona.core.contracts import CALL_SCHEMA, SCENARIO_SCHEMA, table
+from losona.core.files import write_json, write_parquet
+from losona.core.layout import RunLayout
 from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
-from losona.layout import RunLayout
 from losona.prompts.render import render_prompts
 from losona.provenance.record import judge_record, provenance
 from losona.reproduce.checks import check_judgements, check_run

@@ -12,10 +12,10 @@ from conftest import run_layout
 from test_reproduce import NAIVE, overturn
 from test_reproduce import run as run  # the fixture: a small finished run
 
-from losona.config import ModelSpec
-from losona.errors import LosonaError
-from losona.files import write_text
-from losona.layout import RunLayout
+from losona.core.config import ModelSpec
+from losona.core.errors import LosonaError
+from losona.core.files import write_text
+from losona.core.layout import RunLayout
 from losona.models import CallNotFound, CallOptions, Request, complete
 from losona.models.call_store import call_store
 from losona.reproduce.checks import check_run

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 from conftest import GoldenRun, run_dvc
 
-from losona.contracts import CALL_SCHEMA, table
-from losona.files import write_json, write_parquet
+from losona.core.contracts import CALL_SCHEMA, table
+from losona.core.files import write_json, write_parquet
 from losona.models.runlog import record_table
 from losona.report.run_facts import cell_calls, facts_section
 from losona.report.run_logs import main as run_logs

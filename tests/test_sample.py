@@ -26,11 +26,11 @@ import yaml
 from conftest import REPO, call_stage, run_dvc, run_stage
 from omegaconf import DictConfig
 
-from losona.config import chosen
-from losona.contracts import RESPONSE_SCHEMA
-from losona.errors import LosonaError
-from losona.files import sha256_file, write_parquet
-from losona.layout import RunLayout
+from losona.core.config import chosen
+from losona.core.contracts import RESPONSE_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import sha256_file, write_parquet
+from losona.core.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.prompts.render import render_prompts
 from losona.sampling.sample import SamplingSettings, sample_cell

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from losona.files import write_parquet
+from losona.core.files import write_parquet
 from losona.prompts.render import render_prompts
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.scripted_judge import ScriptedJudge

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from losona.catalog import load_catalog
-from losona.contracts import Scenario, scenarios_from_table
+from losona.core.catalog import load_catalog
+from losona.core.contracts import Scenario, scenarios_from_table
 from losona.scenarios.cli import main
 from losona.scenarios.datasets import bundled_files, fetch_scenarios
 from losona.scenarios.view import format_chat, without_demonstrations

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from losona.contracts import Scenario, scenarios_from_table
+from losona.core.contracts import Scenario, scenarios_from_table
 from losona.dynamic.group import group_messages, read_group_reply
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer, default_reply

@@ -10,7 +10,7 @@ from conftest import verdict_table
 from test_aggregate import scenario_table
 
 from losona.audit.self_preference import Families, self_preference
-from losona.config import AggregateSettings
+from losona.core.config import AggregateSettings
 
 QUICK = AggregateSettings(resamples=2_000, seed=0, confidence=0.95)
 KINDS = {"ja": "llm", "jb": "llm", "lex": "lexicon", "jury": "panel"}

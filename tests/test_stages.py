@@ -13,8 +13,8 @@ import pytest
 from conftest import call_stage, run_stage
 from omegaconf import DictConfig
 
-from losona.config import chosen
-from losona.layout import RunLayout
+from losona.core.config import chosen
+from losona.core.layout import RunLayout
 from losona.prompts.stage import run_render
 from losona.scenarios.stage import run_fetch
 

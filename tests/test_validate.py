@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from losona.catalog import load_catalog
+from losona.core.catalog import load_catalog
 from losona.scenarios.validate import MAX_MESSAGE_CHARS, ScenarioError, check_scenarios
 
 Row = Callable[..., dict[str, Any]]

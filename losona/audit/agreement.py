@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from losona.formatting import percent
+from losona.core.formatting import percent
 
 # One judged response: the same key in two judges' verdicts is the same response.
 RESPONSE_KEY = ["scenario_id", "subject_model", "condition", "trial"]

@@ -11,8 +11,8 @@ import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.audit.tables import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA
-from losona.contracts import table
-from losona.errors import LosonaError
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
 from losona.results.presentation import Presentation
 
 BREAKDOWNS = ("subject_model", "condition", "norm_id")

@@ -8,7 +8,7 @@ import polars as pl
 
 from losona.audit.rejudging import verdict_label
 from losona.audit.tables import CONTROL_MISS_SCHEMA, CONTROL_SUMMARY_SCHEMA
-from losona.contracts import table
+from losona.core.contracts import table
 from losona.judges.run import control_summary
 
 

@@ -38,9 +38,9 @@ import polars as pl
 from losona.audit.agreement import Confusion
 from losona.audit.human import labelled_verdicts
 from losona.audit.tables import CORRECTED_DELTA_SCHEMA, CORRECTED_SCHEMA, CORRECTION_SCHEMA
-from losona.config import AggregateSettings
-from losona.contracts import table
-from losona.formatting import percent
+from losona.core.config import AggregateSettings
+from losona.core.contracts import table
+from losona.core.formatting import percent
 from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
 from losona.results.resampling import bootstrap_distribution, percentile_interval

@@ -8,11 +8,11 @@ import polars as pl
 
 from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.audit.tables import HUMAN_AGREEMENT_SCHEMA, HUMAN_ITEM_SCHEMA
-from losona.config import AggregateSettings
-from losona.contracts import table
-from losona.errors import LosonaError
-from losona.files import sha256_text
-from losona.formatting import percent
+from losona.core.config import AggregateSettings
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
+from losona.core.files import sha256_text
+from losona.core.formatting import percent
 from losona.results.metrics import bootstrap_intervals
 
 

@@ -10,7 +10,7 @@ import polars as pl
 
 from losona.audit.comparison import judge_names
 from losona.audit.self_preference import Families
-from losona.config import option, option_file
+from losona.core.config import option, option_file
 from losona.judges.verdicts import load_verdicts
 from losona.results.presentation import Presentation, presentation_for
 

@@ -26,10 +26,10 @@ import numpy as np
 import polars as pl
 
 from losona.audit.tables import SHEET_KEY_SCHEMA, SHEET_SCHEMA
-from losona.contracts import RESPONSE_SCHEMA, scenarios_from_table, table
-from losona.errors import LosonaError
-from losona.files import display_path, read_csv, read_parquet, sha256_text, write_text
-from losona.layout import RunLayout
+from losona.core.contracts import RESPONSE_SCHEMA, scenarios_from_table, table
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_csv, read_parquet, sha256_text, write_text
+from losona.core.layout import RunLayout
 from losona.pages import fragment, render_page, section
 from losona.prompts.render import format_transcript
 

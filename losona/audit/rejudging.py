@@ -11,9 +11,9 @@ import polars as pl
 from losona.audit.agreement import RESPONSE_KEY
 from losona.audit.settings import DeterminismSettings
 from losona.audit.tables import DETERMINISM_FLIP_SCHEMA, DETERMINISM_SCHEMA
-from losona.config import judge_kind_settings
-from losona.contracts import scenarios_from_table, table
-from losona.formatting import percent
+from losona.core.config import judge_kind_settings
+from losona.core.contracts import scenarios_from_table, table
+from losona.core.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
 
 DETERMINISM_COUNTS = (

@@ -22,9 +22,9 @@ from losona.audit.tables import (
     HUMAN_AGREEMENT_SCHEMA,
     HUMAN_ITEM_SCHEMA,
 )
-from losona.config import AggregateSettings
-from losona.contracts import table
-from losona.errors import LosonaError
+from losona.core.config import AggregateSettings
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
 from losona.judges.base import Judge
 from losona.results.aggregate import Reports
 from losona.results.bundle import ReportBundle

@@ -32,9 +32,9 @@ import numpy as np
 import polars as pl
 
 from losona.audit.tables import SELF_PREFERENCE_SCHEMA
-from losona.config import AggregateSettings, judge_kind_settings
-from losona.contracts import table
-from losona.formatting import percent
+from losona.core.config import AggregateSettings, judge_kind_settings
+from losona.core.contracts import table
+from losona.core.formatting import percent
 from losona.results.resampling import bootstrap_distribution, percentile_interval
 
 ESTIMATED = "estimated"

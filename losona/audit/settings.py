@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from losona.config.loading import ROOT_FILE
-from losona.config.values import Count, Flag, Schema, WholeNumber
+from losona.core.config.loading import ROOT_FILE
+from losona.core.config.values import Count, Flag, Schema, WholeNumber
 
 
 class SheetSettings(Schema):

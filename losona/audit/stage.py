@@ -14,12 +14,12 @@ from losona.audit.labelling import labelling_sheet, load_labels, load_responses,
 from losona.audit.run import audit
 from losona.audit.settings import AuditSettings, DeterminismSettings
 from losona.audit.summary import summary_lines
-from losona.config import AggregateSettings, JudgeConfig
-from losona.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
-from losona.files import read_parquet
+from losona.core.config import AggregateSettings, JudgeConfig
+from losona.core.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
+from losona.core.files import read_parquet
+from losona.core.layout import RunLayout
 from losona.judges.base import CallingJudge, Judge
 from losona.judges.run import make_judge
-from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.models.runlog import record_table
 from losona.results.aggregate import read_reports

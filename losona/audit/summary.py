@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.formatting import number, signed
+from losona.core.formatting import number, signed
 from losona.results.bundle import ReportBundle
 
 

@@ -22,11 +22,11 @@ import polars as pl
 
 from losona.board.settings import BoardFiles, Submission, read_submissions
 from losona.board.tables import GROUP_KEYS, ROW_SCHEMA
-from losona.cli import USER_ERROR_EXIT
-from losona.contracts import table
-from losona.errors import LosonaError
-from losona.files import write_json, write_parquet, write_text
-from losona.formatting import MISSING, is_test_double, number
+from losona.core.cli import USER_ERROR_EXIT
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
+from losona.core.files import write_json, write_parquet, write_text
+from losona.core.formatting import MISSING, is_test_double, number
 from losona.pages import Section, render_page, section
 
 # How a group differs from another that it is not ranked with, by the keys that differ.

@@ -20,10 +20,10 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from losona.audit.files import read_audit
-from losona.config import Paths
-from losona.errors import LosonaError
-from losona.files import read_yaml
-from losona.layout import RunLayout
+from losona.core.config import Paths
+from losona.core.errors import LosonaError
+from losona.core.files import read_yaml
+from losona.core.layout import RunLayout
 from losona.reproduce.checks import check_run, read_provenance
 from losona.results.aggregate import read_reports
 

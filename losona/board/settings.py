@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from losona.errors import LosonaError
-from losona.files import read_yaml
+from losona.core.errors import LosonaError
+from losona.core.files import read_yaml
 
 SUBMISSIONS_FILE = Path("submissions.yaml")
 PARAMS_FILE = Path("params.yaml")

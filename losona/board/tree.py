@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 # Transports a submission's repository may be reached by: `ext::` and the like run commands.
 ALLOWED_PROTOCOLS = "file:git:http:https:ssh"

@@ -38,10 +38,10 @@ from losona.board.settings import (
 )
 from losona.board.tables import ROW_SCHEMA
 from losona.board.tree import Refused, Tree, fetch_tree
-from losona.cli import USER_ERROR_EXIT
-from losona.contracts import table
-from losona.errors import LosonaError
-from losona.files import write_json, write_parquet
+from losona.core.cli import USER_ERROR_EXIT
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
+from losona.core.files import write_json, write_parquet
 
 # Folders whose git-kept files the check reads (metrics, provenance, people's labels).
 KEPT_IN_GIT = ("data/", "reports/")

@@ -1,8 +1,8 @@
 """The taxonomy catalog: events, norms, venues and the applicability relation A(n).
 
 The facts live in `losona/data/catalog.yaml`; this module only reads them and checks them
-with the config checker (losona/config/), so a broken entry is refused in its words.
-`python -m losona.catalog` prints the number of valid (event, norm) cells and the matrix.
+with the config checker (losona/core/config/), so a broken entry is refused in its words.
+`python -m losona.core.catalog` prints the number of valid (event, norm) cells and the matrix.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Annotated, Any, Self
 
 from pydantic import Field, StrictStr, model_validator
 
-from losona.config.checker import Refusal, check
-from losona.config.values import Schema, Text
-from losona.files import read_yaml
+from losona.core.config.checker import Refusal, check
+from losona.core.config.values import Schema, Text
+from losona.core.files import read_yaml
 
 CATALOG_PATH = Path(str(resources.files("losona") / "data" / "catalog.yaml"))
 
@@ -139,7 +139,7 @@ def format_matrix(catalog: Catalog) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Print the number of valid cells and the applicability matrix."""
-    parser = argparse.ArgumentParser(prog="python -m losona.catalog", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m losona.core.catalog", description=__doc__)
     parser.parse_args(argv)
     catalog = load_catalog()
     cells = catalog.cells()

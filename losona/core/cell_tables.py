@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 
 def check_cell_table(

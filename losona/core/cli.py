@@ -13,7 +13,7 @@ from typing import NoReturn, TypeVar
 
 from omegaconf.errors import InterpolationResolutionError
 
-from losona.errors import LosonaError, causes
+from losona.core.errors import LosonaError, causes
 
 T = TypeVar("T")
 

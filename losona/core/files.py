@@ -19,7 +19,7 @@ import polars as pl
 import yaml
 from polars.io.plugins import register_io_source
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 
 @contextmanager
@@ -184,6 +184,16 @@ def _regrouped(table: Chunks, sizes: Sequence[int]) -> Iterator[pl.DataFrame]:
             size = next(wanted, 0)
     if held or written != table.height:
         raise ValueError(f"the chunks held {written + held} rows, expected {table.height}")
+
+
+def remove_empty_folders(top: Path) -> None:
+    """Remove every empty folder below `top`: DVC makes the folders of a new stage's outputs
+    when it reads the pipeline, and a refused run leaves none behind."""
+    if not top.is_dir():
+        return
+    for folder in sorted(top.rglob("*"), key=lambda path: len(path.parts), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def write_text(text: str, path: str | Path) -> None:

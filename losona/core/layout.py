@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from losona.config import Paths
+from losona.core.config import Paths
 
 # The folders under calls_folder, one per stage that calls models.
 SAMPLE_CALLS, JUDGE_CALLS, CONTROLS_CALLS = "sample", "judge", "judge_controls"

@@ -11,5 +11,5 @@ prompt and the same judge scores that reply (docs/dynamic.md).
 model's prompt (source simulated), and one module per stage: `render`, `sample`, `judge`,
 `aggregate` (the metrics and their tables), with `plots` and `report` for the figure and
 the HTML report's section; `stage` holds dynamic_judge as a function. Where everything
-lives: losona/layout.py.
+lives: losona/core/layout.py.
 """

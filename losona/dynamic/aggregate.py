@@ -28,8 +28,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.contracts import table
+from losona.core.config import AggregateSettings
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_parquet
+from losona.core.formatting import percent
+from losona.core.layout import RunLayout
 from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.dynamic.tables import (
@@ -40,10 +44,6 @@ from losona.dynamic.tables import (
     DYNAMIC_RESULT_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
 )
-from losona.errors import LosonaError
-from losona.files import display_path, read_parquet
-from losona.formatting import percent
-from losona.layout import RunLayout
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (

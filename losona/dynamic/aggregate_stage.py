@@ -8,14 +8,14 @@ figure's drawing reaches matplotlib, which no other dynamic stage needs.
 
 from __future__ import annotations
 
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA, subset_note
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA, subset_note
+from losona.core.files import read_parquet
+from losona.core.layout import RunLayout
 from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.settings import DynamicSettings
 from losona.figures import write_figures
-from losona.files import read_parquet
-from losona.layout import RunLayout
 
 
 def run_dynamic_aggregate(

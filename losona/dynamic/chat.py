@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from losona.contracts import Scenario, Turn
+from losona.core.contracts import Scenario, Turn
 from losona.judges.base import JudgeCase
 from losona.scenarios.followups import Message
 

@@ -21,8 +21,8 @@ import json
 import re
 from typing import Any
 
-from losona.contracts import Scenario, Turn
-from losona.files import sha256_text
+from losona.core.contracts import Scenario, Turn
+from losona.core.files import sha256_text
 from losona.prompts.render import format_transcript
 from losona.scenarios.followups import Message, message_problems
 from losona.scenarios.validate import normalize

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.contracts import scenarios_from_table, table
+from losona.core.contracts import scenarios_from_table, table
+from losona.core.errors import LosonaError
 from losona.dynamic.arms import OK
 from losona.dynamic.chat import SecondTurn
 from losona.dynamic.tables import DYNAMIC_VERDICT_SCHEMA
-from losona.errors import LosonaError
 from losona.judges.base import Judge
 from losona.judges.run import verdict_fields
 from losona.scenarios.followups import Message

@@ -53,7 +53,7 @@ def figure_data(results: pl.DataFrame) -> pl.DataFrame:
 def scope(results: pl.DataFrame, subset: str | None) -> str:
     """What one judge's second turn rests on, as the first turn's figures say theirs:
     N scenarios and K first-turn trials each, after a subset's warning (`subset`:
-    losona.contracts.subset_note of the run's scenarios)."""
+    losona.core.contracts.subset_note of the run's scenarios)."""
     scenarios = max(results["scenarios"].to_list(), default=0)
     return scope_text(scenarios, k_label(results), subset)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from losona.formatting import counted
+from losona.core.formatting import counted
 
 PIPELINE_FILE = "dvc.yaml"
 LOCK_FILE = "dvc.lock"

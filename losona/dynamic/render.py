@@ -17,8 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.cell_tables import check_cell_table
-from losona.contracts import Scenario, scenarios_from_table, table
+from losona.core.cell_tables import check_cell_table
+from losona.core.contracts import Scenario, scenarios_from_table, table
+from losona.core.errors import LosonaError
 from losona.dynamic.arms import (
     CONTINUATION,
     FIRST_TURN_UNSCORED,
@@ -30,7 +31,6 @@ from losona.dynamic.arms import (
 from losona.dynamic.chat import SecondTurn
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_messages, read_group_reply
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
-from losona.errors import LosonaError
 from losona.models import CallOptions, ModelSpec, Request, calls_table, complete_all
 from losona.prompts.render import LeakError, check_no_leak, messages_sha256, subject_prompt
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION

@@ -8,12 +8,12 @@ dynamic_judge's (stage.py): rendering reaches no judge code, and judging no foll
 
 from __future__ import annotations
 
-from losona.config import DatasetConfig, SamplingSettings, option
-from losona.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA, scenarios_from_table
+from losona.core.config import DatasetConfig, SamplingSettings, option
+from losona.core.contracts import SCENARIO_SCHEMA, VERDICT_SCHEMA, scenarios_from_table
+from losona.core.files import display_path, read_parquet, write_parquet
+from losona.core.layout import RunLayout
 from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cell
 from losona.dynamic.settings import DynamicSettings
-from losona.files import display_path, read_parquet, write_parquet
-from losona.layout import RunLayout
 from losona.models import CallOptions, plan
 from losona.models.call_store import call_store
 from losona.scenarios.datasets import fetch_followups

@@ -16,13 +16,13 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from losona.core.errors import LosonaError
+from losona.core.files import display_path
+from losona.core.formatting import number, signed
+from losona.core.layout import RunLayout
 from losona.dynamic.aggregate import FIGURE, read_dynamic_reports
 from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
 from losona.dynamic.plots import scope
-from losona.errors import LosonaError
-from losona.files import display_path
-from losona.formatting import number, signed
-from losona.layout import RunLayout
 from losona.pages import Section, section
 from losona.results.bundle import ReportBundle
 from losona.results.table1 import judge_heading, subset_warning
@@ -52,7 +52,7 @@ def dynamic_section(
     judges: Mapping[str, tuple[ReportBundle, str]], level: str, subset: str | None
 ) -> Section:
     """The section: per judge, the metrics, the arms' counts, the figure and a few pairs;
-    `subset` (losona.contracts.subset_note) when the run covers part of its dataset."""
+    `subset` (losona.core.contracts.subset_note) when the run covers part of its dataset."""
     return section(
         "dynamic",
         "Dynamic second turn",

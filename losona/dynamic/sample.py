@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from losona.contracts import table
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
 from losona.dynamic.arms import OK
 from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
-from losona.errors import LosonaError
 from losona.models import (
     BatchSettings,
     CallOptions,

@@ -8,11 +8,11 @@ dynamic_render's nor dynamic_judge's module needs.
 
 from __future__ import annotations
 
-from losona.config import ModelSpec, SamplingSettings
+from losona.core.config import ModelSpec, SamplingSettings
+from losona.core.files import display_path, read_parquet, write_parquet
+from losona.core.layout import RunLayout
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
-from losona.files import display_path, read_parquet, write_parquet
-from losona.layout import RunLayout
 from losona.models import CallOptions, answer_sources, plan, read_run_log
 from losona.models.call_store import call_store
 

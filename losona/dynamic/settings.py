@@ -7,9 +7,9 @@ from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from losona.config.checker import Refusal
-from losona.config.values import Schema, Text
-from losona.errors import LosonaError
+from losona.core.config.checker import Refusal
+from losona.core.config.values import Schema, Text
+from losona.core.errors import LosonaError
 
 DYNAMIC_SOURCES = ("scripted", "simulated")
 OptionNames = Annotated[

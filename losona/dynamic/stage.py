@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.config import ConditionConfig, JudgeConfig, ModelSpec
-from losona.contracts import SCENARIO_SCHEMA
+from losona.core.config import ConditionConfig, JudgeConfig, ModelSpec
+from losona.core.contracts import SCENARIO_SCHEMA
+from losona.core.files import display_path, read_parquet
+from losona.core.layout import RunLayout
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
-from losona.files import display_path, read_parquet
 from losona.judges.base import Judge
 from losona.judges.run import make_judge, status_counts
 from losona.judges.stage import finish_judging
-from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.models.call_store import call_store
 

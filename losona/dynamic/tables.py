@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from losona.contracts import MESSAGE
+from losona.core.contracts import MESSAGE
 
 # The dynamic extension (losona/dynamic/, docs/dynamic.md): a second turn after each
 # first-turn trial of a cell, under paths.dynamic_dir/<judge>/, where <judge> is the

@@ -40,9 +40,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
-from losona.catalog import Catalog
-from losona.contracts import Scenario
-from losona.files import sha256_text
+from losona.core.catalog import Catalog
+from losona.core.contracts import Scenario
+from losona.core.files import sha256_text
 from losona.generation.cells import Slot
 from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
 from losona.prompts.render import LeakError, subject_messages

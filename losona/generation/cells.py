@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from losona.catalog import Catalog
-from losona.errors import LosonaError
+from losona.core.catalog import Catalog
+from losona.core.errors import LosonaError
 from losona.generation.settings import CellSelection
 
 
@@ -44,7 +44,7 @@ def parse_cell(entry: str, catalog: Catalog) -> tuple[str, str, str | None]:
     if not catalog.is_applicable(event, norm):
         raise LosonaError(
             f"{where}: the norm does not apply to this event in the catalog "
-            "(python -m losona.catalog shows the valid cells)"
+            "(python -m losona.core.catalog shows the valid cells)"
         )
     if venue and venue not in catalog.venues:
         raise LosonaError(

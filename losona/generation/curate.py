@@ -19,9 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.catalog import Catalog
-from losona.contracts import SCENARIO_SCHEMA, table
-from losona.errors import LosonaError
+from losona.core.catalog import Catalog
+from losona.core.contracts import SCENARIO_SCHEMA, table
+from losona.core.errors import LosonaError
 from losona.generation.screen import candidate_scenario, cell_report, totals
 from losona.generation.tables import REVIEW_SCHEMA
 from losona.pages import fragment, render_page, section

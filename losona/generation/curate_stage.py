@@ -12,10 +12,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from losona.catalog import load_catalog
-from losona.contracts import VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import display_path, read_json_object, read_parquet, write_json, write_text
+from losona.core.catalog import load_catalog
+from losona.core.contracts import VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_json_object, read_parquet, write_json, write_text
+from losona.core.layout import RunLayout
 from losona.generation.curate import (
     curated_rows,
     provenance,
@@ -26,7 +27,6 @@ from losona.generation.curate import (
 )
 from losona.generation.settings import CurateSettings
 from losona.generation.tables import CANDIDATE_SCHEMA
-from losona.layout import RunLayout
 
 
 def _read_summary(path: Path, made_by: str) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from typing import Any
 
 import polars as pl
 
-from losona.catalog import Catalog
-from losona.contracts import table
-from losona.errors import LosonaError
-from losona.formatting import percent
+from losona.core.catalog import Catalog
+from losona.core.contracts import table
+from losona.core.errors import LosonaError
+from losona.core.formatting import percent
 from losona.generation.candidates import (
     candidate_id,
     check_candidate,

@@ -26,8 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import VERDICT_SCHEMA, Scenario, table
-from losona.formatting import percent
+from losona.core.contracts import VERDICT_SCHEMA, Scenario, table
+from losona.core.formatting import percent
 from losona.generation.candidates import followup_check
 from losona.generation.settings import KEEP_RULES, KeepRule
 from losona.generation.tables import CANDIDATE_SCHEMA, GENERATION_CELL_SCHEMA

@@ -9,8 +9,9 @@ nor the review page.
 
 from __future__ import annotations
 
-from losona.config import option
-from losona.files import read_parquet, write_json, write_parquet, write_text
+from losona.core.config import option
+from losona.core.files import read_parquet, write_json, write_parquet, write_text
+from losona.core.layout import RunLayout
 from losona.generation.screen import (
     cell_report,
     format_cell_report,
@@ -20,7 +21,6 @@ from losona.generation.screen import (
 from losona.generation.settings import ScreenSettings, load_model
 from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.judges.run import make_judge
-from losona.layout import RunLayout
 from losona.models import CallOptions
 
 

@@ -1,8 +1,8 @@
 """The generation stages' settings, and the models they call by option name (their files:
-losona/layout.py).
+losona/core/layout.py).
 
 The generate, screen and curate nodes of the config (conf/generation/) are checked here
-against their schemas by losona/config's one checker, as every config group is.
+against their schemas by losona/core/config's one checker, as every config group is.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, StrictStr, StringConstraints, field_validator, model_validator
 
-from losona.config import ModelSpec, option
-from losona.config.checker import Refusal
-from losona.config.schemas import Params
-from losona.config.values import CostCap, Count, Schema, Text, WholeNumber, no_inf_nan
+from losona.core.config import ModelSpec, option
+from losona.core.config.checker import Refusal
+from losona.core.config.schemas import Params
+from losona.core.config.values import CostCap, Count, Schema, Text, WholeNumber, no_inf_nan
 
 # -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
 

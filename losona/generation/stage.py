@@ -9,12 +9,12 @@ generating reaches no judge and no review page, nor screening the generator's co
 
 from __future__ import annotations
 
-from losona.catalog import load_catalog
-from losona.files import write_json, write_parquet
+from losona.core.catalog import load_catalog
+from losona.core.files import write_json, write_parquet
+from losona.core.layout import RunLayout
 from losona.generation.cells import plan_slots
 from losona.generation.generate import generate_candidates, generation_summary, generator_spec
 from losona.generation.settings import GenerateSettings, load_model
-from losona.layout import RunLayout
 from losona.models import CallOptions
 
 

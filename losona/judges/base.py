@@ -11,8 +11,8 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 import polars as pl
 
-from losona.contracts import Scenario, Turn
-from losona.files import CHUNK, OnDemand
+from losona.core.contracts import Scenario, Turn
+from losona.core.files import CHUNK, OnDemand
 from losona.prompts.render import format_transcript
 
 # "ok": scored. The judge answered, but not with a verdict of its own, even after one

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from losona.catalog import Catalog, load_catalog
-from losona.errors import LosonaError
+from losona.core.catalog import Catalog, load_catalog
+from losona.core.errors import LosonaError
 from losona.judges.base import JudgeCase, Judgement
 from losona.judges.rules import RULES_PATH, Rule, Rulebook, Scope, Text, load_rules
 from losona.judges.uptake import check_uptake

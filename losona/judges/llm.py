@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from losona.errors import LosonaError
-from losona.files import OnDemand, sha256_text
+from losona.core.errors import LosonaError
+from losona.core.files import OnDemand, sha256_text
 from losona.judges.base import JudgeCase, Judgement, JudgementTable
 from losona.judges.prompt import (
     JUDGE_JSON_SCHEMA,

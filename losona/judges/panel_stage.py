@@ -11,13 +11,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 
-from losona.config import JudgeConfig, judge_kind_settings
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import read_parquet, write_json, write_parquet
+from losona.core.config import JudgeConfig, judge_kind_settings
+from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import read_parquet, write_json, write_parquet
+from losona.core.layout import RunLayout
 from losona.judges.panels import combine_controls, combine_verdicts, panel_description
 from losona.judges.run import control_summary, status_counts
-from losona.layout import RunLayout
 
 
 def run_panel(panel: JudgeConfig, layout: RunLayout, judges: Sequence[str]) -> None:

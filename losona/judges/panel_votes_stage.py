@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from losona.config import JudgeConfig, judge_kind_settings
-from losona.contracts import CONTROL_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import read_parquet, write_parquet
+from losona.core.config import JudgeConfig, judge_kind_settings
+from losona.core.contracts import CONTROL_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import read_parquet, write_parquet
+from losona.core.layout import RunLayout
 from losona.judges.panels import member_verdicts
-from losona.layout import RunLayout
 
 
 def run_panel_votes(

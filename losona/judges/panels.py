@@ -30,11 +30,11 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import JudgeConfig
-from losona.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import read_parquet
-from losona.layout import RunLayout
+from losona.core.config import JudgeConfig
+from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import read_parquet
+from losona.core.layout import RunLayout
 
 # Written into every panel verdict (judge_version): the version of the rules above.
 PANEL_VERSION = "panel@1"

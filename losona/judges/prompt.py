@@ -8,7 +8,7 @@ from these texts: change a text, bump its version.
 
 from __future__ import annotations
 
-from losona.files import sha256_text
+from losona.core.files import sha256_text
 from losona.judges.base import JudgeCase
 
 Messages = list[dict[str, str]]

@@ -1,7 +1,7 @@
 """The lexicon judge's rules: the rules file read and checked, and one rule applied.
 
 The rules live in `losona/data/lexicon.yaml` (its header explains the format); it is
-checked by pydantic schemas through the config checker (losona/config/), so a broken rule
+checked by pydantic schemas through the config checker (losona/core/config/), so a broken rule
 is refused in one line naming the file and the dotted place of the field. A rule
 tests a reply's normalised text (`Text`): a banned or required cue, or a word count; a
 `Scope` says when the speaker negates a cue ("no silver lining", "not sorry"), which then
@@ -21,12 +21,12 @@ from typing import Annotated, Any, Self
 
 from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
-from losona.catalog import Catalog, load_catalog
-from losona.config.checker import Refusal, check
-from losona.config.values import Count, Flag, Schema, WholeNumber
-from losona.config.values import Text as NonEmptyText  # `Text` here is a reply as rules see it
-from losona.errors import LosonaError
-from losona.files import read_yaml
+from losona.core.catalog import Catalog, load_catalog
+from losona.core.config.checker import Refusal, check
+from losona.core.config.values import Count, Flag, Schema, WholeNumber
+from losona.core.config.values import Text as NonEmptyText  # `Text` here is a reply as rules see it
+from losona.core.errors import LosonaError
+from losona.core.files import read_yaml
 
 RULES_PATH = Path(str(resources.files("losona") / "data" / "lexicon.yaml"))
 
@@ -205,7 +205,7 @@ def _expand(pattern: str, lists: Mapping[str, Sequence[str]]) -> str:
     return source
 
 
-# -- the rules file as written, checked by the config checker (losona/config/) -----------
+# -- the rules file as written, checked by the config checker (losona/core/config/) -----------
 
 # Lists, not tuples: pydantic counts only a tuple's valid items against its min_length, so
 # one bad pattern would also be reported as a list too short.

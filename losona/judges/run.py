@@ -14,18 +14,18 @@ from typing import Any
 
 import polars as pl
 
-from losona.cell_tables import check_cell_table
-from losona.config import JudgeConfig
-from losona.contracts import (
+from losona.core.cell_tables import check_cell_table
+from losona.core.config import JudgeConfig
+from losona.core.contracts import (
     CONTROL_SCHEMA,
     VERDICT_SCHEMA,
     Scenario,
     scenarios_from_table,
     table,
 )
-from losona.errors import LosonaError
-from losona.files import Chunks, OnDemand
-from losona.formatting import percent
+from losona.core.errors import LosonaError
+from losona.core.files import Chunks, OnDemand
+from losona.core.formatting import percent
 from losona.judges.base import (
     NOT_A_VERDICT,
     CallingJudge,

@@ -12,16 +12,24 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.config import (
+from losona.core.cli import RESTORE_COMMITTED_RUN
+from losona.core.config import (
     ConditionConfig,
     ControlsSettings,
     JudgeConfig,
     ModelSpec,
     judge_kind_settings,
 )
-from losona.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
-from losona.errors import LosonaError
-from losona.files import display_path, read_parquet, write_json, write_parquet
+from losona.core.contracts import RESPONSE_SCHEMA, SCENARIO_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import (
+    display_path,
+    read_parquet,
+    remove_empty_folders,
+    write_json,
+    write_parquet,
+)
+from losona.core.layout import RunLayout
 from losona.judges.base import CallingJudge, Judge
 from losona.judges.health import (
     TRUSTWORTHY_PERCENT,
@@ -40,7 +48,6 @@ from losona.judges.run import (
     status_counts,
     unscored_notes,
 )
-from losona.layout import RunLayout
 from losona.models import CallOptions
 from losona.models.call_store import call_store
 from losona.models.runlog import record_table
@@ -167,13 +174,20 @@ def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: 
     out = layout.controls(name)
     signs = cannot_judge(controls)
     if signs and not settings.judge_anyway:
+        # DVC made the folders of the judge's cells when it read the pipeline: the run stops
+        # before any cell, so none stays behind, empty.
+        for made_by_dvc in (layout.verdicts_folder, layout.calls_folder):
+            remove_empty_folders(made_by_dvc)
         raise LosonaError(
             f"judge {name} ({judge.model}) cannot judge: {'; '.join(signs)} "
             f"({status_counts(controls)}). Its cells would cost their calls for verdicts "
-            "that measure the judge, so the run stops before them; nothing was written, and "
+            "that measure the judge, so the run stops before them; no table of it was "
+            f"written (only its calls' run logs, in {layout.controls_log(name).parent}), and "
             "the calls made are kept in the call cache. Try structured_output in "
             f"conf/judge/{name}.yaml (docs/judges.md), or a larger judge model; to judge "
-            "with it anyway: dvc exp run -S conf/run.yaml:judge_controls.judge_anyway=true"
+            "with it anyway: dvc exp run -S conf/run.yaml:judge_controls.judge_anyway=true; "
+            "to get the committed run back instead (DVC then also removes "
+            f"{layout.config('judge', name)}, which judge_config wrote): {RESTORE_COMMITTED_RUN}"
         )
     every, compliant, breaching = summary["all"], summary["compliant"], summary["breaching"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import VERDICT_SCHEMA
-from losona.errors import LosonaError
-from losona.files import display_path, read_parquet
-from losona.formatting import counted
+from losona.core.contracts import VERDICT_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_parquet
+from losona.core.formatting import counted
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
 CELL = ["judge", "subject_model", "condition"]

@@ -1,7 +1,7 @@
 """The one road to any model: every subject and judge call goes through this package.
 
     from losona.models import ModelSpec, Request, complete
-    spec = ModelSpec.from_config(model_node)  # checked in losona/config/ (schemas)
+    spec = ModelSpec.from_config(model_node)  # checked in losona/core/config/ (schemas)
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
 The modules, in the order a call meets them: `values` the plain values (no litellm import);
@@ -33,7 +33,7 @@ import os
 # price map from the network (the package's own copy is used).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from losona.config import BatchSettings, ModelSpec, Price
+from losona.core.config import BatchSettings, ModelSpec, Price
 from losona.models.batch import BatchFailed
 from losona.models.call_cache import CacheLocation, CallNotFound, CallStore
 from losona.models.complete import complete, complete_all, plan

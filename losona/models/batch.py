@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from losona.config import BatchSettings, ModelSpec
-from losona.errors import LosonaError
-from losona.files import write_json
+from losona.core.config import BatchSettings, ModelSpec
+from losona.core.errors import LosonaError
+from losona.core.files import write_json
 from losona.models.call_cache import CacheLocation, CallCache, CallStore
 from losona.models.completions import require_every_call
 from losona.models.litellm_api import api_key, litellm_module, provider_of

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.models.published_calls import PublishedCalls
 from losona.models.values import Completion
 
@@ -40,7 +40,7 @@ BUSY_TIMEOUT_S = 60.0
 _CHUNK = 500
 
 # The calls this process made and stored, by cache file: what a stage stopped by Ctrl-C
-# says it leaves behind (losona/cli.py). Published calls copied in were never paid for, so
+# says it leaves behind (losona/core/cli.py). Published calls copied in were never paid for, so
 # they do not count.
 _stored_here: collections.Counter[Path] = collections.Counter()
 

@@ -12,9 +12,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from losona.errors import LosonaError
-from losona.files import display_path, read_yaml
-from losona.layout import RunLayout
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_yaml
+from losona.core.layout import RunLayout
 from losona.models.call_cache import CallStore
 from losona.models.published_calls import PublishedCalls
 

@@ -29,9 +29,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from losona.config import BatchSettings, ModelSpec
-from losona.errors import LosonaError
-from losona.files import CHUNK, write_json
+from losona.core.config import BatchSettings, ModelSpec
+from losona.core.errors import LosonaError
+from losona.core.files import CHUNK, write_json
 from losona.models import pricing, runlog
 from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
 from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore

@@ -16,9 +16,9 @@ from typing import overload
 
 import polars as pl
 
-from losona.contracts import CALL_SCHEMA, table
-from losona.errors import LosonaError
-from losona.files import CHUNK, Chunks
+from losona.core.contracts import CALL_SCHEMA, table
+from losona.core.errors import LosonaError
+from losona.core.files import CHUNK, Chunks
 from losona.models.call_cache import CacheLocation, CallCache, CallStore
 from losona.models.values import Completion
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from losona.config import ModelSpec
-from losona.errors import LosonaError
+from losona.core.config import ModelSpec
+from losona.core.errors import LosonaError
 
 # The key sent to an endpoint of your own when the config names no key variable.
 NO_KEY = "EMPTY"

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from losona.config import ModelSpec
-from losona.errors import LosonaError
+from losona.core.config import ModelSpec
+from losona.core.errors import LosonaError
 from losona.models import pricing
 from losona.models.litellm_api import litellm_module, model_info, resolve, unsupported_params
 from losona.models.pricing import EXPECTED_COMPLETION_TOKENS, Rates, Usage

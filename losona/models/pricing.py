@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from losona.config import ModelSpec
+from losona.core.config import ModelSpec
 from losona.models.prompt_caching import Reuse
 
 # Completion length assumed for estimates when the config sets no max_tokens.

@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from losona.files import atomic_path
+from losona.core.files import atomic_path
 
 # The folder's name beside the call cache.
 FOLDER = "smollm2-states"

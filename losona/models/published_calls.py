@@ -23,9 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import CALL_SCHEMA
-from losona.errors import LosonaError
-from losona.files import display_path
+from losona.core.contracts import CALL_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import display_path
 from losona.models.values import Completion
 
 

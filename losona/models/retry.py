@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from losona.config import ModelSpec
+from losona.core.config import ModelSpec
 from losona.models import litellm_api
 
 # Never wait longer than this between attempts, whatever a Retry-After says.

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from losona.files import sha256_file, write_json
+from losona.core.files import sha256_file, write_json
 from losona.models.prepare import Prepared, RequestKeys
 
 

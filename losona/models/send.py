@@ -35,8 +35,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from losona.errors import causes
-from losona.files import OnDemand
+from losona.core.errors import causes
+from losona.core.files import OnDemand
 from losona.models import litellm_api
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of

@@ -2,7 +2,7 @@
 
 A request, its completion, and a run's plan (calls, cache hits, estimated cost). Nothing
 here imports litellm (which takes seconds to import). What a model is, `ModelSpec`, is a
-config schema: it is checked with every other config group in losona/config/schemas.py.
+config schema: it is checked with every other config group in losona/core/config/schemas.py.
 """
 
 from __future__ import annotations

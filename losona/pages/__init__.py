@@ -19,7 +19,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from losona.formatting import counted, trial_number
+from losona.core.formatting import counted, trial_number
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,9 +31,9 @@ ENVIRONMENT = Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
 )
-# `{{ row.trial | trial }}`: a trial's index as people count, from 1 (losona.formatting).
+# `{{ row.trial | trial }}`: a trial's index as people count, from 1 (losona.core.formatting).
 ENVIRONMENT.filters["trial"] = trial_number
-# `{{ n | counted("trial") }}`: "1 trial", "2 trials" (losona.formatting).
+# `{{ n | counted("trial") }}`: "1 trial", "2 trials" (losona.core.formatting).
 ENVIRONMENT.filters["counted"] = counted
 
 

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 
 from omegaconf import DictConfig
 
-from losona.config import JudgeConfig, ModelSpec, chosen, config_record
-from losona.errors import LosonaError
-from losona.files import write_json
-from losona.layout import RunLayout
+from losona.core.config import JudgeConfig, ModelSpec, chosen, config_record
+from losona.core.errors import LosonaError
+from losona.core.files import write_json
+from losona.core.layout import RunLayout
 
 
 def run_config(config: ModelSpec | JudgeConfig, layout: RunLayout) -> None:

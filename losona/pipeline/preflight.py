@@ -26,13 +26,13 @@ from typing import Any
 from omegaconf import DictConfig
 
 from losona.audit.settings import AuditSettings
-from losona.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
-from losona.config.reading import chosen, option
-from losona.config.schemas import judge_kind_settings
+from losona.core.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
+from losona.core.config.reading import chosen, option
+from losona.core.config.schemas import judge_kind_settings
+from losona.core.errors import LosonaError
+from losona.core.files import read_yaml, remove_empty_folders, write_text
+from losona.core.layout import RunLayout
 from losona.dynamic.settings import DynamicSettings
-from losona.errors import LosonaError
-from losona.files import read_yaml, write_text
-from losona.layout import RunLayout
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
 RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
@@ -173,16 +173,6 @@ def missing_outputs(root: Path = Path(".")) -> list[str]:
     stages = (read_yaml(lock) or {}).get("stages", {})
     recorded = {out["path"] for stage in stages.values() for out in stage.get("outs", [])}
     return sorted(path for path in recorded if not (root / path).exists())
-
-
-def remove_empty_folders(top: Path) -> None:
-    """Remove every empty folder below `top`: DVC makes the folders of a new stage's outputs
-    when it reads the pipeline, and a refused run leaves none behind."""
-    if not top.is_dir():
-        return
-    for folder in sorted(top.rglob("*"), key=lambda path: len(path.parts), reverse=True):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
 
 
 def output_tops(cfg: DictConfig) -> list[Path]:

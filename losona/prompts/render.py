@@ -16,9 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import PROMPT_SCHEMA, Scenario, Turn, row_order, table
-from losona.errors import LosonaError
-from losona.files import CHUNK, Chunks, sha256_text
+from losona.core.contracts import PROMPT_SCHEMA, Scenario, Turn, row_order, table
+from losona.core.errors import LosonaError
+from losona.core.files import CHUNK, Chunks, sha256_text
 from losona.prompts.subject import (
     CAST_LINE,
     CONDITION_PREFIXES,

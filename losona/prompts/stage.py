@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet, write_parquet
-from losona.formatting import counted
-from losona.layout import RunLayout
+from losona.core.contracts import SCENARIO_SCHEMA
+from losona.core.files import read_parquet, write_parquet
+from losona.core.formatting import counted
+from losona.core.layout import RunLayout
 from losona.prompts.render import render_table
 
 

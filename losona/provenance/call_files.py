@@ -1,7 +1,7 @@
 """A run's calls, published with it: the calls stage's merge of the cells' calls files.
 
 Each sample, judge and judge_controls stage writes the calls its table was built from
-beside it, under paths.calls_dir (one file per cell, where losona/layout.py puts it: a DVC
+beside it, under paths.calls_dir (one file per cell, where losona/core/layout.py puts it: a DVC
 output of that stage, so it travels with the cell through `dvc push`, `dvc pull` and DVC's
 run cache). The calls stage merges them into one file, paths.calls, at the end of the
 pipeline.
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.contracts import CALL_SCHEMA
-from losona.errors import LosonaError
-from losona.files import display_path
+from losona.core.contracts import CALL_SCHEMA
+from losona.core.errors import LosonaError
+from losona.core.files import display_path
 from losona.models import read_calls
 
 # dvc.lock's outputs are read with the call store, which needs them; named here too for

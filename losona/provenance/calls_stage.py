@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from losona.errors import LosonaError
-from losona.files import write_parquet
-from losona.layout import DynamicSweep, RunLayout
+from losona.core.errors import LosonaError
+from losona.core.files import write_parquet
+from losona.core.layout import DynamicSweep, RunLayout
 from losona.provenance.call_files import merge_calls
 
 

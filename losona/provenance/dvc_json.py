@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 
 def dvc_json(args: Sequence[str], root: Path, expect: type, failure: str) -> Any:

@@ -34,8 +34,8 @@ from typing import Any
 
 import yaml
 
-from losona.cli import USER_ERROR_EXIT
-from losona.errors import LosonaError
+from losona.core.cli import USER_ERROR_EXIT
+from losona.core.errors import LosonaError
 from losona.models.published_calls import md5_file
 from losona.provenance.call_files import LOCK_FILE, lock_outputs
 from losona.provenance.dvc_json import dvc_json

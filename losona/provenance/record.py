@@ -21,9 +21,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.catalog import CATALOG_PATH
-from losona.config import AggregateSettings, JudgeConfig, without_password
-from losona.files import read_yaml, sha256_file, sha256_text
+from losona.core.catalog import CATALOG_PATH
+from losona.core.config import AggregateSettings, JudgeConfig, without_password
+from losona.core.files import read_yaml, sha256_file, sha256_text
 from losona.generation import prompt as generator_prompt
 from losona.judges import prompt as judge_prompt
 from losona.judges.kinds import judge_kind

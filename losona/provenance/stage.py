@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from losona.config import AggregateSettings, DatasetConfig, load_option, plain
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet, write_json
-from losona.layout import RunLayout
+from losona.core.config import AggregateSettings, DatasetConfig, load_option, plain
+from losona.core.contracts import SCENARIO_SCHEMA
+from losona.core.files import read_parquet, write_json
+from losona.core.layout import RunLayout
 from losona.provenance.record import provenance
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from losona.formatting import number as _num
-from losona.formatting import signed as _signed
+from losona.core.formatting import number as _num
+from losona.core.formatting import signed as _signed
 from losona.pages import Section, section
 from losona.results.aggregate import Reports
 from losona.results.bundle import ReportBundle

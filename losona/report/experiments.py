@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from losona.cli import USER_ERROR_EXIT
-from losona.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
-from losona.errors import LosonaError
-from losona.formatting import MISSING, number, signed
-from losona.layout import RunLayout
+from losona.core.cli import USER_ERROR_EXIT
+from losona.core.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
+from losona.core.errors import LosonaError
+from losona.core.formatting import MISSING, number, signed
+from losona.core.layout import RunLayout
 from losona.provenance.dvc_json import dvc_json
 from losona.results.bundle import METRICS
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import scenarios_from_table, subset_note
+from losona.core.contracts import scenarios_from_table, subset_note
+from losona.core.formatting import counted, is_test_double
+from losona.core.formatting import number as _num
+from losona.core.formatting import signed as _signed
 from losona.figures import Figure, k_label
-from losona.formatting import counted, is_test_double
-from losona.formatting import number as _num
-from losona.formatting import signed as _signed
 from losona.pages import Section, fragment, render_page, section
 from losona.report.plots import no_pairs
 from losona.results.aggregate import Reports

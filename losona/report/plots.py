@@ -24,6 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 from mpl_toolkits.axes_grid1 import Divider, Size
 
+from losona.core.formatting import counted
 from losona.figures import (
     PALETTE,
     SEP,
@@ -36,7 +37,6 @@ from losona.figures import (
     render,
     scope_text,
 )
-from losona.formatting import counted
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION
 
@@ -47,7 +47,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge.
 
     Each figure says over how many scenarios and trials it was drawn and, when `subset`
-    (losona.contracts.subset_note) says the run covers part of its dataset, that too.
+    (losona.core.contracts.subset_note) says the run covers part of its dataset, that too.
     """
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = k_label(results), reports.confidence

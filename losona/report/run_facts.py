@@ -21,9 +21,9 @@ from typing import Any
 
 import polars as pl
 
-from losona.contracts import CALL_SCHEMA
-from losona.files import read_parquet
-from losona.layout import CONTROLS_CALLS, JUDGE_CALLS, SAMPLE_CALLS
+from losona.core.contracts import CALL_SCHEMA
+from losona.core.files import read_parquet
+from losona.core.layout import CONTROLS_CALLS, JUDGE_CALLS, SAMPLE_CALLS
 from losona.pages import Section, section
 
 

@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from losona.cli import USER_ERROR_EXIT, overrides_parser
-from losona.config import compose_paths
-from losona.errors import LosonaError
-from losona.files import display_path, sha256_file
-from losona.formatting import MISSING
-from losona.layout import RunLayout
+from losona.core.cli import USER_ERROR_EXIT, overrides_parser
+from losona.core.config import compose_paths
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, sha256_file
+from losona.core.formatting import MISSING
+from losona.core.layout import RunLayout
 
 
 def run_logs(layout: RunLayout) -> list[tuple[str, Path]]:

@@ -7,13 +7,13 @@ in-process with a composed config.
 from __future__ import annotations
 
 from losona.audit.files import read_audit
-from losona.contracts import SCENARIO_SCHEMA, subset_note
+from losona.core.contracts import SCENARIO_SCHEMA, subset_note
+from losona.core.files import read_parquet, write_text
+from losona.core.layout import RunLayout
 from losona.dynamic.report import dynamic_section, read_judges
 from losona.dynamic.settings import DynamicSettings
 from losona.figures import write_figures
-from losona.files import read_parquet, write_text
 from losona.judges.verdicts import load_verdicts
-from losona.layout import RunLayout
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
 from losona.report.plots import draw_figures

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 
 from hydra import compose, initialize_config_dir
 
-from losona.cli import USER_ERROR_EXIT, overrides_parser
-from losona.config import CONF_DIR, chosen, compose_paths
-from losona.errors import LosonaError
-from losona.formatting import counted
-from losona.layout import RunLayout
+from losona.core.cli import USER_ERROR_EXIT, overrides_parser
+from losona.core.config import CONF_DIR, chosen, compose_paths
+from losona.core.errors import LosonaError
+from losona.core.formatting import counted
+from losona.core.layout import RunLayout
 from losona.reproduce.checks import DynamicRun, check_run
 from losona.reproduce.compare import Check
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.files import display_path
+from losona.core.files import display_path
 
 # Columns that say which row of a report table a number belongs to.
 ROW_KEYS = (

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
-from losona.errors import LosonaError
-from losona.layout import RunLayout
+from losona.core.errors import LosonaError
+from losona.core.layout import RunLayout
 
 # Locations of `paths` that are not copied: the user's call cache, and the generation
 # project, a pipeline of its own that reproduce does not check.

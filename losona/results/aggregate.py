@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings, judge_kind_settings
-from losona.contracts import CONTROL_SCHEMA, subset_note, table
-from losona.files import read_parquet
-from losona.formatting import percent
+from losona.core.config import AggregateSettings, judge_kind_settings
+from losona.core.contracts import CONTROL_SCHEMA, subset_note, table
+from losona.core.files import read_parquet
+from losona.core.formatting import percent
+from losona.core.layout import RunLayout
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
 from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
-from losona.layout import RunLayout
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (
     BASELINE_CONDITION,

@@ -15,7 +15,7 @@ from typing import Any, Self
 
 import polars as pl
 
-from losona.files import (
+from losona.core.files import (
     read_csv,
     read_json_object,
     read_text,

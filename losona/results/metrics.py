@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.formatting import percent
+from losona.core.config import AggregateSettings
+from losona.core.formatting import percent
 from losona.judges.verdicts import CELL
 from losona.results.resampling import bootstrap_distribution, percentile_interval
 

@@ -1,6 +1,6 @@
 """How a run's tables are ordered and labelled: the sweep's order (params.yaml) and each
 model's, condition's and judge's display label and kind, read from conf/ through the
-config checker (losona.config.option).
+config checker (losona.core.config.option).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import option, option_file
-from losona.formatting import display_label
+from losona.core.config import option, option_file
+from losona.core.formatting import display_label
 from losona.judges.verdicts import CELL, Cell
 from losona.results.metrics import (
     BASELINE_CONDITION,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from losona.config import AggregateSettings
+from losona.core.config import AggregateSettings
 
 # Resampled indices are drawn in batches of about this many entries, which bounds the
 # bootstrap's memory (two arrays of this size) whatever the number of units.

@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.contracts import SCENARIO_SCHEMA
-from losona.files import read_parquet
-from losona.formatting import counted
+from losona.core.config import AggregateSettings
+from losona.core.contracts import SCENARIO_SCHEMA
+from losona.core.files import read_parquet
+from losona.core.formatting import counted
+from losona.core.layout import RunLayout
 from losona.judges.verdicts import load_verdicts
-from losona.layout import RunLayout
 from losona.results.aggregate import aggregate, judge_evidence, write_reports
 from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
 

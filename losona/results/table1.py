@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from losona.config import AggregateSettings
-from losona.formatting import counted, number, percent
+from losona.core.config import AggregateSettings
+from losona.core.formatting import counted, number, percent
 from losona.results.metrics import UNSCORED_POLICY, VOTE_RULE, majority_threshold
 
 

@@ -1,5 +1,5 @@
 """The first turn's report tables (aggregate writes them, plot reads them): their columns,
-types and row order, built through `losona.contracts.table` like every table.
+types and row order, built through `losona.core.contracts.table` like every table.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ RESULT_SCHEMA = pl.Schema(  # results.csv: the paper's Table 1, one row per mode
         "judge": pl.String(),
         "judge_model": pl.String(),
         # Display labels (conf/<group>/<name>.yaml's `label`), "[TEST DOUBLE]" appended
-        # for a test double's (losona/formatting.py).
+        # for a test double's (losona/core/formatting.py).
         "judge_label": pl.String(),
         "subject_model": pl.String(),
         "model_label": pl.String(),

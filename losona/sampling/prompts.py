@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import polars as pl
 
-from losona.config import DatasetConfig, origin_of
-from losona.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
-from losona.files import read_parquet
-from losona.layout import RunLayout
+from losona.core.config import DatasetConfig, origin_of
+from losona.core.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
+from losona.core.files import read_parquet
+from losona.core.layout import RunLayout
 from losona.prompts.render import render_table
 from losona.scenarios.datasets import fetch_scenarios
 

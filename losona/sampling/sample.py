@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from losona.config import SamplingSettings as SamplingSettings
-from losona.contracts import RESPONSE_SCHEMA, row_order, table
-from losona.errors import LosonaError
-from losona.files import CHUNK, Chunks, OnDemand
+from losona.core.config import SamplingSettings as SamplingSettings
+from losona.core.contracts import RESPONSE_SCHEMA, row_order, table
+from losona.core.errors import LosonaError
+from losona.core.files import CHUNK, Chunks, OnDemand
 from losona.models import (
     BatchSettings,
     CacheLocation,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from losona.config import ConditionConfig, ModelSpec, SamplingSettings
-from losona.files import write_parquet
-from losona.formatting import counted
-from losona.layout import RunLayout
+from losona.core.config import ConditionConfig, ModelSpec, SamplingSettings
+from losona.core.files import write_parquet
+from losona.core.formatting import counted
+from losona.core.layout import RunLayout
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
 from losona.models.call_store import call_store

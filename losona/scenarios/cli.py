@@ -14,10 +14,10 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from losona.catalog import load_catalog
-from losona.contracts import SCENARIO_SCHEMA, Scenario, scenarios_from_table
-from losona.errors import LosonaError
-from losona.files import read_parquet
+from losona.core.catalog import load_catalog
+from losona.core.contracts import SCENARIO_SCHEMA, Scenario, scenarios_from_table
+from losona.core.errors import LosonaError
+from losona.core.files import read_parquet
 from losona.scenarios.datasets import fetch_scenarios
 from losona.scenarios.view import coverage, format_chat, without_demonstrations
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import polars as pl
 
-from losona.catalog import Catalog, load_catalog
-from losona.config import DatasetConfig
-from losona.contracts import SCENARIO_SCHEMA, subset_source, table
-from losona.errors import LosonaError
-from losona.files import display_path, read_yaml, sha256_file, sha256_text
-from losona.formatting import counted
+from losona.core.catalog import Catalog, load_catalog
+from losona.core.config import DatasetConfig
+from losona.core.contracts import SCENARIO_SCHEMA, subset_source, table
+from losona.core.errors import LosonaError
+from losona.core.files import display_path, read_yaml, sha256_file, sha256_text
+from losona.core.formatting import counted
 from losona.scenarios.followups import FIELD as FOLLOWUP
 from losona.scenarios.followups import Followup, check_followups
 from losona.scenarios.validate import JUDGE_FIELDS, Problem, ScenarioError, check_scenarios
@@ -60,7 +60,7 @@ def fetch_scenarios(
     A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
     the table, and every output built from it, is the same with or without it.
     `origin` says where the value at a dotted key came from (a file or the command line;
-    `losona.config.origin_of`), for the messages that refuse a subset; by default the
+    `losona.core.config.origin_of`), for the messages that refuse a subset; by default the
     dataset's file.
     """
     dataset = _checked(dataset)

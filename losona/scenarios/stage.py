@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from losona.config import DatasetConfig
-from losona.files import write_parquet
-from losona.formatting import counted
-from losona.layout import RunLayout
+from losona.core.config import DatasetConfig
+from losona.core.files import write_parquet
+from losona.core.formatting import counted
+from losona.core.layout import RunLayout
 from losona.scenarios.datasets import fetch_scenarios
 
 

@@ -13,15 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from losona.catalog import Catalog
-from losona.errors import LosonaError
+from losona.core.catalog import Catalog
+from losona.core.errors import LosonaError
 
 # A chat message longer than this is a broken file, not a message.
 MAX_MESSAGE_CHARS = 20_000
 # Example responses shorter than this are ordinary chat ("Yes.", "On it.") that can
 # appear in any transcript without telling the subject anything about the norm.
 MIN_LEAK_WORDS = 4
-# Turn and elicitor indices are stored as Int32 (losona/contracts.py).
+# Turn and elicitor indices are stored as Int32 (losona/core/contracts.py).
 MAX_INDEX = 2**31 - 1
 SCENARIO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

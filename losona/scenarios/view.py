@@ -11,8 +11,8 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 
-from losona.catalog import Catalog
-from losona.contracts import Scenario
+from losona.core.catalog import Catalog
+from losona.core.contracts import Scenario
 
 
 def without_demonstrations(scenario: Scenario) -> Scenario:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from losona.catalog import load_catalog
+from losona.core.catalog import load_catalog
 from losona.judges.lexicon import judge_text
 from losona.judges.prompt import JUDGE_JSON_SHAPE
 from losona.judges.rules import load_rules

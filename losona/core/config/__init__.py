@@ -20,14 +20,14 @@ One module a job: `loading` (where config lives, params.yaml's resolver, an opti
 schemas; a stage family's own sit in its package: `audit/settings.py`, ...),
 `checker` (the one checker, pydantic's errors as one-line messages), `origins` (which
 file or override each value came from), `reading` (a group of the composed config, or one
-option, checked). Import from here: `from losona.config import ModelSpec, chosen`; a
+option, checked). Import from here: `from losona.core.config import ModelSpec, chosen`; a
 family's settings from its package: `from losona.dynamic.settings import DynamicSettings`.
 """
 
 from __future__ import annotations
 
-from losona.config.checker import FROM_CONFIG, Refusal, check
-from losona.config.loading import (
+from losona.core.config.checker import FROM_CONFIG, Refusal, check
+from losona.core.config.loading import (
     CONF_DIR,
     PARAMS_FILE,
     ROOT_FILE,
@@ -37,9 +37,9 @@ from losona.config.loading import (
     option_file,
     plain,
 )
-from losona.config.origins import Sources, origin_of
-from losona.config.reading import GROUPS, chosen, compose_paths, option
-from losona.config.schemas import (
+from losona.core.config.origins import Sources, origin_of
+from losona.core.config.reading import GROUPS, chosen, compose_paths, option
+from losona.core.config.schemas import (
     AggregateSettings,
     BatchSettings,
     ConditionConfig,
@@ -55,7 +55,7 @@ from losona.config.schemas import (
     judge_kind_settings,
     without_password,
 )
-from losona.config.values import Schema
+from losona.core.config.values import Schema
 
 __all__ = [
     "CONF_DIR",

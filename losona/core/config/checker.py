@@ -3,7 +3,7 @@
     <file or command-line override>: '<dotted.key>': expected <what>, found <value>
 
 pydantic's errors are turned into that line here: the field's own words of what it
-expects (every value type carries them, losona/config/values.py), or a schema's own
+expects (every value type carries them, losona/core/config/values.py), or a schema's own
 `Refusal`; an unknown key names the settings allowed where it stands.
 """
 
@@ -18,7 +18,7 @@ from pydantic import (
     ValidationError,
 )
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 # Validation context of a node read from config (rather than built in code).
 FROM_CONFIG = "config"

@@ -13,8 +13,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from losona.errors import LosonaError
-from losona.files import read_yaml
+from losona.core.errors import LosonaError
+from losona.core.files import read_yaml
 
 # DVC runs every stage from the repository root, and Hydra never changes directory, so
 # these are relative to the working directory, like every path in conf/paths/.

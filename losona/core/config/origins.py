@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from losona.config.loading import ROOT_FILE, RUN_FILE, option_file
-from losona.files import display_path, read_yaml
+from losona.core.config.loading import ROOT_FILE, RUN_FILE, option_file
+from losona.core.files import display_path, read_yaml
 
 GLOBAL_NODES = {"generation": ("generate", "screen", "curate")}
 

@@ -15,19 +15,19 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from losona.config.checker import check
-from losona.config.loading import CONF_DIR, load_option, option_file
-from losona.config.origins import GLOBAL_NODES, Sources
-from losona.config.schemas import Paths
-from losona.config.values import Schema
-from losona.errors import LosonaError
+from losona.core.config.checker import check
+from losona.core.config.loading import CONF_DIR, load_option, option_file
+from losona.core.config.origins import GLOBAL_NODES, Sources
+from losona.core.config.schemas import Paths
+from losona.core.config.values import Schema
+from losona.core.errors import LosonaError
 
 
 class Schemas(Mapping[str, type[Schema]]):
     """Each group's schema class, found by `module:Class` and imported when first asked for.
 
     A stage family's settings live in its package; looked up lazily, they are imported only
-    by the stages that read them, so losona.config itself reaches no family's settings and
+    by the stages that read them, so losona.core.config itself reaches no family's settings and
     editing the dynamic turn's, say, reruns no first-turn stage.
     """
 
@@ -54,17 +54,17 @@ class Schemas(Mapping[str, type[Schema]]):
 # whose files are `@package _global_` contributes top-level nodes.
 GROUPS = Schemas(
     {
-        "dataset": "losona.config.schemas:DatasetConfig",
-        "model": "losona.config.schemas:ModelSpec",
-        "judge": "losona.config.schemas:JudgeConfig",
-        "condition": "losona.config.schemas:ConditionConfig",
-        "sampling": "losona.config.schemas:SamplingSettings",
-        "aggregate": "losona.config.schemas:AggregateSettings",
+        "dataset": "losona.core.config.schemas:DatasetConfig",
+        "model": "losona.core.config.schemas:ModelSpec",
+        "judge": "losona.core.config.schemas:JudgeConfig",
+        "condition": "losona.core.config.schemas:ConditionConfig",
+        "sampling": "losona.core.config.schemas:SamplingSettings",
+        "aggregate": "losona.core.config.schemas:AggregateSettings",
         "audit": "losona.audit.settings:AuditSettings",
         "generation": "losona.generation.settings:GenerationSettings",
-        "paths": "losona.config.schemas:Paths",
+        "paths": "losona.core.config.schemas:Paths",
         "dynamic": "losona.dynamic.settings:DynamicSettings",
-        "judge_controls": "losona.config.schemas:ControlsSettings",
+        "judge_controls": "losona.core.config.schemas:ControlsSettings",
     }
 )
 # Options whose `name` names their outputs: it must be the file's name.

@@ -4,7 +4,7 @@ model or judge config (no password).
 
 A stage family's own settings sit in its package (`audit/settings.py`,
 `dynamic/settings.py`, `generation/settings.py`), so that editing them reruns no
-first-turn stage; losona/config/reading.py's GROUPS names where each group's schema is.
+first-turn stage; losona/core/config/reading.py's GROUPS names where each group's schema is.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pydantic import (
     model_validator,
 )
 
-from losona.config.checker import Refusal
-from losona.config.loading import ROOT_FILE, RUN_FILE
-from losona.config.values import (
+from losona.core.config.checker import Refusal
+from losona.core.config.loading import ROOT_FILE, RUN_FILE
+from losona.core.config.values import (
     AnyInteger,
     CostCap,
     Count,
@@ -42,7 +42,7 @@ from losona.config.values import (
     WholeNumber,
     no_inf_nan,
 )
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 # -- model (conf/model/*.yaml, and a judge's `model:` node) -------------------------------
 

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from losona.config.checker import FROM_CONFIG, Refusal, check
+from losona.core.config.checker import FROM_CONFIG, Refusal, check
 
 # -- the value types every schema is made of ---------------------------------------------
 # Strict: a config's "3" is text, not a number, and `true` is not 1. Each type carries the

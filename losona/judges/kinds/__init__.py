@@ -3,7 +3,7 @@
 A kind is a module here holding its JudgeKind: how its judge is made from its config, what
 provenance records of it and how that reads back. Its settings, what its config must hold
 and what is known of it by kind alone (whether its reasoning is its own words, whether it
-combines other judges' verdicts), are its JudgeKindSettings in losona/config/schemas.py
+combines other judges' verdicts), are its JudgeKindSettings in losona/core/config/schemas.py
 (JUDGE_KINDS), since a config is checked without any judge code. Nothing outside this
 package and those settings asks which kind a judge is (`tests/test_judge_kinds.py`);
 docs/judges.md, "Adding a judge kind".
@@ -14,9 +14,9 @@ docs/judges.md, "Adding a judge kind".
 
 from __future__ import annotations
 
-from losona.config import JudgeConfig
-from losona.config.schemas import JUDGE_KINDS
-from losona.errors import LosonaError
+from losona.core.config import JudgeConfig
+from losona.core.config.schemas import JUDGE_KINDS
+from losona.core.errors import LosonaError
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.kinds.lexicon import LEXICON
 from losona.judges.kinds.llm import LLM

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from losona.config import JudgeConfig, JudgeKindSettings
+from losona.core.config import JudgeConfig, JudgeKindSettings
 from losona.judges.base import Judge
 from losona.models import CallOptions
 
@@ -18,7 +18,7 @@ class JudgeKind:
     name: str
     # What its config must and must not hold, and what is known of it by kind alone: whether
     # its reasoning is its own words, whether it combines other judges' verdicts, why the
-    # determinism audit need not judge it again (losona/config/schemas.py, JUDGE_KINDS).
+    # determinism audit need not judge it again (losona/core/config/schemas.py, JUDGE_KINDS).
     settings: JudgeKindSettings
     # Its judge, from its checked config and the run's call options.
     make: Callable[[JudgeConfig, CallOptions], Judge]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from losona.config import judge_kind_settings
-from losona.files import read_yaml
+from losona.core.config import judge_kind_settings
+from losona.core.files import read_yaml
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.lexicon import LexiconJudge
 from losona.judges.rules import RULES_PATH

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from losona.config import JudgeConfig, judge_kind_settings
+from losona.core.config import JudgeConfig, judge_kind_settings
 from losona.judges import prompt
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.llm import LLMJudge

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from losona.config import JudgeConfig, judge_kind_settings
-from losona.errors import LosonaError
+from losona.core.config import JudgeConfig, judge_kind_settings
+from losona.core.errors import LosonaError
 from losona.judges.base import Judge
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.panels import PANEL_VERSION, panel_description

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 from losona.testing.openai_server import AIOHTTP_MISSING, default_reply
 from losona.testing.openai_server.port import (
     CONFIG_PORT,

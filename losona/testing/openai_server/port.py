@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from losona.errors import LosonaError
+from losona.core.errors import LosonaError
 
 PORT_VARIABLE = "LOSONA_TEST_SERVER_PORT"
 # What the configs use when the variable is unset.
