@@ -30,9 +30,10 @@ from losona.core.formatting import MISSING, is_test_double, number
 from losona.pages import Section, render_page, section
 
 # How a group differs from another that it is not ranked with, by the keys that differ.
+# (what differs, how the other group's value reads)
 APART = {
-    ("k",): "K",
-    ("judge_identity",): "the judge",
+    ("k",): ("K", "K = {}"),
+    ("judge_identity",): ("the judge", "the judge {}"),
 }
 
 
@@ -99,10 +100,11 @@ def _apart_notes(group: Mapping[str, Any], every: Sequence[Mapping[str, Any]]) -
     for other in every:
         differing = tuple(k for k in GROUP_KEYS if group[k] != other[k])
         if differing in APART:
-            what = APART[differing]
+            what, value = APART[differing]
             notes.append(
-                f"Runs on the same scenarios with {what} {other[differing[0]]} are in a group of "
-                f"their own: they differ only in {what}, so they are not ranked with these."
+                f"Runs on the same scenarios with {value.format(other[differing[0]])} are in a "
+                f"group of their own: they differ only in {what}, so they are not ranked with "
+                "these."
             )
     return notes
 

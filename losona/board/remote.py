@@ -150,13 +150,17 @@ def _dir_suffix(md5: str) -> str:
 
 
 def fetch_outputs(
-    outputs: list[tuple[str, str, bool]], tree: Tree, remote: Remote | None, root: Path
+    outputs: list[tuple[str, str, bool]],
+    tree: Tree,
+    remote: Remote | None,
+    root: Path,
+    max_bytes: int,
 ) -> int:
     """Every recorded output into `root`, from git (`cache: false`) or the remote; the count."""
     count = 0
     for path, md5, cached in outputs:
         if not cached:
-            data = tree.read(path, remote.max_bytes if remote else 0)
+            data = tree.read(path, max_bytes)
             if hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
                 raise Refused(f"{path}: git holds other bytes than the md5 dvc.lock records")
             _write(root / path, data)

@@ -83,8 +83,8 @@ def _last_line(stderr: bytes) -> str:
     return lines[-1] if lines else "failed"
 
 
-def fetch_tree(repo: str, rev: str, git_dir: Path) -> Tree:
-    """The submission `repo` at `rev`, cloned bare into `git_dir` and listed."""
+def clone_at(repo: str, rev: str, git_dir: Path) -> str:
+    """The commit `rev` names in the submission `repo`, cloned bare into `git_dir`."""
     clone = subprocess.run(
         [
             "git",
@@ -105,13 +105,17 @@ def fetch_tree(repo: str, rev: str, git_dir: Path) -> Tree:
     if clone.returncode != 0:
         raise Refused(f"repository {repo}: cannot be cloned ({_last_line(clone.stderr)})")
     try:
-        commit = (
+        return (
             _git(git_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^0")
             .stdout.decode()
             .strip()
         )
     except Refused:
         raise Refused(f"revision '{rev}' is not in {repo}") from None
+
+
+def read_tree(git_dir: Path, commit: str) -> Tree:
+    """The commit's tree in the bare clone `git_dir`, its regular files listed."""
     return Tree(git_dir, commit, _list_files(git_dir, commit))
 
 

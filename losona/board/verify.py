@@ -3,10 +3,12 @@ pipeline, with no model call.
 
     python -m losona.board.verify <name>     # in the board's folder (DVC runs it there)
 
-It clones the run bare at its revision (losona/board/tree.py), writes into a scratch folder
-only what the check reads (dvc.lock, the files git keeps under data/ and reports/, the
-run's configs as plain data with no interpolation to resolve) and every output dvc.lock
-records, from git or the run's DVC remote, each held to its md5 (losona/board/remote.py);
+It clones the run bare at its revision (losona/board/tree.py), refuses a run whose stage
+commands (dvc.yaml, dvc.lock) would write outside its tree if they were run
+(losona/board/commands.py), writes into a scratch folder only what the check reads
+(dvc.lock, the files git keeps under data/ and reports/, the run's configs as plain data
+with no interpolation to resolve) and every output dvc.lock records, from git or the run's
+DVC remote, each held to its md5 (losona/board/remote.py);
 then it runs the recheck (losona/board/recheck.py) in a process of its own, in that folder,
 with a scrubbed environment. It writes rows/<name>.parquet and reports/verify/<name>.json:
 verified, with the run's rows, or not verified, with the reason. A submission's problem,
@@ -28,6 +30,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from losona.board.commands import check_commands
 from losona.board.remote import Remote, fetch_outputs, lock_outputs, remote_url
 from losona.board.settings import (
     BoardFiles,
@@ -37,7 +40,7 @@ from losona.board.settings import (
     read_submissions,
 )
 from losona.board.tables import ROW_SCHEMA
-from losona.board.tree import Refused, Tree, fetch_tree
+from losona.board.tree import Refused, Tree, clone_at, read_tree
 from losona.core.cli import USER_ERROR_EXIT
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
@@ -48,6 +51,7 @@ KEPT_IN_GIT = ("data/", "reports/")
 # The config groups the stages read an option of by name (labels, families, conditions).
 CONFIG_GROUPS = ("conf/model/", "conf/judge/", "conf/condition/")
 PATHS_FILE = "conf/paths/default.yaml"
+PIPELINE_FILE = "dvc.yaml"  # read only for its commands: it is never run
 # Fields a page shows: an interpolation there is refused rather than kept as text.
 SHOWN_FIELDS = ("name", "label")
 
@@ -60,6 +64,9 @@ def submission_tree(
     bound = settings.max_file_bytes
     lock = _yaml_of(tree, "dvc.lock", bound)
     outputs = lock_outputs(lock, tree)
+    check_commands(lock, "dvc.lock")
+    if PIPELINE_FILE in tree.files:
+        check_commands(_yaml_of(tree, PIPELINE_FILE, bound), PIPELINE_FILE)
     _write(root / "dvc.lock", tree.read("dvc.lock", bound))
     _write(root / PATHS_FILE, tree.read(PATHS_FILE, bound))
     for path in tree.files:
@@ -150,14 +157,14 @@ def verify(submission: Submission, settings: VerifySettings, work: Path) -> dict
     """The outcome of verifying one submission in the scratch folder `work`."""
     commit = None
     try:
-        tree = fetch_tree(submission.repo, submission.rev, work / "git")
-        commit = tree.commit
+        commit = clone_at(submission.repo, submission.rev, work / "git")
+        tree = read_tree(work / "git", commit)
         root = work / "tree"
         outputs = submission_tree(tree, settings, root)
         cached = [o for o in outputs if o[2]]
         bound = settings.max_file_bytes
         remote = Remote(remote_url(tree, submission.remote, bound), bound) if cached else None
-        fetched = fetch_outputs(outputs, tree, remote, root)
+        fetched = fetch_outputs(outputs, tree, remote, root, bound)
         outcome = recheck(root, work, settings)
         outcome["outputs_fetched"] = fetched
     except Refused as exc:
