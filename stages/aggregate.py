@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, plain
 from losona.core.layout import RunLayout
-from losona.results.stage import run_aggregate
+from losona.pipeline.aggregate import run_aggregate
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -14,10 +14,10 @@ metrics.json, the DVC metrics). With audit.export=true it writes the labelling s
 import hydra
 from omegaconf import DictConfig
 
-from losona.audit.stage import run_audit, run_audit_export
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import JudgeConfig, chosen, option, plain
 from losona.core.layout import RunLayout
+from losona.pipeline.audit import run_audit, run_audit_export
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.generation.curate_stage import run_curate
+from losona.pipeline.curate import run_curate
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

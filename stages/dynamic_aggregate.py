@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, plain
 from losona.core.layout import RunLayout
-from losona.dynamic.aggregate_stage import run_dynamic_aggregate
+from losona.pipeline.dynamic_aggregate import run_dynamic_aggregate
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

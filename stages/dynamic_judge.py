@@ -13,7 +13,7 @@ from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.errors import LosonaError
 from losona.core.layout import RunLayout
-from losona.dynamic.stage import run_dynamic_judge
+from losona.pipeline.dynamic_judge import run_dynamic_judge
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -18,7 +18,7 @@ from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.errors import LosonaError
 from losona.core.layout import RunLayout
-from losona.dynamic.render_stage import run_dynamic_render
+from losona.pipeline.dynamic_render import run_dynamic_render
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

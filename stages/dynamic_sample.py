@@ -15,7 +15,7 @@ from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.errors import LosonaError
 from losona.core.layout import RunLayout
-from losona.dynamic.sample_stage import run_dynamic_sample
+from losona.pipeline.dynamic_sample import run_dynamic_sample
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, origin_of
 from losona.core.layout import RunLayout
-from losona.scenarios.stage import run_fetch
+from losona.pipeline.fetch import run_fetch
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.generation.stage import run_generate
+from losona.pipeline.generate import run_generate
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -14,7 +14,7 @@ from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.errors import LosonaError
 from losona.core.layout import RunLayout
-from losona.judges.stage import run_judge
+from losona.pipeline.judge import run_judge
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.judges.stage import run_judge_controls
+from losona.pipeline.judge_controls import run_judge_controls
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, plain
 from losona.core.layout import RunLayout
-from losona.judges.panel_stage import run_panel
+from losona.pipeline.panel import run_panel
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, plain
 from losona.core.layout import RunLayout
-from losona.judges.panel_votes_stage import run_panel_votes
+from losona.pipeline.panel_votes import run_panel_votes
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.report.stage import run_plot
+from losona.pipeline.plot import run_plot
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

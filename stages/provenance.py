@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, plain
 from losona.core.layout import RunLayout
-from losona.provenance.stage import run_provenance
+from losona.pipeline.provenance import run_provenance
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

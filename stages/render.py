@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, option
 from losona.core.layout import RunLayout
-from losona.prompts.stage import run_render
+from losona.pipeline.render import run_render
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -16,7 +16,7 @@ from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen, option, plain
 from losona.core.errors import LosonaError
 from losona.core.layout import RunLayout
-from losona.sampling.stage import run_sample, run_sample_dry_sweep
+from losona.pipeline.sample import run_sample, run_sample_dry_sweep
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

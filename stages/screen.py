@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from losona.core.cli import launch, reports_user_errors
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.generation.screen_stage import run_screen
+from losona.pipeline.screen import run_screen
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -245,7 +245,7 @@ def test_each_familys_settings_live_in_its_package() -> None:
 def test_the_first_turns_contracts_hold_only_tables_a_first_turn_stage_uses() -> None:
     """Each table of losona/core/contracts.py is named by the code of a first-turn stage: another
     family's table belongs in its own tables.py, or every first-turn stage would depend on it."""
-    contracts = REPO / "losona" / "contracts.py"
+    contracts = REPO / "losona" / "core" / "contracts.py"
     tables = {
         target.id
         for node in ast.parse(contracts.read_text(encoding="utf-8")).body
@@ -378,3 +378,62 @@ def test_a_circle_is_found_also_through_an_import_inside_a_function(tmp_path: Pa
     )
     (package / "files.py").write_text("from losona.models import calls\n")
     assert circles(import_graph(tmp_path)) == [["losona.models.batch", "losona.models.calls"]]
+
+
+# The floors of the tree, from the shared core up: a module may import its own package and
+# those on the floors below it, never one above (the stages' functions sit above the
+# families they call, reproduce above the stages, the board above reproduce).
+FLOORS = (
+    ("core",),
+    ("pages", "figures"),
+    ("models", "scenarios"),
+    ("prompts",),
+    ("sampling", "judges"),
+    ("results",),
+    ("audit", "dynamic", "generation"),
+    ("provenance",),
+    ("report",),
+    ("pipeline",),
+    ("reproduce",),
+    ("board", "testing", "experiments", "publishable", "run_logs"),
+)
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of a `losona` module's top package (None: the `losona` package itself)."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    for number, packages in enumerate(FLOORS):
+        if parts[1] in packages:
+            return number
+    raise AssertionError(f"{module}: its package is on no floor of FLOORS")
+
+
+def imports_running_up(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` for each import of a module on a higher floor than the importer's."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        here = floor_of(module)
+        for other in sorted(imported):
+            there = floor_of(other)
+            if here is not None and there is not None and there > here:
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_no_module_imports_a_package_above_its_own() -> None:
+    assert imports_running_up(import_graph()) == []
+
+
+def test_an_import_running_up_is_named(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE
+    for folder in ("core", "judges"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "core" / "layout.py").write_text("from losona.judges import verdicts\n")
+    (package / "judges" / "verdicts.py").write_text("from losona.core import layout\n")
+    assert "losona.core.layout -> losona.judges.verdicts" in imports_running_up(
+        import_graph(tmp_path)
+    )

@@ -14,8 +14,8 @@ from test_judge_stage import fetched, write_responses  # noqa: F401  (fetched: a
 
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.dynamic.render_stage import run_dynamic_render
-from losona.judges.stage import run_judge
+from losona.pipeline.dynamic_render import run_dynamic_render
+from losona.pipeline.judge import run_judge
 
 CELL = ("judge=lexicon", "model=smollm2", "condition=naive", "dynamic.judges=[lexicon]")
 

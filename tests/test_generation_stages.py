@@ -20,10 +20,10 @@ from test_generation import BUG, CELLS, EXPECTED_REASONS, ONE_BASELINE, STANDUP,
 from losona.core.config import chosen
 from losona.core.errors import LosonaError
 from losona.core.layout import GenerationFiles, RunLayout
-from losona.generation.curate_stage import run_curate
-from losona.generation.screen_stage import run_screen
 from losona.generation.settings import GenerationSettings
-from losona.generation.stage import run_generate
+from losona.pipeline.curate import run_curate
+from losona.pipeline.generate import run_generate
+from losona.pipeline.screen import run_screen
 from losona.testing.openai_server import OpenAIServer
 
 # The models the stages name by option, as the scripted server serves them.

@@ -26,7 +26,8 @@ from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.core.layout import RunLayout
 from losona.judges.rules import load_rules
-from losona.judges.stage import run_judge, run_judge_controls
+from losona.pipeline.judge import run_judge
+from losona.pipeline.judge_controls import run_judge_controls
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer
 

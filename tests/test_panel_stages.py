@@ -18,9 +18,10 @@ from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import read_parquet, write_parquet
 from losona.core.layout import RunLayout
-from losona.judges.panel_stage import run_panel
-from losona.judges.panel_votes_stage import run_panel_votes
-from losona.judges.stage import run_judge, run_judge_controls
+from losona.pipeline.judge import run_judge
+from losona.pipeline.judge_controls import run_judge_controls
+from losona.pipeline.panel import run_panel
+from losona.pipeline.panel_votes import run_panel_votes
 
 SWEEP = "sweep.judges=[lexicon,local_openai]"
 

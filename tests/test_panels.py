@@ -16,8 +16,6 @@ from losona.core.contracts import CONTROL_SCHEMA, VERDICT_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.panel_stage import run_panel
-from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.panels import (
     PANEL_VERSION,
     combine_controls,
@@ -27,6 +25,8 @@ from losona.judges.panels import (
 )
 from losona.judges.run import judge_controls, judge_responses, make_judge
 from losona.models import CallOptions
+from losona.pipeline.panel import run_panel
+from losona.pipeline.panel_votes import run_panel_votes
 from losona.provenance.record import judge_record
 from losona.reproduce.checks import check_panels
 from losona.reproduce.compare import Check

@@ -18,6 +18,7 @@ from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.core.layout import RunLayout
 from losona.judges import prompt as judge_prompt
+from losona.pipeline.provenance import run_provenance
 from losona.prompts import subject as subject_prompt
 from losona.provenance.record import (
     PACKAGES,
@@ -26,7 +27,6 @@ from losona.provenance.record import (
     scenarios_sha256,
     template_hashes,
 )
-from losona.provenance.stage import run_provenance
 
 BOOTSTRAP = AggregateSettings(resamples=1000, seed=7, confidence=0.9)
 

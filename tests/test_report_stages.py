@@ -15,16 +15,17 @@ import pytest
 from omegaconf import DictConfig
 from test_judge_stage import fetched, write_responses  # noqa: F401  (fetched: a fixture)
 
-from losona.audit.stage import run_audit, run_audit_export
 from losona.core.config import chosen, option, plain
 from losona.core.contracts import CALL_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.core.layout import RunLayout
-from losona.judges.stage import run_judge, run_judge_controls
-from losona.provenance.calls_stage import run_calls
-from losona.report.stage import run_plot
-from losona.results.stage import run_aggregate
+from losona.pipeline.aggregate import run_aggregate
+from losona.pipeline.audit import run_audit, run_audit_export
+from losona.pipeline.calls import run_calls
+from losona.pipeline.judge import run_judge
+from losona.pipeline.judge_controls import run_judge_controls
+from losona.pipeline.plot import run_plot
 
 
 @pytest.fixture

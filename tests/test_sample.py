@@ -32,9 +32,9 @@ from losona.core.errors import LosonaError
 from losona.core.files import sha256_file, write_parquet
 from losona.core.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
+from losona.pipeline.sample import run_sample
 from losona.prompts.render import render_prompts
 from losona.sampling.sample import SamplingSettings, sample_cell
-from losona.sampling.stage import run_sample
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 

@@ -15,8 +15,8 @@ from omegaconf import DictConfig
 
 from losona.core.config import chosen
 from losona.core.layout import RunLayout
-from losona.prompts.stage import run_render
-from losona.scenarios.stage import run_fetch
+from losona.pipeline.fetch import run_fetch
+from losona.pipeline.render import run_render
 
 Row = Callable[..., dict[str, Any]]
 

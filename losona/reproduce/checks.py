@@ -18,7 +18,6 @@ import polars as pl
 from losona.audit.files import AUDIT, read_audit
 from losona.audit.inputs import audit_inputs
 from losona.audit.settings import DeterminismSettings
-from losona.audit.stage import run_audit
 from losona.core.config import (
     AggregateSettings,
     ControlsSettings,
@@ -41,31 +40,35 @@ from losona.core.files import display_path, read_parquet, write_parquet
 from losona.core.layout import RunLayout
 from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
 from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
-from losona.dynamic.aggregate_stage import run_dynamic_aggregate
 from losona.dynamic.arms import OK
-from losona.dynamic.render_stage import run_dynamic_render
 from losona.dynamic.sample import SEND_ORDER, second_turn_requests
-from losona.dynamic.sample_stage import run_dynamic_sample
 from losona.dynamic.settings import DynamicSettings
-from losona.dynamic.stage import run_dynamic_judge
 from losona.dynamic.tables import (
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESPONSE_SCHEMA,
     DYNAMIC_VERDICT_SCHEMA,
 )
 from losona.judges.kinds import judge_kind
-from losona.judges.panel_stage import run_panel
-from losona.judges.panel_votes_stage import run_panel_votes
 from losona.judges.run import control_summary
-from losona.judges.stage import run_judge, run_judge_controls
 from losona.judges.verdicts import verdict_files
 from losona.models import CallNotFound, PublishedCalls, Request, call_key, read_calls
 from losona.models.call_store import LOCK_FILE, call_store, recorded_md5
-from losona.prompts.stage import run_render
-from losona.provenance.calls_stage import run_calls
+from losona.pipeline.aggregate import run_aggregate
+from losona.pipeline.audit import run_audit
+from losona.pipeline.calls import run_calls
+from losona.pipeline.dynamic_aggregate import run_dynamic_aggregate
+from losona.pipeline.dynamic_judge import run_dynamic_judge
+from losona.pipeline.dynamic_render import run_dynamic_render
+from losona.pipeline.dynamic_sample import run_dynamic_sample
+from losona.pipeline.judge import run_judge
+from losona.pipeline.judge_controls import run_judge_controls
+from losona.pipeline.panel import run_panel
+from losona.pipeline.panel_votes import run_panel_votes
+from losona.pipeline.plot import run_plot
+from losona.pipeline.render import run_render
+from losona.pipeline.sample import run_sample
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
-from losona.report.stage import run_plot
 from losona.reproduce.compare import (
     Check,
     Difference,
@@ -78,9 +81,7 @@ from losona.reproduce.compare import (
 from losona.reproduce.replay import Replay, replaying
 from losona.results.aggregate import REPORT_FILES, read_reports
 from losona.results.bundle import METRICS, BundleFiles, ReportBundle
-from losona.results.stage import run_aggregate
 from losona.sampling.sample import condition_prompts, sample_requests
-from losona.sampling.stage import run_sample
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
 

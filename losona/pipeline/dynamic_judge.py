@@ -11,8 +11,8 @@ from losona.core.layout import RunLayout
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
 from losona.judges.base import Judge
+from losona.judges.finish import finish_judging
 from losona.judges.run import make_judge, status_counts
-from losona.judges.stage import finish_judging
 from losona.models import CallOptions
 from losona.models.call_store import call_store
 

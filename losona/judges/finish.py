@@ -1,0 +1,62 @@
+"""The epilogue every judging stage ends with (judge, judge_controls, dynamic_judge): its
+table written, then the calls it was built from, then its account."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import polars as pl
+
+from losona.core.files import (
+    write_parquet,
+)
+from losona.judges.base import CallingJudge, Judge
+from losona.judges.run import (
+    call_sources,
+    judge_calls,
+    unscored_notes,
+)
+from losona.models.runlog import record_table
+
+# What a judging stage's account reads of its table once the table is written.
+ACCOUNT_COLUMNS = ("complies", "judge_status", "reasoning")
+
+
+def finish_judging(
+    table: pl.DataFrame,
+    *,
+    stage: str,
+    name: str,
+    judge: Judge,
+    out: Path,
+    calls_out: Path,
+    headline: Callable[[pl.DataFrame], str],
+    warnings: Callable[[pl.DataFrame], Iterable[str]] = lambda outcomes: (),
+    closing: Iterable[str] = (),
+) -> None:
+    """A judging stage's end: its table written, then the calls it was built from, then its
+    account (`headline` and `warnings` of the table's outcomes, where the answers came
+    from, the unscored replies, `closing`).
+
+    The table goes as soon as it is written, before the calls table is made: pass it as an
+    expression, so that no name of the caller's keeps it (tests/test_scale.py measures a
+    judge cell's peak memory). The calls are collected rather than streamed: a cell's calls
+    fit one row group, which the writer would hold whole anyway, and made on this thread
+    they peaked a little lower.
+    """
+    write_parquet(table, out)
+    for log in judge.run_logs if isinstance(judge, CallingJudge) else ():
+        record_table(log, out)
+    outcomes = table.select(ACCOUNT_COLUMNS)
+    del table
+    write_parquet(judge_calls(judge).collect(), calls_out)
+    print(headline(outcomes))
+    for line in warnings(outcomes):
+        print(line)
+    if (sources := call_sources(judge)) is not None:
+        print(f"{stage} {name}: answers: {sources}")
+    for note in unscored_notes(outcomes):
+        print(f"note: {note}")
+    for line in closing:
+        print(line)
