@@ -167,13 +167,13 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
 @pytest.mark.parametrize(
     ("pipeline", "stage", "dep", "module"),
     [
-        ("dvc.yaml", "plot", "losona/results/metrics.py", "losona/results/metrics.py"),
+        ("dvc.yaml", "plot", "losona/results", "losona/results/metrics.py"),
         ("dvc.yaml", "sample", "losona/core", "losona/core/files.py"),
         ("dvc.yaml", "judge", "losona/models", "losona/models/call_cache.py"),
         (
             "generation/dvc.yaml",
             "screen",
-            "../losona/results/metrics.py",
+            "../losona/results",
             "losona/results/metrics.py",
         ),
         ("generation/dvc.yaml", "curate", "../losona/__init__.py", "losona/__init__.py"),
