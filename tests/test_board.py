@@ -70,9 +70,8 @@ class Runs:
     root: Path
     remote: Path
     bare: dict[str, Path]
-    flipped: tuple[str, bool]  # the tampered verdict's scenario and its published value
-    missing: str  # the output the partial remote lacks
-    partial_remote: Path
+    flipped: tuple[str, bool]  # the flipped verdict's scenario, and its value before the flip
+    partial_remote: Path  # the good run's remote, less its RESPONSES
     marker: Path  # what the hostile run's command would write
 
 
@@ -154,7 +153,7 @@ def runs(
     text = settings.read_text()
     assert "  trials: 1 " in text
     settings.write_text(text.replace("  trials: 1 ", "  trials: 2 "))
-    subject = server.model_config("smollm2", label="Test server [TEST DOUBLE]")
+    subject = server.model_config("smollm2", label="Test server")  # marked by the pipeline
     (k2 / "conf" / "model" / "smollm2.yaml").write_text(yaml.safe_dump(subject))
     run_dvc("repro", cwd=k2, env=env)
     assert server.request_count > 0
@@ -180,7 +179,7 @@ def runs(
         if o["path"] == RESPONSES
     }
     (partial / "files" / "md5" / md5[:2] / md5[2:]).unlink()
-    return Runs(root, remote, bare, flipped, RESPONSES, partial, marker)
+    return Runs(root, remote, bare, flipped, partial, marker)
 
 
 @dataclass(frozen=True)
@@ -261,8 +260,8 @@ def test_each_submission_is_verified_or_refused_alone_with_no_model_call(
     assert VERDICTS in reason and scenario in reason, reason
     # expected: what the board's judge gives again; found: what the run published.
     assert f"complies: expected {published}, found {not published}" in reason, reason
-    missing = board.report("missing")["reason"]
-    assert isinstance(missing, str) and missing.startswith(f"{RESPONSES}: not in the remote")
+    lacking = board.report("missing")["reason"]
+    assert isinstance(lacking, str) and lacking.startswith(f"{RESPONSES}: not in the remote")
     page = (board.clone / "reports" / "index.html").read_text()
     for name in ("tampered", "hostile", "missing"):
         [line] = [r for r in table.filter(pl.col("submission") == name)["reason"]]
