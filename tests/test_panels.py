@@ -290,9 +290,9 @@ def test_the_panel_stages_refuse_a_judge_and_a_member_outside_the_sweep(workdir:
     assert not (workdir / "data").exists()  # nothing written
 
 
-def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control(
-    workdir: Any,
-) -> None:
+def made_panel_run(workdir: Any) -> tuple[Any, dict[str, Any]]:
+    """A run with the panel offline_panel over lexicon and a scripted judge, its panel's
+    stages run by the code as it is now; its layout and provenance record."""
     scenarios = scenarios_table(3)
     responses = responses_table(
         [(sid, t, f"Yes, done ({t}).") for sid in scenarios["scenario_id"] for t in range(2)],
@@ -321,10 +321,16 @@ def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control
     for member in sweep["judges"]:
         run_panel_votes(panel_config, layout, member, sweep)
     run_panel(panel_config, layout, sweep["judges"])
-    record = {
+    return layout, {
         "sweep": sweep | {"panels": ["offline_panel"]},
         "judges": {"offline_panel": judge_record(plain(load_option("judge", "offline_panel")))},
     }
+
+
+def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control(
+    workdir: Any,
+) -> None:
+    layout, record = made_panel_run(workdir)
 
     def differences() -> list[tuple[str, str]]:
         check = Check()
@@ -351,3 +357,29 @@ def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control
     )
     named = differences()
     assert (str(layout.controls("offline_panel")), "complies") in named
+
+
+def test_a_panel_run_whose_code_combined_its_controls_otherwise_is_named(
+    workdir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run made by a changed combine_controls (every control voted `comply`), rerun and
+    recorded, is rechecked by today's code: the controls file and the summary it moves are
+    named with the field and value."""
+    import losona.pipeline.panel as panel_stage
+
+    changed = panel_stage.combine_controls
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            panel_stage,
+            "combine_controls",
+            lambda panel, votes: changed(panel, votes).with_columns(complies=pl.lit(True)),
+        )
+        layout, record = made_panel_run(workdir)
+    check = Check()
+    with replaying(layout) as replay:
+        check_panels(check, record, layout, replay)
+    named = {(d.file, d.field) for d in check.differences}
+    controls = str(layout.controls("offline_panel"))
+    assert (controls, "complies") in named
+    summary = str(layout.controls_summary("offline_panel"))
+    assert any(file == summary and "breaching" in field for file, field in named), named

@@ -95,7 +95,11 @@ def test_a_fresh_run_reproduces(run: RunLayout) -> None:
     assert check.ok, check.differences
     assert {"reports/results.csv", "reports/metrics.json", NAIVE} <= set(check.files)
     assert check.values > 100
+    # The run was made without the judge cells' calls files: every output a stage writes
+    # again is compared, and one the run lacks is named.
     assert check.notes == [
+        "data/calls/judge/lexicon/m/naive.parquet: absent, not rechecked",
+        "data/calls/judge/lexicon/m/norm_informed.parquet: absent, not rechecked",
         "data/judge_controls/lexicon.parquet: no validity controls for 'lexicon'",
         "reports/audit: no audit in this run",
     ]

@@ -24,6 +24,7 @@ from losona.core.config import Paths
 from losona.core.errors import LosonaError
 from losona.core.files import read_yaml
 from losona.core.layout import RunLayout
+from losona.judges.kinds import judge_kind
 from losona.reproduce.checks import check_run, read_provenance
 from losona.results.aggregate import read_reports
 
@@ -105,21 +106,9 @@ def board_rows(layout: RunLayout) -> list[dict[str, Any]]:
 
 
 def judge_identity(record: dict[str, Any], judge: str) -> str:
-    """What makes one judge's numbers comparable with another's: its kind, its model and
-    prompt template's hash, or a panel's rule and members."""
+    """What makes one judge's numbers comparable with another's, as its kind says."""
     entry = record["judges"].get(judge) or {}
-    kind = entry.get("kind")
-    templates = record.get("templates") or {}
-    if kind == "panel":
-        members = ", ".join(map(str, entry.get("members") or []))
-        unscored = entry.get("unscored_members")
-        return f"panel ({entry.get('rule')} of {members}; unscored members {unscored})"
-    if kind == "lexicon":
-        rules = (templates.get("lexicon_rules") or {}).get("sha256", "")
-        return f"lexicon (rules {entry.get('rules_version')}, sha256 {str(rules)[:12]})"
-    model = entry.get("model") or {}
-    template = (templates.get("judge") or {}).get("sha256", "")
-    return f"{kind} ({model.get('model')}, template sha256 {str(template)[:12]})"
+    return judge_kind(str(entry.get("kind"))).identity(entry, record.get("templates") or {})
 
 
 def recheck(root: Path) -> dict[str, Any]:

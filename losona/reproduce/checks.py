@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit.files import AUDIT, read_audit
+from losona.audit.files import read_audit
 from losona.audit.inputs import audit_inputs
 from losona.audit.settings import DeterminismSettings
 from losona.core.config import (
@@ -38,15 +38,12 @@ from losona.core.contracts import (
 from losona.core.errors import LosonaError
 from losona.core.files import display_path, read_parquet, write_parquet
 from losona.core.layout import RunLayout
-from losona.dynamic.aggregate import DYNAMIC_FILES, read_dynamic_reports
-from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.arms import OK
 from losona.dynamic.sample import SEND_ORDER, second_turn_requests
 from losona.dynamic.settings import DynamicSettings
 from losona.dynamic.tables import (
     DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESPONSE_SCHEMA,
-    DYNAMIC_VERDICT_SCHEMA,
 )
 from losona.judges.kinds import judge_kind
 from losona.judges.run import control_summary
@@ -73,14 +70,13 @@ from losona.reproduce.compare import (
     Check,
     Difference,
     cell_count,
+    compare_files,
     compare_json,
     compare_tables,
-    compare_text,
     same,
 )
 from losona.reproduce.replay import Replay, replaying
-from losona.results.aggregate import REPORT_FILES, read_reports
-from losona.results.bundle import METRICS, BundleFiles, ReportBundle
+from losona.results.bundle import METRICS
 from losona.sampling.sample import condition_prompts, sample_requests
 
 DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
@@ -178,18 +174,34 @@ def check_prompts(
     check: Check, conditions: Sequence[str], layout: RunLayout, replay: Replay
 ) -> None:
     """The prompt table, by the render stage's own function in the replay."""
-    with replay.rerun(partial(run_render, conditions)) as scratch:
-        _check_table_again(check, layout.prompts, scratch.prompts, PROMPT_SCHEMA, "render")
+    with replay.rerun(partial(run_render, conditions)):
+        compare_written(check, replay)
 
 
-def _check_table_again(
-    check: Check, path: Path, again: Path, schema: pl.Schema, made_by: str
+# What a stage writes that is not compared value by value, and why.
+NOT_COMPARED = {
+    ".png": "a figure as drawn: the numbers it shows are its .csv, compared",
+    ".svg": "a figure as drawn: the numbers it shows are its .csv, compared",
+    ".log.json": "a run log: its latency and timing differ on every run, so it is no output",
+}
+
+
+def compare_written(
+    check: Check, replay: Replay, *, skip_files: Sequence[str] = (), skip_keys: Sequence[str] = ()
 ) -> None:
-    """The table a stage wrote again in the replay (`again`) against the run's (`path`)."""
-    expected = read_parquet(again, schema, made_by=made_by)
-    found = read_parquet(path, schema, made_by=made_by)
-    file = display_path(path)
-    check.add(file, cell_count(expected), compare_tables(file, expected, found))
+    """Every file the stage just run again in `replay` wrote, against the run's: each output,
+    value by value (`skip_files`: names not rechecked, `skip_keys`: JSON keys not rechecked;
+    the caller notes why), NOT_COMPARED aside."""
+    for again in replay.written:
+        if again.name.endswith(tuple(NOT_COMPARED)) or again.name in skip_files:
+            continue
+        original = replay.original(again)
+        file = display_path(original)
+        if not original.is_file():
+            # dvc.lock holds a run's outputs (check_lock): one it does not is not the run's.
+            check.notes.append(f"{file}: absent, not rechecked")
+            continue
+        check.add(file, *compare_files(file, again, original, skip=skip_keys))
 
 
 def check_samples(
@@ -218,9 +230,8 @@ def check_samples(
                 dataset=_no_dataset,
             )
             try:
-                with replay.rerun(stage) as scratch:
-                    again = scratch.responses(model, condition)
-                    _check_table_again(check, path, again, RESPONSE_SCHEMA, "sample")
+                with replay.rerun(stage):
+                    compare_written(check, replay)
             except CallNotFound as exc:
                 _calls_missing(check, layout, f"sample {model}/{condition}", exc)
 
@@ -244,11 +255,8 @@ def check_merged_calls(
         p.is_file() for p in layout.sweep_calls(sweep) + layout.dynamic_call_files(settings)
     ):
         return
-    with replay.rerun(partial(run_calls, sweep=sweep, dynamic=settings)) as scratch:
-        assert scratch.calls is not None  # a replay's layout always has one
-        expected = read_calls(scratch.calls, remedy="rerun the calls stage")
-    file = display_path(published.path)
-    check.add(file, cell_count(expected), compare_tables(file, expected, published.table()))
+    with replay.rerun(partial(run_calls, sweep=sweep, dynamic=settings)):
+        compare_written(check, replay)
 
 
 def check_judgements(
@@ -289,9 +297,8 @@ def check_judgements(
                     condition=option("condition", condition),
                 )
                 try:
-                    with replay.rerun(stage) as scratch:
-                        again = scratch.verdicts(judge, model, condition)
-                        _check_table_again(check, path, again, VERDICT_SCHEMA, "judge")
+                    with replay.rerun(stage):
+                        compare_written(check, replay)
                 except CallNotFound as exc:
                     _calls_missing(check, layout, f"judge {judge} on {model}/{condition}", exc)
                 continue
@@ -312,28 +319,10 @@ def check_panels(
     for name in sweep.get("panels", ()):
         panel = recorded_config(layout, record, "judge", name)
         for member in sweep["judges"]:
-            stage = partial(run_panel_votes, panel, member=member, sweep=sweep)
-            with replay.rerun(stage) as scratch:
-                for votes, schema in (
-                    (RunLayout.panel_votes, VERDICT_SCHEMA),
-                    (RunLayout.panel_control_votes, CONTROL_SCHEMA),
-                ):
-                    again, found = votes(scratch, name, member), votes(layout, name, member)
-                    _check_table_again(check, found, again, schema, "panel_votes")
-        with replay.rerun(partial(run_panel, panel, judges=sweep["judges"])) as scratch:
-            for model in sweep["models"]:
-                for condition in sweep["conditions"]:
-                    again = scratch.verdicts(name, model, condition)
-                    found = layout.verdicts(name, model, condition)
-                    _check_table_again(check, found, again, VERDICT_SCHEMA, "panel")
-            _check_table_again(
-                check, layout.controls(name), scratch.controls(name), CONTROL_SCHEMA, "panel"
-            )
-            file = display_path(layout.controls_summary(name))
-            summary = _json_of(scratch.controls_summary(name), name)
-            check.add(
-                file, *compare_json(file, summary, _json_of(layout.controls_summary(name), name))
-            )
+            with replay.rerun(partial(run_panel_votes, panel, member=member, sweep=sweep)):
+                compare_written(check, replay)
+        with replay.rerun(partial(run_panel, panel, judges=sweep["judges"])):
+            compare_written(check, replay)
 
 
 @contextmanager
@@ -414,15 +403,8 @@ def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
         judges = [j for j in inputs.kinds if j in record["judges"]]
         check_controls(check, record, judges, layout, replay)
         check_panels(check, record, layout, replay)
-        with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)) as scratch:
-            expected = read_reports(scratch.reports_folder)
-        check_bundle(
-            check,
-            REPORT_FILES,
-            layout.reports_folder,
-            expected,
-            read_reports(layout.reports_folder),
-        )
+        with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)):
+            compare_written(check, replay)
         if (layout.audit_folder / METRICS).is_file():
             check_audit(check, layout, replay, sweep, bootstrap)
         else:
@@ -602,38 +584,6 @@ def check_lock(check: Check) -> None:
     )
 
 
-def check_bundle(
-    check: Check,
-    files: BundleFiles,
-    folder: str | Path,
-    expected: ReportBundle,
-    reported: ReportBundle,
-    *,
-    skip_tables: Sequence[str] = (),
-    skip_metrics: Sequence[str] = (),
-) -> None:
-    """A stage's reports against what is on disk: every table cell by cell, every text line
-    by line, every metric leaf by leaf, each difference named by file and line or key.
-
-    `skip_tables` (file names) and `skip_metrics` (metrics.json's keys) are not rechecked;
-    the caller notes why.
-    """
-    root = Path(folder)
-    for name in files.tables:
-        if name not in skip_tables:
-            file = display_path(root / name)
-            check.add(
-                file,
-                cell_count(expected[name]),
-                compare_tables(file, expected[name], reported[name]),
-            )
-    for name in files.texts:
-        file = display_path(root / name)
-        check.add(file, *compare_text(file, expected.texts[name], reported.texts[name]))
-    file = display_path(root / METRICS)
-    check.add(file, *compare_json(file, expected.metrics, reported.metrics, skip=skip_metrics))
-
-
 def check_controls(
     check: Check,
     record: Mapping[str, Any],
@@ -656,22 +606,18 @@ def check_controls(
             check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
             continue
         reported = _json_of(summary_path, judge)
-        if config.model is not None and not (published is not None and published.expected):
-            found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
-            summary = {judge: control_summary(found)}
-        else:
+        if config.model is None or (published is not None and published.expected):
             # Judged again whatever they show: the run judged them, and so does the check.
             stage = partial(run_judge_controls, config, ControlsSettings(judge_anyway=True))
             try:
-                with replay.rerun(stage) as scratch:
-                    again = scratch.controls(judge)
-                    _check_table_again(check, table_path, again, CONTROL_SCHEMA, "judge_controls")
-                    summary = _json_of(scratch.controls_summary(judge), judge)
+                with replay.rerun(stage):
+                    compare_written(check, replay)
             except CallNotFound as exc:
                 _calls_missing(check, layout, f"judge_controls {judge}", exc)
-                continue
+            continue
+        found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
         file = display_path(summary_path)
-        check.add(file, *compare_json(file, summary, reported))
+        check.add(file, *compare_json(file, {judge: control_summary(found)}, reported))
 
 
 def _json_of(path: Path, judge: str) -> Any:
@@ -697,55 +643,34 @@ def check_audit(
     """The judge audit's tables and metrics, by the audit stage's own function in the
     replay, with no judge judged again; re-judged determinism figures are only noted."""
     root = layout.audit_folder
-    reported = read_audit(root)
-    no_rejudging = DeterminismSettings(repeats=0)
-    with replay.rerun(
-        partial(
-            run_audit, no_rejudging, sweep=sweep, bootstrap=bootstrap, judge_config=_no_model_calls
-        )
-    ) as scratch:
-        recomputed = read_audit(scratch.audit_folder)
-    rejudged = reported["determinism.csv"].filter(pl.col("method") == "re-judged")
+    rejudged = read_audit(root)["determinism.csv"].filter(pl.col("method") == "re-judged")
     if rejudged.height:
         check.notes.append(
             f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
             "were re-judged by model calls; those figures are not rechecked"
         )
     skip = rejudged.height > 0
-    check_bundle(
-        check,
-        AUDIT,
-        root,
-        recomputed,
-        reported,
-        skip_tables=DETERMINISM_FILES if skip else (),
-        skip_metrics=("determinism",) if skip else (),
-    )
+    no_rejudging = DeterminismSettings(repeats=0)
+    with replay.rerun(
+        partial(
+            run_audit, no_rejudging, sweep=sweep, bootstrap=bootstrap, judge_config=_no_model_calls
+        )
+    ):
+        compare_written(
+            check,
+            replay,
+            skip_files=DETERMINISM_FILES if skip else (),
+            skip_keys=("determinism",) if skip else (),
+        )
 
 
 def check_figures(
     check: Check, layout: RunLayout, replay: Replay, dynamic: DynamicSettings
 ) -> None:
-    """The numbers behind each figure (<figure>.csv), by the plot stage's own function in
-    the replay."""
-    with replay.rerun(partial(run_plot, dynamic=dynamic)) as scratch:
-        for drawn in sorted(scratch.figures_folder.glob("*.csv")):
-            _check_figure_data(check, drawn, layout.figures_folder / drawn.name)
-
-
-def _check_figure_data(check: Check, drawn: Path, path: Path) -> None:
-    """A figure's numbers as drawn again (`drawn`) against the run's (`path`)."""
-    expected = pl.read_csv(drawn)
-    file = display_path(path)
-    if not path.is_file():
-        check.add(file, 1, [Difference(file, "", "file", "present", "(missing)")])
-        return
-    try:
-        found = pl.read_csv(path, schema=expected.schema)
-    except pl.exceptions.PolarsError as exc:
-        check.add(file, 1, [Difference(file, "", "contents", "a readable CSV", str(exc))])
-        return
-    check.add(file, cell_count(expected), compare_tables(file, expected, found))
+    """Everything the plot stage writes again in the replay: the numbers behind each figure
+    (<figure>.csv; the drawings are NOT_COMPARED) and the report page."""
+    with replay.rerun(partial(run_plot, dynamic=dynamic)):
+        compare_written(check, replay)
 
 
 # -- the dynamic extension ------------------------------------------------------------------------
@@ -795,20 +720,10 @@ def check_dynamic(
         for model in settings.models:
             for condition in settings.conditions:
                 _check_dynamic_cell(check, run, record, layout, (judge, model, condition), replay)
-        root = layout.dynamic_reports(judge)
-        reported = read_dynamic_reports(root)
         with replay.rerun(
             partial(run_dynamic_aggregate, settings, judge=judge, bootstrap=bootstrap)
-        ) as scratch:
-            check_bundle(
-                check,
-                DYNAMIC_FILES,
-                root,
-                read_dynamic_reports(scratch.dynamic_reports(judge)),
-                reported,
-            )
-            figure = f"{DYNAMIC_FIGURE}.csv"
-            _check_figure_data(check, scratch.dynamic_reports(judge) / figure, root / figure)
+        ):
+            compare_written(check, replay)
 
 
 def _check_dynamic_cell(
@@ -840,15 +755,12 @@ def _check_dynamic_cell(
                 sampling=sampling,
                 dataset=run.dataset,
             )
-        ) as scratch:
-            again = scratch.dynamic_prompts(*cell)
-            _check_table_again(check, prompts_file, again, DYNAMIC_PROMPT_SCHEMA, "dynamic_render")
+        ):
+            compare_written(check, replay)
         if published is not None:  # as the first turn's: only published calls answer it
             stage = partial(run_dynamic_sample, sampling, judge=judge, spec=spec)
-            with replay.rerun(partial(stage, condition=condition)) as scratch:
-                again = scratch.dynamic_responses(*cell)
-                schema = DYNAMIC_RESPONSE_SCHEMA
-                _check_table_again(check, responses_file, again, schema, "dynamic_sample")
+            with replay.rerun(partial(stage, condition=condition)):
+                compare_written(check, replay)
         if config.model is not None and published is None:
             check.notes.append(
                 f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
@@ -859,10 +771,8 @@ def _check_dynamic_cell(
                 partial(
                     run_dynamic_judge, config, model=spec, condition=option("condition", condition)
                 )
-            ) as scratch:
-                again = scratch.dynamic_verdicts(*cell)
-                schema = DYNAMIC_VERDICT_SCHEMA
-                _check_table_again(check, verdicts_file, again, schema, "dynamic_judge")
+            ):
+                compare_written(check, replay)
     except CallNotFound as exc:
         _calls_missing(check, layout, f"dynamic cell {judge}/{model}/{condition}", exc)
     _check_second_replies(check, spec, prompts, responses, published)

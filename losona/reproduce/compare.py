@@ -4,6 +4,7 @@ leaf, text line by line, each difference named by file, row or key, and field.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,3 +145,30 @@ def compare_text(file: str, expected: str, found: str) -> tuple[int, list[Differ
 
 def cell_count(df: pl.DataFrame) -> int:
     return df.height * df.width
+
+
+def compare_files(
+    file: str, expected: Path, found: Path, *, skip: Sequence[str] = ()
+) -> tuple[int, list[Difference]]:
+    """An output as a stage wrote it again (`expected`) against the run's (`found`), value by
+    value as its kind reads: a table cell by cell, JSON leaf by leaf (`skip`: keys not
+    rechecked), any other text line by line."""
+    if not found.is_file():
+        return 1, [Difference(file, "", "file", "present", "(missing)")]
+    suffix = expected.suffix
+    try:
+        if suffix in (".parquet", ".csv"):
+            want = pl.read_parquet(expected) if suffix == ".parquet" else pl.read_csv(expected)
+            got = (
+                pl.read_parquet(found)
+                if suffix == ".parquet"
+                else pl.read_csv(found, schema=want.schema)
+            )
+            return cell_count(want), compare_tables(file, want, got)
+        if suffix == ".json":
+            return compare_json(
+                file, json.loads(expected.read_text()), json.loads(found.read_text()), skip=skip
+            )
+        return compare_text(file, expected.read_text(), found.read_text())
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError, ValueError) as exc:
+        return 1, [Difference(file, "", "contents", f"a readable {suffix} file", str(exc))]

@@ -42,6 +42,7 @@ class Replay:
 
     def __init__(self, run: RunLayout, root: Path) -> None:
         self.root = root
+        self.written: list[Path] = []
         located = run.paths.model_dump()
         self.scratch = RunLayout(
             run.paths.model_copy(
@@ -68,14 +69,21 @@ class Replay:
         """The run's file a file of the copy stands for (the inverse of `_copy_of`)."""
         return Path("/") / copy.relative_to(self.root)
 
+    def original(self, copy: Path) -> Path:
+        """The run's file a file of the copy stands for, as the user names it."""
+        return Path(os.path.relpath(self._original(copy)))
+
     @contextmanager
     def rerun(self, stage: Callable[[RunLayout], object]) -> Iterator[RunLayout]:
         """Run `stage` in the copy (its account kept from the terminal), yield the copy's
-        layout for its outputs to be compared, then put back every file it wrote."""
+        layout for its outputs to be compared (`written`: each file it wrote), then put
+        back every file it wrote."""
         before = _files(self.root)
         try:
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 stage(self.scratch)
+            after = _files(self.root)
+            self.written = sorted(p for p in after if after[p] != before.get(p))
             yield self.scratch
         except LosonaError as exc:
             # A file it names is the run's: say where the user finds it, not the copy.

@@ -11,6 +11,13 @@ from losona.judges.base import Judge
 from losona.models import CallOptions
 
 
+def model_and_template(entry: Mapping[str, Any], templates: Mapping[str, Any]) -> str:
+    """A judge that calls a model: its kind, the model and the judge template's hash."""
+    model = entry.get("model") or {}
+    template = (templates.get("judge") or {}).get("sha256", "")
+    return f"{entry.get('kind')} ({model.get('model')}, template sha256 {str(template)[:12]})"
+
+
 @dataclass(frozen=True)
 class JudgeKind:
     """One kind of judge (`kind:` in conf/judge/*.yaml): all the pipeline asks of it."""
@@ -28,3 +35,8 @@ class JudgeKind:
     # The `judge_model` and `judge_version` its verdicts carry, read back from that record
     # (reproduce); the second argument names the record in a refusal.
     verdict_origin: Callable[[Mapping[str, Any], str], dict[str, Any]]
+    # What makes its numbers comparable with another run's (a board groups runs by it),
+    # from that record and the run's template hashes (provenance's `templates`).
+    identity: Callable[[Mapping[str, Any], Mapping[str, Any]], str] = lambda entry, templates: (
+        model_and_template(entry, templates)
+    )

@@ -17,10 +17,16 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return {"judge_model": f"lexicon@{version}", "judge_version": version}
 
 
+def _identity(entry: Mapping[str, Any], templates: Mapping[str, Any]) -> str:
+    rules = (templates.get("lexicon_rules") or {}).get("sha256", "")
+    return f"lexicon (rules {entry.get('rules_version')}, sha256 {str(rules)[:12]})"
+
+
 LEXICON = JudgeKind(
     name="lexicon",
     settings=judge_kind_settings("lexicon"),
     make=lambda config, options: LexiconJudge(),
     record=lambda config: {"rules_version": str(read_yaml(RULES_PATH)["version"])},
     verdict_origin=_verdict_origin,
+    identity=_identity,
 )

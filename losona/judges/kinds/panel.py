@@ -38,10 +38,19 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return {"judge_model": panel_description(panel), "judge_version": entry.get("panel_version")}
 
 
+def _identity(entry: Mapping[str, Any], templates: Mapping[str, Any]) -> str:
+    members = ", ".join(map(str, entry.get("members") or []))
+    return (
+        f"panel ({entry.get('rule')} of {members}; unscored members "
+        f"{entry.get('unscored_members')})"
+    )
+
+
 PANEL = JudgeKind(
     name="panel",
     settings=judge_kind_settings("panel"),
     make=_make,
     record=_record,
     verdict_origin=_verdict_origin,
+    identity=_identity,
 )
