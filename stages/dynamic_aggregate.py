@@ -20,11 +20,13 @@ from losona.pipeline.dynamic_aggregate import run_dynamic_aggregate
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    settings = chosen(cfg, "dynamic")
-    settings.check_sweep(plain(cfg.sweep), where="conf/dynamic/default.yaml")
-    bootstrap = chosen(cfg, "aggregate")
-    run_dynamic_aggregate(settings, layout, chosen(cfg, "judge").name, bootstrap)
+    run_dynamic_aggregate(
+        chosen(cfg, "dynamic"),
+        RunLayout(chosen(cfg, "paths")),
+        chosen(cfg, "judge").name,
+        chosen(cfg, "aggregate"),
+        plain(cfg.sweep),
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,5 @@
 """The audit stage as functions: how far the run's judges can be trusted, and the labelling
 sheet people fill in so that the audit can measure the judges against them.
-
-stages/audit.py composes the config, checks the groups it reads and calls one of these;
-tests call them in-process with a composed config.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The calls stage as a function: every model call a run's tables were built from, merged
 into one file published with the run (docs/reproducing.md).
-
-stages/calls.py composes the config, checks the groups it reads and calls it; tests call it
-in-process with a composed config. It is not in provenance's stage.py, which reaches the
-judges and prompts (their hashes): here, the calls stage depends on none of them.
 """
 
 from __future__ import annotations

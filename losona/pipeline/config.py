@@ -1,8 +1,5 @@
 """The config stage as a function: a model or judge option of the sweep as the run uses it,
 checked, in a file of its own (data/configs/<group>/<name>.json).
-
-stages/config.py composes the config and calls `run_config_stage` with the groups named on
-its command line; tests call `run_config` in-process with a checked option.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The curate stage as a function: the review sheet, and the accepted candidates as a
 versioned scenario file with its provenance.
-
-stages/curate.py composes the config, checks the node it reads and calls it; tests call it
-in-process with a composed config. It has a module of its own, apart from generate's
-(stage.py) and screen's: curating calls no model, and only it writes a page.
 """
 
 from __future__ import annotations

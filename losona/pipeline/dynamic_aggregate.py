@@ -1,12 +1,10 @@
 """The dynamic_aggregate stage as a function: one judge's second-turn metrics, tables, figure
 and DVC metrics.
-
-stages/dynamic_aggregate.py composes the config, checks the groups it reads and calls it;
-reproduce calls it again in a scratch copy of the run. It has a module of its own: the
-figure's drawing reaches matplotlib, which no other dynamic stage needs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from losona.core.config import AggregateSettings
 from losona.core.contracts import SCENARIO_SCHEMA, subset_note
@@ -19,10 +17,16 @@ from losona.figures import write_figures
 
 
 def run_dynamic_aggregate(
-    settings: DynamicSettings, layout: RunLayout, judge: str, bootstrap: AggregateSettings
+    settings: DynamicSettings,
+    layout: RunLayout,
+    judge: str,
+    bootstrap: AggregateSettings,
+    sweep: Mapping[str, Sequence[str]],
 ) -> None:
     """dynamic_aggregate: every cell of the dynamic sweep under one first-turn judge,
-    reported in reports/dynamic/<judge>/ with its recovery figure."""
+    reported in reports/dynamic/<judge>/ with its recovery figure; its cells must be the
+    first turn's (`sweep`)."""
+    settings.check_sweep(sweep, where=DynamicSettings.FILE)
     scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
     cells = load_cells(layout, judge, settings.models, settings.conditions)
     reports = aggregate_dynamic(

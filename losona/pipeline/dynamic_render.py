@@ -1,9 +1,5 @@
 """The dynamic_render stage as a function: one cell's second-turn prompts, from its first
 turn's verdicts.
-
-stages/dynamic_render.py composes the config, checks the groups it reads and calls it; tests
-call it in-process with a composed config. It has a module of its own, apart from
-dynamic_judge's (stage.py): rendering reaches no judge code, and judging no follow-ups.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The dynamic_sample stage as a function: the subject's second reply to every second-turn
 prompt of one cell.
-
-stages/dynamic_sample.py composes the config, checks the groups it reads and calls it. It
-has a module of its own: sampling reaches the model layer's sending, which neither
-dynamic_render's nor dynamic_judge's module needs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The generate stage as a function: the generator model's candidate scenarios for the
 selected cells of the catalog, every one checked and kept.
-
-stages/generate.py composes the config, checks the node it reads and calls it; tests call it
-in-process with a composed config. screen and curate have modules of their own
-(screen_stage.py, curate_stage.py): a stage depends on every module its script imports, and
-generating reaches no judge and no review page, nor screening the generator's code.
 """
 
 from __future__ import annotations

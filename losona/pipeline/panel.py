@@ -1,9 +1,5 @@
 """The panel stage as a function: a judge panel's verdicts and validity controls, combined
 from its members' votes with no model call.
-
-stages/panel.py composes the config, checks the groups it reads and calls it; tests call it
-in-process with a composed config. It has a module of its own, apart from the judging
-stages' (stage.py), whose health checks and calls files a panel does not need.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The panel_votes stage as a function: one judge's verdicts and validity controls, copied
 where a panel reads them (empty for a judge that is not its member).
-
-stages/panel_votes.py composes the config, checks the groups it reads and calls it; tests
-call it in-process with a composed config. It has a module of its own, apart from the
-judging stages' (stage.py): those reach the model layer, and copying votes needs none of it
-(neither the import time nor the dependency).
 """
 
 from __future__ import annotations

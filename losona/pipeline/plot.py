@@ -1,8 +1,4 @@
-"""The plot stage as a function: the paper's figures and the self-contained HTML report.
-
-stages/plot.py composes the config, checks the groups it reads and calls it; tests call it
-in-process with a composed config.
-"""
+"""The plot stage as a function: the paper's figures and the self-contained HTML report."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The provenance stage as a function: what a run rests on, in reports/provenance.json.
-
-stages/provenance.py composes the config, checks the groups it reads and calls it; tests call
-it in-process with a composed config. The calls stage has its own module (calls_stage.py):
-a stage depends on every module its script reaches, and the two reach different ones.
-"""
+"""The provenance stage as a function: what a run rests on, in reports/provenance.json."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """The screen stage as a function: the no-demonstration control, asked of the baseline
 models and judged.
-
-stages/screen.py composes the config, checks the node it reads and calls it; tests call it
-in-process with a composed config. It has a module of its own, apart from generate's
-(stage.py) and curate's: screening reaches the judges, and neither the generator's calls
-nor the review page.
 """
 
 from __future__ import annotations

@@ -721,7 +721,13 @@ def check_dynamic(
             for condition in settings.conditions:
                 _check_dynamic_cell(check, run, record, layout, (judge, model, condition), replay)
         with replay.rerun(
-            partial(run_dynamic_aggregate, settings, judge=judge, bootstrap=bootstrap)
+            partial(
+                run_dynamic_aggregate,
+                settings,
+                judge=judge,
+                bootstrap=bootstrap,
+                sweep=record["sweep"],
+            )
         ):
             compare_written(check, replay)
 
