@@ -153,7 +153,7 @@ def row_group_sizes(rows: int) -> tuple[int, ...]:
     """
     if rows <= ONE_ROW_GROUP:
         return (rows,)
-    # Only here: pyarrow takes some 45 MB to import, more than most stages' tables.
+    # Only here: importing pyarrow costs more memory than most stages' tables.
     import pyarrow.parquet
 
     probe = io.BytesIO()
@@ -228,7 +228,7 @@ def _strict(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
     return loader
 
 
-# libyaml's parser reads a file about ten times faster than PyYAML's own, and stages read
+# libyaml's parser reads a file many times faster than PyYAML's own, and stages read
 # their configs, the catalog, the lexicon and dvc.lock with it. A file libyaml refuses is
 # read again by PyYAML's own, so that the error a user sees is worded as it always was.
 _FAST_LOADER = _strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader))

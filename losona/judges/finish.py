@@ -40,10 +40,9 @@ def finish_judging(
     from, the unscored replies, `closing`).
 
     The table goes as soon as it is written, before the calls table is made: pass it as an
-    expression, so that no name of the caller's keeps it (tests/test_scale.py measures a
-    judge cell's peak memory). The calls are collected rather than streamed: a cell's calls
-    fit one row group, which the writer would hold whole anyway, and made on this thread
-    they peaked a little lower.
+    expression, so that no name of the caller's keeps it (tests/test_scale.py bounds a judge
+    cell's peak memory). The calls are collected rather than streamed: a cell's calls fit
+    one row group, which the writer would hold whole anyway.
     """
     write_parquet(table, out)
     for log in judge.run_logs if isinstance(judge, CallingJudge) else ():

@@ -1,30 +1,12 @@
 """Batch jobs: a model's missing calls sent as one provider batch, at the batch price.
 
-Opt-in (`sampling.batch`, a judge config's `batch`), for the providers whose Batch API
-litellm speaks in OpenAI's format (BATCH_PROVIDERS). A batch only fills the call cache;
-the table is then built by `complete` as usual, from cache hits alone, so it comes out
-byte for byte as a run that made the same calls one by one would write it.
-
-1. The keys are `complete`'s own (prepare.Prepared.key_and_params), and only requests the
-   cache lacks are sent. Each becomes one line of a JSONL file whose custom_id is its key.
-2. Before anything is uploaded, and again after the upload and after the batch is created,
-   the job's state is written to `<call cache>.batches/<job>.json`: the model, the
-   endpoint, the keys it covers, the file id and the batch id, never an API key. A stage
-   killed or stopped while it waits finds that file on rerun and polls the same batch: it
-   never submits the same requests twice. (The batch is created with the job id in its
-   metadata, so even a kill between the provider creating it and the file recording its
-   id is recovered by listing the provider's batches.)
-3. It polls every `poll_interval_s`, with a progress bar, until the batch ends; then the
-   output file is read and each good line is stored in the cache exactly as `complete`
-   stores a call (text, finish reason, tokens, cost at the list price the table records).
-4. Lines that failed with a transient fault (or never came back) are sent again in a new
-   batch of those alone, up to `rounds` batches in all; what still fails stops the stage
-   as failed calls do, with nothing written. A batch that ends failed, expired or
-   cancelled stops the stage with that status; what it did answer is kept.
-
-The batch price is recorded in the run log under `batch` (runlog.BatchReport; pricing.py:
-litellm's `input_cost_per_token_batches` and `output_cost_per_token_batches`, cache hits at
-its batch cache price).
+Opt-in (`sampling.batch`, a judge config's `batch`) for the providers whose Batch API
+litellm speaks in OpenAI's format (BATCH_PROVIDERS). A batch only fills the call cache with
+the keys `complete` would use, so the table `complete` then builds from cache hits is byte
+for byte the one calls made one by one give. The job's state is written beside the cache
+(`<call cache>.batches/<job>.json`) before each step, so a stage killed while it waits polls
+the same batch on rerun and never submits the same requests twice; failed lines go again in
+a batch of their own, up to `rounds` batches. docs/sampling.md, "Batch jobs".
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from losona.core.files import atomic_path
 
 # The folder's name beside the call cache.
 FOLDER = "smollm2-states"
-# The bundled set's 176 first-turn prompts (44 scenarios x 4 conditions) take about 3.5 GB.
+# Room for the bundled set's first-turn prompts (docs/models.md, "The embedded model").
 CAPACITY_BYTES = 4 * 1024**3
 MAGIC = b"losona prompt state 1\n"
 SUFFIX = ".state"

