@@ -23,6 +23,8 @@ from losona.audit.tables import (
 )
 from losona.results.bundle import BundleFiles, ReportBundle
 
+# The determinism audit's files: figures it made by calling the judges again, when opted in.
+DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
 # The files audit writes under paths.audit_dir (dvc.yaml lists the same names).
 AUDIT_FILES: dict[str, pl.Schema] = {
     "judge_pairs.csv": JUDGE_PAIR_SCHEMA,

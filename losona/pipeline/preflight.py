@@ -26,7 +26,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from losona.audit.settings import AuditSettings
-from losona.core.config.loading import CONF_DIR, PARAMS_FILE, RUN_FILE, option_file, plain
+from losona.core.config.loading import (
+    CONF_DIR,
+    PANELS_FILE,
+    PARAMS_FILE,
+    RUN_FILE,
+    option_file,
+    plain,
+)
 from losona.core.config.reading import chosen, option
 from losona.core.config.schemas import judge_kind_settings
 from losona.core.errors import LosonaError
@@ -35,7 +42,7 @@ from losona.core.layout import RunLayout
 from losona.dynamic.settings import DynamicSettings
 
 # The files a user sets a run with (`dvc exp run -S <file>:<key>=...` rewrites them).
-RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, CONF_DIR / "panels.yaml", Path(DynamicSettings.FILE))
+RUN_SETTINGS_FILES = (PARAMS_FILE, RUN_FILE, PANELS_FILE, Path(DynamicSettings.FILE))
 # The groups every run reads, checked as the stages check them. The families' own schemas
 # are named through their imports, not only found through GROUPS, so that this stage
 # depends on each schema it checks (dvc.yaml lists the modules a stage imports).
@@ -62,7 +69,7 @@ def run_problems(cfg: DictConfig) -> list[str]:
     for key, group in (("models", "model"), ("conditions", "condition"), ("judges", "judge")):
         _check_names(problems, f"{PARAMS_FILE}: 'sweep.{key}'", group, sweep[key])
     panels = sweep.get("panels") or []
-    _check_names(problems, f"{CONF_DIR / 'panels.yaml'}: 'panels'", "judge", panels)
+    _check_names(problems, f"{PANELS_FILE}: 'panels'", "judge", panels)
     for panel in panels:
         _collect(problems, partial(_check_panel, panel, sweep["judges"]))
     _collect(problems, lambda: _check_dynamic(cfg, sweep))
@@ -107,7 +114,7 @@ def _check_panel(panel: str, judges: Sequence[str]) -> None:
     where = f"{option_file('judge', panel)}"
     if not judge_kind_settings(config.kind).combines:
         raise LosonaError(
-            f"{CONF_DIR / 'panels.yaml'}: 'panels': expected judges of kind panel, found "
+            f"{PANELS_FILE}: 'panels': expected judges of kind panel, found "
             f"'{panel}' of kind {config.kind} (a judge of the sweep goes in params.yaml's "
             "sweep.judges)"
         )

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from losona.core.cli import USER_ERROR_EXIT
+from losona.core.config import PARAMS_FILE
 from losona.core.errors import LosonaError
 from losona.models.published_calls import md5_file
 from losona.provenance.call_files import LOCK_FILE, lock_outputs
@@ -238,7 +239,7 @@ def rested_on(root: Path = Path(".")) -> list[str]:
 def _dataset_file(root: Path) -> list[str]:
     """The scenario file a run on its own dataset reads (conf/dataset/<name>.yaml's path)."""
     try:
-        params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")) or {}
+        params = yaml.safe_load((root / PARAMS_FILE).read_text(encoding="utf-8")) or {}
         config = root / "conf" / "dataset" / f"{params.get('dataset')}.yaml"
         path = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("path")
     except (OSError, yaml.YAMLError, AttributeError):

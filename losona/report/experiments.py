@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from losona.core.cli import USER_ERROR_EXIT
-from losona.core.config import CONF_DIR, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
+from losona.core.config import (
+    PANELS_FILE,
+    PARAMS_FILE,
+    RUN_FILE,
+    Paths,
+    load_option,
+    option_file,
+)
 from losona.core.errors import LosonaError
 from losona.core.formatting import MISSING, number, signed
 from losona.core.layout import RunLayout
@@ -37,7 +44,6 @@ from losona.provenance.dvc_json import dvc_json
 from losona.results.bundle import METRICS
 
 # The sweep's judge panels (`panels`): a params file of its own, for the reason it gives.
-PANELS_FILE = CONF_DIR / "panels.yaml"
 
 # The widest line printed: a terminal folds a wider one, and the columns no longer line up.
 WIDTH = 120

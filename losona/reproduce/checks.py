@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit.files import read_audit
+from losona.audit.files import DETERMINISM_FILES, read_audit
 from losona.audit.inputs import audit_inputs
 from losona.audit.settings import DeterminismSettings
 from losona.core.config import (
@@ -78,8 +78,6 @@ from losona.reproduce.compare import (
 from losona.reproduce.replay import Replay, replaying
 from losona.results.bundle import METRICS
 from losona.sampling.sample import condition_prompts, sample_requests
-
-DETERMINISM_FILES = ("determinism.csv", "determinism_flips.csv")
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:

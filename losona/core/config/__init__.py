@@ -29,6 +29,7 @@ from __future__ import annotations
 from losona.core.config.checker import FROM_CONFIG, Refusal, check
 from losona.core.config.loading import (
     CONF_DIR,
+    PANELS_FILE,
     PARAMS_FILE,
     ROOT_FILE,
     RUN_FILE,
@@ -61,6 +62,7 @@ __all__ = [
     "CONF_DIR",
     "FROM_CONFIG",
     "GROUPS",
+    "PANELS_FILE",
     "PARAMS_FILE",
     "ROOT_FILE",
     "RUN_FILE",

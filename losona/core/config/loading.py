@@ -25,6 +25,8 @@ ROOT_FILE = CONF_DIR / "config.yaml"
 # `dvc exp run -S conf/run.yaml:...` can rewrite them (DVC cannot rewrite a file that holds
 # an interpolation it does not know, such as ROOT_FILE's ${dvc_param:...}).
 RUN_FILE = CONF_DIR / "run.yaml"
+# The judge panels of the sweep, apart from params.yaml (the file says why).
+PANELS_FILE = CONF_DIR / "panels.yaml"
 
 
 def dvc_param(key: str) -> Any:
