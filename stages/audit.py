@@ -15,26 +15,13 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import JudgeConfig, chosen, option, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.audit import run_audit, run_audit_export
+from losona.pipeline.audit import run_audit_command
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    settings = chosen(cfg, "audit")
-    layout = RunLayout(chosen(cfg, "paths"))
-    sweep = plain(cfg.sweep)
-    if settings.export:
-        run_audit_export(settings, layout, sweep)
-        return
-
-    def judge_config(name: str) -> JudgeConfig:
-        # The judge chosen with judge= keeps its command-line overrides (judge.model...).
-        return chosen(cfg, "judge") if cfg.judge.name == name else option("judge", name)
-
-    run_audit(settings.determinism, layout, sweep, chosen(cfg, "aggregate"), judge_config)
+    run_audit_command(cfg)
 
 
 if __name__ == "__main__":

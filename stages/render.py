@@ -8,20 +8,13 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, option
-from losona.core.layout import RunLayout
-from losona.pipeline.render import run_render
+from losona.pipeline.render import run_render_command
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    if "condition" in cfg:
-        conditions = [chosen(cfg, "condition").name]
-    else:  # a condition must have its config, not only a template
-        conditions = [option("condition", name).name for name in cfg.sweep.conditions]
-    run_render(conditions, layout)
+    run_render_command(cfg)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from omegaconf import DictConfig
+
 from losona.audit.inputs import audit_inputs
 from losona.audit.labelling import labelling_sheet, load_labels, load_responses, write_sheet
 from losona.audit.run import audit
 from losona.audit.settings import AuditSettings, DeterminismSettings
 from losona.audit.summary import summary_lines
-from losona.core.config import AggregateSettings, JudgeConfig
+from losona.core.config import AggregateSettings, JudgeConfig, chosen, option, plain
 from losona.core.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.core.files import read_parquet
 from losona.core.layout import RunLayout
@@ -98,3 +100,22 @@ def run_audit_export(
         f"as {layout.labels} (columns item_id and complies: true or false) and rerun "
         "the audit (python stages/audit.py, or dvc repro)."
     )
+
+
+def run_audit_command(cfg: DictConfig) -> None:
+    """audit as its command line asks: the audit, or with audit.export the labelling sheet."""
+    settings = chosen(cfg, "audit")
+    layout = RunLayout(chosen(cfg, "paths"))
+    sweep = plain(cfg.sweep)
+    if settings.export:
+        run_audit_export(settings, layout, sweep)
+        return
+
+    def judge_config(name: str) -> JudgeConfig:
+        # The judge chosen with judge= keeps its command-line overrides (judge.model...).
+        config: JudgeConfig = (
+            chosen(cfg, "judge") if cfg.judge.name == name else option("judge", name)
+        )
+        return config
+
+    run_audit(settings.determinism, layout, sweep, chosen(cfg, "aggregate"), judge_config)

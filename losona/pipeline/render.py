@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from omegaconf import DictConfig
+
+from losona.core.config import chosen, option
 from losona.core.contracts import SCENARIO_SCHEMA
 from losona.core.files import read_parquet, write_parquet
 from losona.core.formatting import counted
@@ -20,3 +23,13 @@ def run_render(conditions: Sequence[str], layout: RunLayout) -> None:
         f"render: {counted(prompts.height, 'prompt')} ({counted(len(conditions), 'condition')}) "
         f"-> {layout.prompts}"
     )
+
+
+def run_render_command(cfg: DictConfig) -> None:
+    """render as its command line asks: the condition named, or every condition of the
+    sweep (each must have its config, not only a template)."""
+    if "condition" in cfg:
+        conditions = [chosen(cfg, "condition").name]
+    else:
+        conditions = [option("condition", name).name for name in cfg.sweep.conditions]
+    run_render(conditions, RunLayout(chosen(cfg, "paths")))

@@ -4,9 +4,13 @@ in-process with a composed config."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-from losona.core.config import ConditionConfig, ModelSpec, SamplingSettings
+from omegaconf import DictConfig
+
+from losona.core.config import ConditionConfig, ModelSpec, SamplingSettings, chosen, option, plain
+from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
@@ -92,3 +96,23 @@ def run_sample_dry_sweep(
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
     total = CallPlan.total([found for _, found in cells])
     print(f"sample (dry run, no calls made): the sweep, {total.describe()}")
+
+
+def run_sample_command(cfg: DictConfig) -> None:
+    """sample as its command line asks: one cell (a condition named), or with
+    sampling.dry_run and no condition, every cell of the sweep's estimate."""
+    layout = RunLayout(chosen(cfg, "paths"))
+    settings = chosen(cfg, "sampling")
+    dataset = functools.partial(chosen, cfg, "dataset")  # read only by a dry run before fetch
+    if "condition" in cfg:
+        run_sample(settings, layout, chosen(cfg, "model"), chosen(cfg, "condition"), dataset)
+    elif settings.dry_run:  # a condition must have its config
+        sweep = plain(cfg.sweep)
+        specs = [option("model", name) for name in sweep["models"]]
+        conditions = [option("condition", name).name for name in sweep["conditions"]]
+        run_sample_dry_sweep(settings, layout, specs, conditions, dataset)
+    else:
+        raise LosonaError(
+            "sample needs one condition, e.g. python stages/sample.py condition=naive "
+            "(or sampling.dry_run=true, without a condition, for the whole sweep's cost)"
+        )
