@@ -21,14 +21,10 @@ import pytest
 import yaml
 from conftest import REPO, run_layout
 
-from losona.audit.files import AUDIT_FILES
 from losona.core.config import Paths, load_option
 from losona.core.layout import RunLayout
-from losona.dynamic.aggregate import CSV_FILES as DYNAMIC_CSV_FILES
-from losona.dynamic.aggregate import FIGURE as DYNAMIC_FIGURE
 from losona.dynamic.settings import DynamicSettings
-from losona.results.aggregate import CSV_FILES, TABLE1
-from losona.results.bundle import METRICS
+from losona.pipeline.table import STAGES
 
 TEMPLATE = re.compile(r"\$\{([^}]+)\}")
 # One cell of every matrix: the names are made up, so nothing can match by accident.
@@ -76,55 +72,45 @@ def posix(*paths: Path | None) -> set[str]:
 
 
 def expected_outs(layout: RunLayout) -> dict[str, set[str]]:
-    """What each stage writes for the cell ITEM, as the layout places it."""
-    m, c, j, p = ITEM["model"], ITEM["condition"], ITEM["judge"], ITEM["panel"]
-    reports, audit, dynamic = layout.reports_folder, layout.audit_folder, layout.dynamic_reports(j)
-    figure = [f"{DYNAMIC_FIGURE}.{kind}" for kind in ("png", "svg", "csv")]
-    return {
-        "preflight": posix(layout.run_checked),
-        "fetch": posix(layout.scenarios),
-        "render": posix(layout.prompts),
-        "model_config": posix(layout.config("model", m)),
-        "judge_config": posix(layout.config("judge", j)),
-        "panel_config": posix(layout.config("judge", p)),
-        "sample": posix(layout.responses(m, c), layout.sample_calls(m, c)),
-        "judge": posix(layout.verdicts(j, m, c), layout.judge_calls(j, m, c)),
-        "judge_controls": posix(layout.controls(j), layout.controls_calls(j)),
-        "panel_votes": posix(layout.panel_votes(p, j), layout.panel_control_votes(p, j)),
-        "panel": posix(layout.judge_verdicts(p), layout.controls(p)),
-        "aggregate": posix(*(reports / name for name in [*CSV_FILES, TABLE1])),
-        "dynamic_render": posix(
-            layout.dynamic_prompts(j, m, c), layout.dynamic_calls("dynamic_group", j, m, c)
-        ),
-        "dynamic_sample": posix(
-            layout.dynamic_responses(j, m, c), layout.dynamic_calls("dynamic_sample", j, m, c)
-        ),
-        "dynamic_judge": posix(
-            layout.dynamic_verdicts(j, m, c), layout.dynamic_calls("dynamic_judge", j, m, c)
-        ),
-        "dynamic_aggregate": posix(*(dynamic / name for name in [*DYNAMIC_CSV_FILES, *figure])),
-        "provenance": posix(layout.provenance),
-        "audit": posix(*(audit / name for name in AUDIT_FILES)),
-        "plot": posix(layout.figures_folder, layout.report_page),
-        "calls": posix(layout.calls),
-    }
+    """What each stage writes for the cell ITEM, as the pipeline's table places it."""
+    return {stage.name: posix(*stage.outputs(layout, ITEM)) for stage in STAGES}
 
 
 def expected_metrics(layout: RunLayout) -> dict[str, set[str]]:
-    """The DVC metrics each stage writes, as the layout places them."""
-    j, p = ITEM["judge"], ITEM["panel"]
+    """The DVC metrics each stage writes, as the pipeline's table places them."""
     return {
-        "judge_controls": posix(layout.controls_summary(j)),
-        "panel": posix(layout.controls_summary(p)),
-        "aggregate": posix(layout.reports_folder / METRICS),
-        "dynamic_aggregate": posix(layout.dynamic_reports(j) / METRICS),
-        "audit": posix(layout.audit_folder / METRICS),
+        stage.name: posix(*stage.metrics(layout, ITEM))
+        for stage in STAGES
+        if stage.metrics(layout, ITEM)
     }
 
 
 def default_layout() -> RunLayout:
     """The layout of conf/paths/default.yaml, the file dvc.yaml's `vars` reads."""
     return run_layout()
+
+
+def test_dvc_yaml_runs_the_tables_stages_in_its_order_with_their_scripts_and_cells() -> None:
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    assert list(pipeline) == [stage.name for stage in STAGES]
+    for stage in STAGES:
+        assert pipeline[stage.name]["cmd"].split()[:2] == ["python", stage.command], stage.name
+        assert tuple(pipeline[stage.name].get("matrix", {})) == stage.cells, stage.name
+
+
+def test_each_stage_reads_the_config_groups_the_table_names() -> None:
+    for stage in STAGES:
+        module = REPO / "losona" / "pipeline" / f"{stage.script or stage.name}.py"
+        read = {
+            call.args[1].value
+            for file in (REPO / stage.command, module)
+            for call in ast.walk(ast.parse(file.read_text(encoding="utf-8")))
+            if isinstance(call, ast.Call)
+            and getattr(call.func, "id", None) == "chosen"
+            and len(call.args) > 1
+            and isinstance(call.args[1], ast.Constant)
+        }
+        assert read <= set(stage.groups), f"{stage.name} reads {sorted(read)}"
 
 
 def test_every_stage_writes_where_dvc_yaml_declares_its_outputs() -> None:
