@@ -1,6 +1,6 @@
 """The pipeline's stages in one table, in dvc.yaml's order: each stage's function, the config
 groups its command reads, whether it calls a model, the sweep lists its cells expand over,
-and where its outputs go (as the layout places them). tests/test_pipeline_table.py holds
+and where its outputs go (as the layout places them). tests/test_layout.py holds
 dvc.yaml's stages, commands, matrices and outputs to it.
 """
 
