@@ -13,6 +13,7 @@ no files is listed as not verified too, so one submission's failure never costs 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from importlib.metadata import version
@@ -164,8 +165,12 @@ def metrics(rows: pl.DataFrame) -> dict[str, int]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Make the board from every submission's rows; return the exit status."""
+    argparse.ArgumentParser(
+        prog="python -m losona.board.page",
+        description="Merge every verified submission's rows into the board's page.",
+    ).parse_args(sys.argv[1:] if argv is None else argv)
     files = BoardFiles()
     try:
         submissions = read_submissions()

@@ -11,6 +11,7 @@ conf/paths/default.yaml read as data, never composed: an interpolation in it is 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path, PurePosixPath
@@ -133,12 +134,17 @@ def recheck(root: Path) -> dict[str, Any]:
     return outcome
 
 
-def main(argv: list[str]) -> int:
-    """Recheck the run in the working directory; write the outcome to argv[0]."""
-    outcome = recheck(Path("."))
-    Path(argv[0]).write_text(json.dumps(outcome, default=str), encoding="utf-8")
+def main(argv: list[str] | None = None) -> int:
+    """Recheck the run in the working directory; write the outcome where asked."""
+    parser = argparse.ArgumentParser(
+        prog="python -m losona.board.recheck",
+        description="Recheck the run in this folder (verify runs it in a scratch tree).",
+    )
+    parser.add_argument("outcome", help="the JSON file the outcome is written to")
+    out = Path(parser.parse_args(sys.argv[1:] if argv is None else argv).outcome)
+    out.write_text(json.dumps(recheck(Path(".")), default=str), encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -18,6 +18,7 @@ exits 2 only for the board's own files (an unknown name, a malformed submissions
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -200,19 +201,22 @@ def rows_of(report: dict[str, Any]) -> pl.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     """Verify the submission named on the command line; return the exit status."""
-    args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="python -m losona.board.verify",
+        description="Verify one submission of board/submissions.yaml, in the board's folder.",
+    )
+    parser.add_argument("name", help="the submission's name in submissions.yaml")
+    name = parser.parse_args(sys.argv[1:] if argv is None else argv).name
     files = BoardFiles()
     try:
-        if len(args) != 1:
-            raise LosonaError("usage: python -m losona.board.verify <submission name>")
         submissions = read_submissions()
-        if args[0] not in submissions:
-            raise LosonaError(f"submissions.yaml: no submission '{args[0]}'")
+        if name not in submissions:
+            raise LosonaError(f"submissions.yaml: no submission '{name}'")
         settings = read_settings()
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
-    submission = submissions[args[0]]
+    submission = submissions[name]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="losona-board-") as work:
         report = verify(submission, settings, Path(work))
