@@ -127,6 +127,10 @@ PLACED: dict[tuple[str, str, str], str] = {
         "needs a whole run of the sweep, and its git history for `dvc metrics diff`"
     ),
     ("docs/models.md", "export ANTHROPIC_API_KEY=...", "1de1de8e"): KEY,
+    ("docs/board.md", "make install", "c4ff2384"): (
+        "a board needs published runs to list; test_board.py publishes five and runs the "
+        "board's dvc repro the same way"
+    ),
     ("docs/offline.md", "python -m losona.testing.openai_server --judge &", "b04b3eef"): (
         "a whole run with a second judge; test_audit_pipeline.py runs one against the server"
     ),
