@@ -189,3 +189,16 @@ def test_every_python_m_losona_command_prints_its_usage_for_help_and_exits_0(
         out, err = process.communicate(timeout=120)
         assert (process.returncode, err) == (0, ""), f"{module} {flag}"
         assert out.startswith(f"usage: python -m {module} "), f"{module} {flag}: {out}"
+
+
+def test_a_refusal_under_dvc_ends_with_the_way_back_to_the_committed_run() -> None:
+    message = "conf/run.yaml: 'dataset.limit': 100000 is more than the 44 scenarios"
+    assert cli.refused(message, under_dvc=False) == message
+    assert cli.refused(message, under_dvc=True) == (
+        f"{message}\n  to get the committed run back instead: {cli.RESTORE_COMMITTED_RUN}"
+    )
+    # One that gives its own way back keeps it, alone.
+    own = (
+        "judge j cannot judge ...; to get the committed run back: git checkout ... && dvc checkout"
+    )
+    assert cli.refused(own, under_dvc=True) == own

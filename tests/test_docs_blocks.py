@@ -140,7 +140,7 @@ PLACED: dict[tuple[str, str, str], str] = {
     ("docs/reports.md", "python stages/plot.py", "9e11dea1"): (
         "needs a whole run of the sweep, and a previous revision for `dvc plots diff`"
     ),
-    ("docs/reproducing.md", "dvc repro", "a179f5f7"): (
+    ("docs/reproducing.md", "dvc repro", "ff62ead2"): (
         "needs a remote and a git remote; test_first_hour.py publishes a run the same way"
     ),
     (

@@ -37,7 +37,8 @@ def test_the_stage_marks_a_run_with_no_problem_checked(
     run_preflight(make_cfg())
     assert CHECKED.read_text(encoding="utf-8") == CHECKED_MARK
     assert capsys.readouterr().out == (
-        f"preflight: every setting and name of the run checked -> {CHECKED}\n"
+        "preflight: every setting and name of the run checked (a subset's size, once fetch "
+        f"reads the dataset) -> {CHECKED}\n"
     )
 
 

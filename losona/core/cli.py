@@ -94,6 +94,15 @@ def _calls_stored() -> dict[Path, int]:
     return {} if cache is None else cache.stored_this_process()
 
 
+def refused(message: str, under_dvc: bool) -> str:
+    """A refusal as a stage prints it: under DVC, which may have removed outputs and rewritten
+    dvc.lock and the settings before the stage ran, it ends with the way back to the
+    committed run, unless it gives one already."""
+    if not under_dvc or "dvc checkout" in message:
+        return message
+    return f"{message}\n  to get the committed run back instead: {RESTORE_COMMITTED_RUN}"
+
+
 def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
     """Wrap a stage's main function: print a LosonaError as `error: ...` and exit 2."""
 
@@ -104,7 +113,7 @@ def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
         try:
             return task(*args, **kwargs)
         except LosonaError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {refused(str(exc), 'DVC_STAGE' in os.environ)}", file=sys.stderr)
             sys.exit(USER_ERROR_EXIT)
         except InterpolationResolutionError as exc:
             # A resolver's LosonaError (e.g. a broken params.yaml behind ${dvc_param:...})

@@ -226,4 +226,7 @@ def run_preflight(cfg: DictConfig) -> None:
         raise LosonaError(refusal(problems, changed_settings_files(), missing_outputs()))
     out = RunLayout(chosen(cfg, "paths")).run_checked
     write_text(CHECKED_MARK, out)
-    print(f"preflight: every setting and name of the run checked -> {out}")
+    print(
+        "preflight: every setting and name of the run checked (a subset's size, once fetch "
+        f"reads the dataset) -> {out}"
+    )
