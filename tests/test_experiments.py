@@ -155,6 +155,11 @@ def test_runs_of_another_k_or_other_scenarios_are_said_to_be_so() -> None:
         )
         == []
     )
+    # Beside a run with no limit, a limited run's seed is not a difference of its own.
+    (limit,) = unlike_notes([run_with(limit=None, limit_seed=0), run_with(limit=2, limit_seed=0)])
+    assert "(the runs differ in dataset.limit)" in limit
+    (seed,) = unlike_notes([run_with(limit=2, limit_seed=0), run_with(limit=2, limit_seed=1)])
+    assert "(the runs differ in dataset.limit_seed)" in seed
     (ids,) = unlike_notes(
         [run_with(limit=None, scenario_ids=["a"]), run_with(limit=None, scenario_ids=["b"])]
     )

@@ -243,6 +243,9 @@ def unlike_notes(experiments: Sequence[Experiment]) -> list[str]:
         )
     settings = [scenario_settings(e) for e in experiments]
     differ = [key for key in settings[0] if any(s[key] != settings[0][key] for s in settings)]
+    if "dataset.limit" in differ:
+        # The seed chooses among a limit's scenarios: beside a run of none it chooses nothing.
+        differ = [key for key in differ if key != "dataset.limit_seed"]
     if differ:
         notes.append(
             f"! not the same scenarios (the runs differ in {', '.join(differ)}): a difference "
