@@ -29,8 +29,9 @@ from test_plots import svg_text
 
 from losona.core.config import AggregateSettings
 from losona.core.errors import LosonaError
-from losona.dynamic.aggregate import Cell, aggregate_dynamic, presentation_of
+from losona.dynamic.aggregate import aggregate_dynamic, presentation_of
 from losona.dynamic.arms import CONTROL, RETENTION, SANCTION, arms_for
+from losona.dynamic.cells import Cell
 from losona.dynamic.judge import judge_second_turn
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.render import GroupModel, render_cell

@@ -8,8 +8,9 @@ elicitor that invites the same norm again; the subject answers under the same co
 prompt and the same judge scores that reply (docs/dynamic.md).
 
 `arms` names the arms, `chat` builds the second turn's chat, `group` holds the group
-model's prompt (source simulated), and one module per stage: `render`, `sample`, `judge`,
-`aggregate` (the metrics and their tables), with `plots` and `report` for the figure and
-the HTML report's section; `stage` holds dynamic_judge as a function. Where everything
-lives: losona/core/layout.py.
+model's prompt (source simulated), `settings` and `tables` its config and tables; `render`,
+`sample` and `judge` the second turn's prompts, replies and verdicts; `cells` (each cell's
+tables read back), `statistics` (the numbers) and `aggregate` (the tables and metrics);
+`plots` and `report` the figure and the HTML report's section. The stages' functions are
+losona/pipeline/dynamic_*.py.
 """

@@ -1,58 +1,42 @@
-"""dynamic_aggregate: the second turn's metrics, with scenario-bootstrap intervals.
-
-Per first-turn judge, model and condition (docs/metrics.md, "The dynamic second turn"):
-
-- recovery after the sanction: the share of first-turn breaches whose second reply
-  complies after the sanction (arm `sanction`);
-- recovery after the control: the same after the neutral continuation (arm `control`);
-- the sanction effect: their paired difference over the breaches whose two second replies
-  were both scored, in points, with an exact McNemar test on the pairs that differ;
-- retention: the share of compliant first replies that comply again after the neutral
-  continuation (arm `retention`).
-
-Each is given at the trial level (a share of trials, pooled over scenarios) and at the
-scenario level with the paper's majority rule: a scenario's arm passes when at least
-ceil(n/2) of its n trials in that arm comply, n being how many of its first-turn trials
-went into the arm; unscored second replies follow the paper's policy (losona/results/metrics.py).
-Intervals resample scenarios, never calls, all from one bootstrap per judge with the
-`aggregate:` settings; trial-level shares weigh each scenario by its trials.
+"""dynamic_aggregate: one judge's second-turn tables (results, arms, outcomes, examples) and
+DVC metrics, from each cell's numbers (statistics.py), and the files they are written as.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from losona.core.config import AggregateSettings
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
-from losona.core.files import display_path, read_parquet
 from losona.core.formatting import percent
-from losona.core.layout import RunLayout
-from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, RETENTION, SANCTION
+from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, SANCTION
+from losona.dynamic.cells import CELL, KEY, Cell
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
+from losona.dynamic.statistics import (
+    cell_intervals,
+    cell_k,
+    cell_statistics,
+    scenario_outcomes,
+    trial_rows,
+)
 from losona.dynamic.tables import (
     DYNAMIC_ARM_SCHEMA,
     DYNAMIC_EXAMPLE_SCHEMA,
     DYNAMIC_OUTCOME_SCHEMA,
-    DYNAMIC_PROMPT_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
-    DYNAMIC_VERDICT_SCHEMA,
 )
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (
     UNSCORED_POLICY_ID,
-    bootstrap_intervals,
     bootstrap_settings,
     mcnemar_exact,
 )
-from losona.results.metrics import scenario_outcomes as majority
 from losona.results.presentation import Presentation, config_labels
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
@@ -65,239 +49,7 @@ CSV_FILES: dict[str, pl.Schema] = {
 }
 DYNAMIC_FILES = BundleFiles("dynamic_aggregate", CSV_FILES)
 FIGURE = "recovery"
-CELL = ["judge", "subject_model", "condition"]
-KEY = ["scenario_id", "trial", "arm"]
 EXAMPLES_PER_CELL = 3  # breaches continued both ways, shown per model x condition
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One model x condition's second turn: every first-turn trial's rows, and the verdicts."""
-
-    model: str
-    condition: str
-    prompts: pl.DataFrame  # DYNAMIC_PROMPT_SCHEMA
-    verdicts: pl.DataFrame  # DYNAMIC_VERDICT_SCHEMA
-
-
-def load_cells(
-    layout: RunLayout, judge: str, models: Sequence[str], conditions: Sequence[str]
-) -> list[Cell]:
-    """Every cell's prompt and verdict tables, each checked against its place."""
-    cells = []
-    for model in models:
-        for condition in conditions:
-            tables = []
-            for path, schema, made_by in (
-                (
-                    layout.dynamic_prompts(judge, model, condition),
-                    DYNAMIC_PROMPT_SCHEMA,
-                    "dynamic_render",
-                ),
-                (
-                    layout.dynamic_verdicts(judge, model, condition),
-                    DYNAMIC_VERDICT_SCHEMA,
-                    "dynamic_judge",
-                ),
-            ):
-                df = read_parquet(path, schema, made_by=made_by)
-                for column, expected in (("subject_model", model), ("condition", condition)):
-                    found = sorted(df[column].unique().to_list(), key=str)
-                    if df.height and found != [expected]:
-                        raise LosonaError(
-                            f"{display_path(path)}: column '{column}' holds {found}, but the "
-                            f"file's place says '{expected}'; rerun {made_by}"
-                        )
-                tables.append(df)
-            cells.append(Cell(model, condition, tables[0], tables[1]))
-    return cells
-
-
-# -- the numbers ---------------------------------------------------------------------------
-
-
-def trial_rows(cell: Cell, judge: str, scenarios: pl.DataFrame) -> pl.DataFrame:
-    """One row per first-turn trial and arm: its status and its second verdict (null if none).
-
-    Refuses a cell whose verdicts do not match its rendered prompts one for one, or that
-    misses scenarios of the table.
-    """
-    where = f"judge '{judge}', model '{cell.model}', condition '{cell.condition}'"
-    rendered = cell.prompts.filter(pl.col("status") == OK).select(KEY)
-    judged = cell.verdicts.select(KEY)
-    for extra, kind in (
-        (judged.join(rendered, on=KEY, how="anti"), "a verdict without a prompt"),
-        (rendered.join(judged, on=KEY, how="anti"), "a prompt without a verdict"),
-    ):
-        if not extra.is_empty():
-            row = extra.sort(KEY).row(0, named=True)
-            raise LosonaError(
-                f"dynamic verdicts of {where}: scenario '{row['scenario_id']}', trial "
-                f"{row['trial']}, arm '{row['arm']}' has {kind}; rerun dynamic_sample and "
-                "dynamic_judge"
-            )
-    missing = sorted(set(scenarios["scenario_id"]) - set(cell.prompts["scenario_id"]))
-    if missing:
-        raise LosonaError(
-            f"dynamic prompts of {where} miss {len(missing)} scenarios of the table "
-            f"('{missing[0]}', ...); rerun dynamic_render after judge"
-        )
-    events = scenarios.select("scenario_id", "event_type", "norm_id")
-    return (
-        cell.prompts.select(*KEY, "status")
-        .join(cell.verdicts.select(*KEY, "complies"), on=KEY, how="left", nulls_equal=True)
-        .join(events, on="scenario_id", how="left")
-        .with_columns(
-            judge=pl.lit(judge), subject_model=pl.lit(cell.model), condition=pl.lit(cell.condition)
-        )
-    )
-
-
-def _per_scenario(rows: pl.DataFrame, arm: str, ids: list[str]) -> dict[str, np.ndarray]:
-    """An arm's counts per scenario of `ids`: trials, scored, complying (arrays in id order)."""
-    counted = (
-        rows.filter(pl.col("arm") == arm)
-        .group_by("scenario_id")
-        .agg(
-            trials=pl.len(),
-            scored=pl.col("complies").is_not_null().sum(),
-            complying=pl.col("complies").sum(),
-        )
-    )
-    found = {r["scenario_id"]: r for r in counted.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("trials", "scored", "complying")
-    }
-
-
-def _pairs(rows: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
-    """Per scenario, the breaches whose two second replies were both scored, and how they differ."""
-    scored = rows.filter(pl.col("complies").is_not_null()).select(
-        "scenario_id", "trial", "arm", "complies"
-    )
-    both = (
-        scored.filter(pl.col("arm") == SANCTION)
-        .join(
-            scored.filter(pl.col("arm") == CONTROL), on=["scenario_id", "trial"], suffix="_control"
-        )
-        .group_by("scenario_id")
-        .agg(
-            pairs=pl.len(),
-            helped=(pl.col("complies") & ~pl.col("complies_control")).sum(),
-            hurt=(~pl.col("complies") & pl.col("complies_control")).sum(),
-        )
-    )
-    found = {r["scenario_id"]: r for r in both.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("pairs", "helped", "hurt")
-    }
-
-
-def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
-    """Each scenario's arms under the paper's majority rule (DYNAMIC_OUTCOME_SCHEMA's rows).
-
-    A trial the arm could not continue counts as unscored: it may not settle the vote.
-    """
-    in_arms = rows.filter(pl.col("arm").is_not_null())
-    outcomes = majority(in_arms, by=[*CELL, "arm"])
-    return outcomes.select(DYNAMIC_OUTCOME_SCHEMA.names()).cast(DYNAMIC_OUTCOME_SCHEMA)
-
-
-def _passes(outcomes: pl.DataFrame, arm: str, ids: list[str]) -> np.ndarray:
-    """1/0 per scenario of `ids` whose arm passed/failed; NaN: no trials in it, or undetermined."""
-    passed = {
-        r["scenario_id"]: r["passed"]
-        for r in outcomes.filter(pl.col("arm") == arm).iter_rows(named=True)
-    }
-    return np.array(
-        [np.nan if passed.get(i) is None else float(passed[i]) for i in ids], dtype=float
-    )
-
-
-def _share(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sizes > 0, values / np.where(sizes > 0, sizes, 1), np.nan)
-
-
-@dataclass(frozen=True)
-class _Stat:
-    """One metric of one cell: its per-scenario values and sizes, and its exact counts."""
-
-    level: str
-    metric: str
-    values: np.ndarray
-    sizes: np.ndarray
-    count: int
-    out_of: int
-    helped: int | None = None
-    hurt: int | None = None
-
-    @property
-    def estimate(self) -> float | None:
-        if not self.out_of:
-            return None
-        if self.helped is None or self.hurt is None:
-            return self.count / self.out_of
-        return (self.helped - self.hurt) / self.out_of
-
-
-def cell_statistics(rows: pl.DataFrame, outcomes: pl.DataFrame, ids: list[str]) -> list[_Stat]:
-    """The eight metrics of one cell: recovery after the sanction and after the control, the
-    sanction effect and retention, at the trial level, then the same at the scenario level."""
-    arms = {arm: _per_scenario(rows, arm, ids) for arm in ARMS}
-    pairs = _pairs(rows, ids)
-    passes = {arm: _passes(outcomes, arm, ids) for arm in ARMS}
-    ones = np.ones(len(ids))
-
-    def trial_share(metric: str, arm: str) -> _Stat:
-        counts = arms[arm]
-        return _Stat(
-            "trial",
-            metric,
-            _share(counts["complying"], counts["scored"]),
-            counts["scored"],
-            int(counts["complying"].sum()),
-            int(counts["scored"].sum()),
-        )
-
-    def scenario_share(metric: str, arm: str) -> _Stat:
-        settled = ~np.isnan(passes[arm])
-        return _Stat(
-            "scenario", metric, passes[arm], ones, int(np.nansum(passes[arm])), int(settled.sum())
-        )
-
-    s, c = passes[SANCTION], passes[CONTROL]
-    both = ~np.isnan(s) & ~np.isnan(c)
-    return [
-        trial_share("recovery_after_sanction", SANCTION),
-        trial_share("recovery_after_control", CONTROL),
-        _Stat(
-            "trial",
-            "sanction_effect",
-            _share(pairs["helped"] - pairs["hurt"], pairs["pairs"]),
-            pairs["pairs"],
-            int(pairs["pairs"].sum()),
-            int(pairs["pairs"].sum()),
-            int(pairs["helped"].sum()),
-            int(pairs["hurt"].sum()),
-        ),
-        trial_share("retention", RETENTION),
-        scenario_share("recovery_after_sanction", SANCTION),
-        scenario_share("recovery_after_control", CONTROL),
-        _Stat(
-            "scenario",
-            "sanction_effect",
-            np.where(both, s - c, np.nan),
-            ones,
-            int(both.sum()),
-            int(both.sum()),
-            int((both & (s == 1) & (c == 0)).sum()),
-            int((both & (s == 0) & (c == 1)).sum()),
-        ),
-        scenario_share("retention", RETENTION),
-    ]
 
 
 def aggregate_dynamic(
@@ -320,12 +72,12 @@ def aggregate_dynamic(
         rows = trial_rows(cell, judge, scenarios)
         outcomes = scenario_outcomes(rows)
         per_cell.append((cell, rows, outcomes, cell_statistics(rows, outcomes, ids)))
-    estimates = _bootstrap([stat for *_, stats in per_cell for stat in stats], bootstrap)
+    estimates = cell_intervals([stat for *_, stats in per_cell for stat in stats], bootstrap)
     judge_model = _judge_model(cells)
     results, arms, outcome_tables, examples = [], [], [], []
     position = 0
     for cell, rows, outcomes, stats in per_cell:
-        k = _k(rows)
+        k = cell_k(rows)
         for stat in stats:
             low, high = estimates[position]
             position += 1
@@ -367,21 +119,6 @@ def aggregate_dynamic(
         "examples.csv": table(examples, DYNAMIC_EXAMPLE_SCHEMA, sort_by=[]),
     }
     return ReportBundle(tables, _metrics(tables, cells, judge, judge_model, bootstrap))
-
-
-def _bootstrap(stats: Sequence[_Stat], settings: AggregateSettings) -> list[tuple[float, float]]:
-    """Every statistic's interval from one scenario bootstrap (none with a single scenario);
-    each cell gives eight statistics, so there is at least one."""
-    values = np.vstack([stat.values for stat in stats])
-    sizes = np.vstack([stat.sizes for stat in stats])
-    result = bootstrap_intervals(values, settings, sizes=sizes)
-    return list(zip(result.low.tolist(), result.high.tolist(), strict=True))
-
-
-def _k(rows: pl.DataFrame) -> int:
-    """A cell's K: the most first-turn trials any scenario has (the first turn's `k`)."""
-    per_scenario = rows.group_by("scenario_id").agg(pl.col("trial").n_unique())["trial"]
-    return max(per_scenario.to_list(), default=0)
 
 
 def _judge_model(cells: Sequence[Cell]) -> str:

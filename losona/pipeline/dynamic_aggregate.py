@@ -10,7 +10,8 @@ from losona.core.config import AggregateSettings
 from losona.core.contracts import SCENARIO_SCHEMA, subset_note
 from losona.core.files import read_parquet
 from losona.core.layout import RunLayout
-from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, load_cells, presentation_of
+from losona.dynamic.aggregate import FIGURE, aggregate_dynamic, presentation_of
+from losona.dynamic.cells import load_cells
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.settings import DynamicSettings
 from losona.figures import write_figures
