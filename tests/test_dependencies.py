@@ -173,7 +173,7 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
         (
             "generation/dvc.yaml",
             "screen",
-            "../losona/results",
+            "../losona/results/metrics.py",
             "losona/results/metrics.py",
         ),
         ("generation/dvc.yaml", "curate", "../losona/__init__.py", "losona/__init__.py"),
