@@ -127,6 +127,8 @@ def test_ctrl_c_in_a_stage_dvc_runs_says_how_to_get_the_committed_run_back(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DVC_STAGE", "sample@smollm2-naive")  # as DVC sets it for every stage
+    # A stage that stored no call: other tests in this process may have stored some.
+    monkeypatch.setattr(cli, "_calls_stored", dict)
 
     @cli.reports_user_errors
     def stage() -> None:
