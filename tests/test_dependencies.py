@@ -395,7 +395,7 @@ FLOORS = (
     ("report",),
     ("pipeline",),
     ("reproduce",),
-    ("board", "testing", "experiments", "publishable", "run_logs"),
+    ("board", "testing", "catalog", "experiments", "publishable", "run_logs"),
 )
 
 

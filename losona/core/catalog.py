@@ -2,7 +2,7 @@
 
 The facts live in `losona/data/catalog.yaml`; this module only reads them and checks them
 with the config checker (losona/core/config/), so a broken entry is refused in its words.
-`python -m losona.core.catalog` prints the number of valid (event, norm) cells and the matrix.
+`python -m losona.catalog` prints the number of valid (event, norm) cells and the matrix.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def format_matrix(catalog: Catalog) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Print the number of valid cells and the applicability matrix."""
-    parser = argparse.ArgumentParser(prog="python -m losona.core.catalog", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m losona.catalog", description=__doc__)
     parser.parse_args(argv)
     catalog = load_catalog()
     cells = catalog.cells()
@@ -153,7 +153,3 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print("How applicability was decided:")
     print(catalog.applicability_method)
-
-
-if __name__ == "__main__":
-    main()
