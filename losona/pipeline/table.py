@@ -63,20 +63,9 @@ class Stage:
         return f"stages/{self.script or self.name}.py"
 
 
-def _cell_files(layout: RunLayout, cell: Cell, *names: str) -> list[Path]:
-    m, c, j = cell["model"], cell["condition"], cell["judge"]
-    places = {
-        "responses": layout.responses(m, c),
-        "sample_calls": layout.sample_calls(m, c),
-        "verdicts": layout.verdicts(j, m, c),
-        "judge_calls": layout.judge_calls(j, m, c),
-        "dynamic_prompts": layout.dynamic_prompts(j, m, c),
-        "dynamic_responses": layout.dynamic_responses(j, m, c),
-        "dynamic_verdicts": layout.dynamic_verdicts(j, m, c),
-    }
-    return [
-        places[name] if name in places else layout.dynamic_calls(name, j, m, c) for name in names
-    ]
+def _cell(cell: Cell) -> tuple[str, str, str]:
+    """A first-turn or dynamic cell's judge, model and condition."""
+    return cell["judge"], cell["model"], cell["condition"]
 
 
 def _config(group: str, key: str) -> Places:
@@ -130,7 +119,10 @@ STAGES: tuple[Stage, ...] = (
         ("condition", "model", "paths", "sampling"),
         True,
         ("model", "condition"),
-        lambda lo, c: _cell_files(lo, {**c, "judge": ""}, "responses", "sample_calls"),
+        lambda lo, c: [
+            lo.responses(c["model"], c["condition"]),
+            lo.sample_calls(c["model"], c["condition"]),
+        ],
     ),
     Stage(
         "judge",
@@ -138,7 +130,7 @@ STAGES: tuple[Stage, ...] = (
         ("condition", "judge", "model", "paths"),
         True,
         CELL,
-        lambda lo, c: _cell_files(lo, c, "verdicts", "judge_calls"),
+        lambda lo, c: [lo.verdicts(*_cell(c)), lo.judge_calls(*_cell(c))],
     ),
     Stage(
         "judge_controls",
@@ -184,7 +176,7 @@ STAGES: tuple[Stage, ...] = (
         ("condition", "dataset", "dynamic", "judge", "model", "paths", "sampling"),
         True,
         CELL,
-        lambda lo, c: _cell_files(lo, c, "dynamic_prompts", "dynamic_group"),
+        lambda lo, c: [lo.dynamic_prompts(*_cell(c)), lo.dynamic_calls("dynamic_group", *_cell(c))],
     ),
     Stage(
         "dynamic_sample",
@@ -192,7 +184,10 @@ STAGES: tuple[Stage, ...] = (
         ("condition", "judge", "model", "paths", "sampling"),
         True,
         CELL,
-        lambda lo, c: _cell_files(lo, c, "dynamic_responses", "dynamic_sample"),
+        lambda lo, c: [
+            lo.dynamic_responses(*_cell(c)),
+            lo.dynamic_calls("dynamic_sample", *_cell(c)),
+        ],
     ),
     Stage(
         "dynamic_judge",
@@ -200,7 +195,10 @@ STAGES: tuple[Stage, ...] = (
         ("condition", "judge", "model", "paths"),
         True,
         CELL,
-        lambda lo, c: _cell_files(lo, c, "dynamic_verdicts", "dynamic_judge"),
+        lambda lo, c: [
+            lo.dynamic_verdicts(*_cell(c)),
+            lo.dynamic_calls("dynamic_judge", *_cell(c)),
+        ],
     ),
     Stage(
         "dynamic_aggregate",
