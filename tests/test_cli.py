@@ -204,3 +204,5 @@ def test_a_refusal_under_dvc_ends_with_the_way_back_to_the_committed_run() -> No
         "judge j cannot judge ...; to get the committed run back: git checkout ... && dvc checkout"
     )
     assert cli.refused(own, under_dvc=True) == own
+    settings_only = "1 problem(s); ... get back the settings git holds: git checkout HEAD -- x"
+    assert cli.refused(settings_only, under_dvc=True) == settings_only

@@ -98,7 +98,7 @@ def refused(message: str, under_dvc: bool) -> str:
     """A refusal as a stage prints it: under DVC, which may have removed outputs and rewritten
     dvc.lock and the settings before the stage ran, it ends with the way back to the
     committed run, unless it gives one already."""
-    if not under_dvc or "dvc checkout" in message:
+    if not under_dvc or "git checkout HEAD" in message or "dvc checkout" in message:
         return message
     return f"{message}\n  to get the committed run back instead: {RESTORE_COMMITTED_RUN}"
 
