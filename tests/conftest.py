@@ -463,3 +463,42 @@ def verdict_table(
                     }
                 )
     return table(rows, VERDICT_SCHEMA, sort_by=[])
+
+
+# Headless Chromium for the tests that look at a page as a browser lays it out.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
+)
+
+
+def loaded_dom(html: str, folder: Path, *flags: str) -> str:
+    """The page's DOM after Chromium has loaded it and run whatever it would run."""
+    assert CHROMIUM is not None
+    page = folder / "page.html"
+    page.write_text(html, encoding="utf-8")
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={folder / 'profile'}",
+            *flags,
+            "--virtual-time-budget=5000",  # let error and load handlers fire before the dump
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "</html>" in done.stdout, done.stderr[-2000:]
+    return done.stdout

@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO, GoldenRun, run_dvc
+from conftest import REPO, GoldenRun, loaded_dom, needs_chromium, run_dvc
 
 from losona.board.remote import Remote
 from losona.board.settings import Submission, VerifySettings
@@ -537,15 +537,8 @@ def test_an_http_remote_is_read_held_to_md5_and_a_missing_file_named(
         )
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(
-    chromium() is None,
-    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
-)
+@needs_chromium
 def test_chromium_shows_the_groups_the_marks_and_the_reasons_at_1280_px(
     board: Board, tmp_path: Path
 ) -> None:
@@ -562,26 +555,10 @@ def test_chromium_shows_the_groups_the_marks_and_the_reasons_at_1280_px(
         "});</script>"
     )
     page = (board.clone / "reports" / "index.html").read_text(encoding="utf-8")
-    path = tmp_path / "index.html"
-    path.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
-    done = subprocess.run(
-        [
-            chromium() or "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--window-size=1280,2000",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    dom = loaded_dom(
+        page.replace("</body>", probe + "</body>"), tmp_path, "--window-size=1280,2000"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    body = re.search(r"<body([^>]*)>", done.stdout)
+    body = re.search(r"<body([^>]*)>", dom)
     assert body is not None
     laid_out = dict(re.findall(r'data-(\w+)="(\d+)"', body.group(1)))
     # Two groups (K = 1, K = 2), each saying why the other is apart; the K = 2 run's subject

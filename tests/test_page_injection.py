@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from collections.abc import Iterable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import BASE_ROW, verdict_table
+from conftest import BASE_ROW, loaded_dom, needs_chromium, verdict_table
 from test_audit import run_audit, scenarios_table
 from test_judge import responses_table
 
@@ -403,45 +401,6 @@ class Text(HTMLParser):
 def squeezed(text: str) -> str:
     # Without whitespace: the review sheet's chat wraps long lines wherever a word ends.
     return "".join(text.split())
-
-
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def loaded_dom(html: str, folder: Path) -> str:
-    """The page's DOM after Chromium has loaded it and run whatever it would run."""
-    page = folder / "page.html"
-    page.write_text(html, encoding="utf-8")
-    done = subprocess.run(
-        [
-            chromium() or "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={folder / 'profile'}",
-            "--virtual-time-budget=5000",  # let error and load handlers fire before the dump
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "</html>" in done.stdout, done.stderr[-2000:]
-    return done.stdout
-
-
-needs_chromium = pytest.mark.skipif(
-    chromium() is None,
-    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
-)
 
 
 # -- the tests -----------------------------------------------------------------------------------

@@ -5,15 +5,13 @@ from __future__ import annotations
 import base64
 import html
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from conftest import BASE_ROW, verdict_table
+from conftest import BASE_ROW, loaded_dom, needs_chromium, verdict_table
 
 from losona.core.config import AggregateSettings
 from losona.core.contracts import SCENARIO_SCHEMA, table
@@ -165,15 +163,8 @@ def test_the_page_is_identical_on_rerun(
     assert build_report(*inputs) == page
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(
-    chromium() is None,
-    reason="Debian's chromium is not installed (apt-get install chromium); CI installs it",
-)
+@needs_chromium
 def test_chromium_renders_the_table_the_figures_and_a_scenarios_responses(
     page: str, tmp_path: Path
 ) -> None:
@@ -188,25 +179,7 @@ def test_chromium_renders_the_table_the_figures_and_a_scenarios_responses(
         "document.querySelectorAll('details.scenario ol.chat li').length;"
         "});</script>"
     )
-    path = tmp_path / "index.html"
-    path.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
-    done = subprocess.run(
-        [
-            chromium() or "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = done.stdout
+    dom = loaded_dom(page.replace("</body>", probe + "</body>"), tmp_path)
     body = re.search(r"<body([^>]*)>", dom)
     assert body is not None
     attributes: dict[str, Any] = dict(re.findall(r'data-(\w+)="(\d+)"', body.group(1)))
