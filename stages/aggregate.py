@@ -9,16 +9,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.aggregate import run_aggregate
+from losona.pipeline import aggregate
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    run_aggregate(chosen(cfg, "aggregate"), layout, plain(cfg.sweep))
+    run_stage(aggregate, cfg)
 
 
 if __name__ == "__main__":

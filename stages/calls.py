@@ -13,15 +13,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.calls import run_calls
+from losona.pipeline import calls
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    run_calls(RunLayout(chosen(cfg, "paths")), plain(cfg.sweep), chosen(cfg, "dynamic"))
+    run_stage(calls, cfg)
 
 
 if __name__ == "__main__":

@@ -12,21 +12,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.dynamic_aggregate import run_dynamic_aggregate
+from losona.pipeline import dynamic_aggregate
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    run_dynamic_aggregate(
-        chosen(cfg, "dynamic"),
-        RunLayout(chosen(cfg, "paths")),
-        chosen(cfg, "judge").name,
-        chosen(cfg, "aggregate"),
-        plain(cfg.sweep),
-    )
+    run_stage(dynamic_aggregate, cfg)
 
 
 if __name__ == "__main__":

@@ -15,23 +15,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen
-from losona.core.errors import LosonaError
-from losona.core.layout import RunLayout
-from losona.pipeline.dynamic_render import run_dynamic_render
+from losona.pipeline import dynamic_render
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    settings = chosen(cfg, "dynamic")
-    if "condition" not in cfg:
-        raise LosonaError(
-            "dynamic_render needs one cell, e.g. judge=lexicon model=smollm2 condition=naive"
-        )
-    cell = (chosen(cfg, "judge").name, chosen(cfg, "model").name, chosen(cfg, "condition").name)
-    run_dynamic_render(settings, layout, cell, chosen(cfg, "sampling"), chosen(cfg, "dataset"))
+    run_stage(dynamic_render, cfg)
 
 
 if __name__ == "__main__":

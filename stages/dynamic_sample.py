@@ -12,24 +12,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen
-from losona.core.errors import LosonaError
-from losona.core.layout import RunLayout
-from losona.pipeline.dynamic_sample import run_dynamic_sample
+from losona.pipeline import dynamic_sample
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    if "condition" not in cfg:
-        raise LosonaError(
-            "dynamic_sample needs one cell, e.g. judge=lexicon model=smollm2 condition=naive"
-        )
-    settings = chosen(cfg, "sampling")
-    spec = chosen(cfg, "model")
-    judge, condition = chosen(cfg, "judge").name, chosen(cfg, "condition").name
-    run_dynamic_sample(settings, layout, judge, spec, condition)
+    run_stage(dynamic_sample, cfg)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, origin_of
-from losona.core.layout import RunLayout
-from losona.pipeline.fetch import run_fetch
+from losona.pipeline import fetch
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    run_fetch(chosen(cfg, "dataset"), layout, origin=origin_of)
+    run_stage(fetch, cfg)
 
 
 if __name__ == "__main__":

@@ -11,19 +11,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen
-from losona.core.errors import LosonaError
-from losona.core.layout import RunLayout
-from losona.pipeline.judge import run_judge
+from losona.pipeline import judge
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    if "condition" not in cfg:
-        raise LosonaError("judge needs one condition, e.g. condition=naive")
-    run_judge(chosen(cfg, "judge"), layout, chosen(cfg, "model"), chosen(cfg, "condition"))
+    run_stage(judge, cfg)
 
 
 if __name__ == "__main__":

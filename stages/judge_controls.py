@@ -15,16 +15,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen
-from losona.core.layout import RunLayout
-from losona.pipeline.judge_controls import run_judge_controls
+from losona.pipeline import judge_controls
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    run_judge_controls(chosen(cfg, "judge"), chosen(cfg, "judge_controls"), layout)
+    run_stage(judge_controls, cfg)
 
 
 if __name__ == "__main__":

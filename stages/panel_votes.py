@@ -13,17 +13,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.panel_votes import run_panel_votes
+from losona.pipeline import panel_votes
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    member = str(cfg.member) if "member" in cfg else None
-    run_panel_votes(chosen(cfg, "judge"), layout, member, plain(cfg.sweep))
+    run_stage(panel_votes, cfg)
 
 
 if __name__ == "__main__":

@@ -10,15 +10,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen
-from losona.core.layout import RunLayout
-from losona.pipeline.plot import run_plot
+from losona.pipeline import plot
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    run_plot(RunLayout(chosen(cfg, "paths")), chosen(cfg, "dynamic"))
+    run_stage(plot, cfg)
 
 
 if __name__ == "__main__":

@@ -12,22 +12,14 @@ import hydra
 from omegaconf import DictConfig
 
 from losona.core.cli import launch, reports_user_errors
-from losona.core.config import chosen, plain
-from losona.core.layout import RunLayout
-from losona.pipeline.provenance import run_provenance
+from losona.pipeline import provenance
+from losona.pipeline.command import run_stage
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 @reports_user_errors
 def main(cfg: DictConfig) -> None:
-    layout = RunLayout(chosen(cfg, "paths"))
-    run_provenance(
-        layout,
-        plain(cfg.sweep),
-        chosen(cfg, "dataset"),
-        chosen(cfg, "sampling").trials,
-        chosen(cfg, "aggregate"),
-    )
+    run_stage(provenance, cfg)
 
 
 if __name__ == "__main__":

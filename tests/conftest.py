@@ -36,6 +36,10 @@ import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolve
 from losona.core.config import Paths, load_option
 from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
+from losona.reproduce.checks import check_stages
+from losona.reproduce.compare import Check
+from losona.reproduce.recorded import RecordedSettings
+from losona.reproduce.replay import replaying
 
 REPO = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO / "conf"
@@ -502,3 +506,11 @@ def loaded_dom(html: str, folder: Path, *flags: str) -> str:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "</html>" in done.stdout, done.stderr[-2000:]
     return done.stdout
+
+
+def rerun_stages(layout: RunLayout, record: dict[str, Any], *stages: str) -> Check:
+    """The stages named, run again by reproduce on the run `layout` places, as `record` says."""
+    check = Check()
+    with replaying(layout) as replay:
+        check_stages(check, RecordedSettings(layout, record), layout, replay, only=stages)
+    return check

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_layout
+from conftest import rerun_stages, run_layout
 from test_judge import responses_table, scenarios_table
 
 from losona.audit.rejudging import determinism
@@ -30,8 +30,7 @@ from losona.judges.kinds import KINDS, JudgeKind, judge_kind, register
 from losona.judges.run import judge_responses, make_judge
 from losona.models import CallOptions
 from losona.provenance.record import provenance
-from losona.reproduce.checks import check_judgements, check_verdict_origins
-from losona.reproduce.compare import Check
+from losona.reproduce.checks import check_verdict_origins
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "judges.md"
@@ -143,13 +142,12 @@ def test_the_added_kind_judges_is_recorded_and_is_judged_again_by_reproduce(
     write_parquet(responses, layout.responses("m", "naive"))
     cell = layout.verdicts("wordy", "m", "naive")
     write_parquet(verdicts, cell)
-    check = Check()
-    check_judgements(check, scenarios, record, layout)
+    write_parquet(scenarios, layout.scenarios)
+    check = rerun_stages(layout, record, "judge")
     assert check.ok and check.differences == []
     # A verdict changed by hand is named: the kind judged the cell again.
     write_parquet(verdicts.with_columns(complies=pl.lit(True)), cell)
-    check = Check()
-    check_judgements(check, scenarios, record, layout)
+    check = rerun_stages(layout, record, "judge")
     assert [(d.field, d.expected, d.found) for d in check.differences] == [
         ("complies", False, True),
         ("complies", None, True),
@@ -191,12 +189,19 @@ def kind_questions(
     name, a table keyed by kinds' names (unless `tables` is False), an isinstance on a class
     that implements a judge."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    # A stage's CELL maps dvc.yaml's matrix keys, where `panel` names a list of the sweep.
+    cells = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "CELL"
+    }
+    for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             if any(isinstance(s, ast.Constant) and s.value in kinds for s in sides):
                 found.append(ast.unparse(node))
-        elif isinstance(node, ast.Dict) and tables:
+        elif isinstance(node, ast.Dict) and tables and id(node) not in cells:
             if any(isinstance(k, ast.Constant) and k.value in kinds for k in node.keys):
                 found.append(ast.unparse(node))
         elif (

@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import run_layout, run_stage, verdict_table
+from conftest import rerun_stages, run_layout, run_stage, verdict_table
 from test_aggregate import scenario_table
 from test_audit import scenarios_table
 from test_judge import AlwaysComplies, responses_table
@@ -28,9 +28,6 @@ from losona.models import CallOptions
 from losona.pipeline.panel import run_panel
 from losona.pipeline.panel_votes import run_panel_votes
 from losona.provenance.record import judge_record
-from losona.reproduce.checks import check_panels
-from losona.reproduce.compare import Check
-from losona.reproduce.replay import replaying
 
 
 def panel(rule: str = "majority", unscored: str = "abstain", members: int = 3) -> JudgeConfig:
@@ -333,9 +330,7 @@ def test_reproduce_reruns_a_panels_stages_and_names_a_changed_verdict_or_control
     layout, record = made_panel_run(workdir)
 
     def differences() -> list[tuple[str, str]]:
-        check = Check()
-        with replaying(layout) as replay:
-            check_panels(check, record, layout, replay)
+        check = rerun_stages(layout, record, "panel_votes", "panel")
         return [(d.file, d.field) for d in check.differences]
 
     assert differences() == []
@@ -375,9 +370,7 @@ def test_a_panel_run_whose_code_combined_its_controls_otherwise_is_named(
             lambda panel, votes: changed(panel, votes).with_columns(complies=pl.lit(True)),
         )
         layout, record = made_panel_run(workdir)
-    check = Check()
-    with replaying(layout) as replay:
-        check_panels(check, record, layout, replay)
+    check = rerun_stages(layout, record, "panel_votes", "panel")
     named = {(d.file, d.field) for d in check.differences}
     controls = str(layout.controls("offline_panel"))
     assert (controls, "complies") in named

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import rerun_stages
 from test_judge import responses_table
 
 from losona.core.config import AggregateSettings as Bootstrap
@@ -23,9 +24,9 @@ from losona.judges.lexicon import LexiconJudge
 from losona.judges.run import judge_responses
 from losona.prompts.render import render_prompts
 from losona.provenance.record import judge_record, provenance
-from losona.reproduce.checks import check_judgements, check_run
+from losona.reproduce.checks import check_run
 from losona.reproduce.cli import main
-from losona.reproduce.compare import Check, Difference, compare_json, compare_tables
+from losona.reproduce.compare import Difference, compare_json, compare_tables
 from losona.results.aggregate import aggregate, write_reports
 from losona.results.presentation import presentation_for
 
@@ -199,15 +200,12 @@ def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: RunLayout
     record = json.loads(run.provenance.read_text())
     node = plain(load_option("judge", "local_openai")) | {"name": "lexicon"}
     record["judges"]["lexicon"] = judge_record(node)
-    check = Check()
-    scenarios = pl.read_parquet(run.scenarios)
-    check_judgements(check, scenarios, record, run)
+    check = rerun_stages(run, record, "judge")
     assert check.ok and len(check.files) == 2
     verdicts = pl.read_parquet(NAIVE)
     swapped = pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("Another reply."))
     verdicts.with_columns(response=swapped.otherwise("response")).write_parquet(NAIVE)
-    check_judgements(check, scenarios, record, run)
-    (difference,) = check.differences
+    (difference,) = rerun_stages(run, record, "judge").differences
     assert (difference.file, difference.field, difference.found) == (
         NAIVE,
         "response",

@@ -13,6 +13,7 @@ from losona.core.files import read_parquet
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
 from losona.judges.verdicts import load_verdicts
+from losona.pipeline.command import Cell, Settings
 from losona.results.aggregate import aggregate, judge_evidence, write_reports
 from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
 
@@ -49,3 +50,12 @@ def run_aggregate(
             "measure the judge, not the model",
             file=sys.stderr,
         )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_aggregate(settings.group("aggregate"), layout, settings.group("sweep"))

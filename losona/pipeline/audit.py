@@ -13,7 +13,7 @@ from losona.audit.labelling import labelling_sheet, load_labels, load_responses,
 from losona.audit.run import audit
 from losona.audit.settings import AuditSettings, DeterminismSettings
 from losona.audit.summary import summary_lines
-from losona.core.config import AggregateSettings, JudgeConfig, chosen, option, plain
+from losona.core.config import AggregateSettings, JudgeConfig, chosen, plain
 from losona.core.contracts import CONTROL_SCHEMA, SCENARIO_SCHEMA
 from losona.core.files import read_parquet
 from losona.core.layout import RunLayout
@@ -21,6 +21,7 @@ from losona.judges.base import CallingJudge, Judge
 from losona.judges.run import make_judge
 from losona.models import CallOptions
 from losona.models.runlog import record_table
+from losona.pipeline.command import Cell, ComposedSettings, Settings
 from losona.results.aggregate import read_reports
 
 
@@ -106,16 +107,22 @@ def run_audit_command(cfg: DictConfig) -> None:
     """audit as its command line asks: the audit, or with audit.export the labelling sheet."""
     settings = chosen(cfg, "audit")
     layout = RunLayout(chosen(cfg, "paths"))
-    sweep = plain(cfg.sweep)
     if settings.export:
-        run_audit_export(settings, layout, sweep)
-        return
+        run_audit_export(settings, layout, plain(cfg.sweep))
+    else:
+        run(ComposedSettings(cfg), layout, {})
 
-    def judge_config(name: str) -> JudgeConfig:
-        # The judge chosen with judge= keeps its command-line overrides (judge.model...).
-        config: JudgeConfig = (
-            chosen(cfg, "judge") if cfg.judge.name == name else option("judge", name)
-        )
-        return config
 
-    run_audit(settings.determinism, layout, sweep, chosen(cfg, "aggregate"), judge_config)
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_audit(
+        settings.group("audit").determinism,
+        layout,
+        settings.group("sweep"),
+        settings.group("aggregate"),
+        lambda name: settings.option("judge", name),
+    )

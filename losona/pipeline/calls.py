@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.core.layout import DynamicSweep, RunLayout
+from losona.pipeline.command import Cell, Settings
 from losona.provenance.call_files import merge_calls
 
 
@@ -21,3 +22,12 @@ def run_calls(layout: RunLayout, sweep: Mapping[str, Sequence[str]], dynamic: Dy
         raise LosonaError("calls needs a file to write: paths.calls is null")
     write_parquet(calls, layout.calls)
     print(f"calls: {calls.height} calls from {len(files)} files -> {layout.calls}")
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_calls(layout, settings.group("sweep"), settings.group("dynamic"))

@@ -4,7 +4,7 @@ checked, in a file of its own (data/configs/<group>/<name>.json).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from omegaconf import DictConfig
 
@@ -12,6 +12,7 @@ from losona.core.config import JudgeConfig, ModelSpec, chosen, config_record
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
 from losona.core.layout import RunLayout
+from losona.pipeline.command import Cell, Settings
 
 
 def run_config(config: ModelSpec | JudgeConfig, layout: RunLayout) -> None:
@@ -37,3 +38,8 @@ def run_config_stage(cfg: DictConfig, given: Iterable[str]) -> None:
     layout = RunLayout(chosen(cfg, "paths"))
     for group in groups:
         run_config(chosen(cfg, group), layout)
+
+
+def configured(group: str, key: str) -> Callable[[Settings, RunLayout, Cell], None]:
+    """The config stage of `group` on the option a cell names by `key`."""
+    return lambda settings, layout, cell: run_config(settings.option(group, cell[key]), layout)

@@ -15,6 +15,7 @@ from losona.dynamic.cells import load_cells
 from losona.dynamic.plots import draw_recovery
 from losona.dynamic.settings import DynamicSettings
 from losona.figures import write_figures
+from losona.pipeline.command import Cell, Settings
 
 
 def run_dynamic_aggregate(
@@ -46,4 +47,19 @@ def run_dynamic_aggregate(
     print(
         f"dynamic_aggregate {judge}: {len(cells)} model x condition cells over "
         f"{scenarios.height} scenarios -> {out}/"
+    )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_dynamic_aggregate(
+        settings.group("dynamic"),
+        layout,
+        cell["judge"],
+        settings.group("aggregate"),
+        settings.group("sweep"),
     )

@@ -15,6 +15,7 @@ from losona.judges.finish import finish_judging
 from losona.judges.run import make_judge, status_counts
 from losona.models import CallOptions
 from losona.models.call_store import call_store
+from losona.pipeline.command import Cell, Settings
 
 
 def run_dynamic_judge(
@@ -61,4 +62,18 @@ def _judged_cell(
     responses = read_parquet(responses_path, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
     return judge_second_turn(
         scenarios, prompts, responses, judge, name, origin=display_path(responses_path)
+    )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_dynamic_judge(
+        settings.option("judge", cell["judge"]),
+        layout,
+        settings.option("model", cell["model"]),
+        settings.option("condition", cell["condition"]),
     )

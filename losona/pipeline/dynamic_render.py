@@ -12,6 +12,7 @@ from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cel
 from losona.dynamic.settings import DynamicSettings
 from losona.models import CallOptions, plan
 from losona.models.call_store import call_store
+from losona.pipeline.command import Cell, Settings
 from losona.scenarios.datasets import fetch_followups
 
 
@@ -84,4 +85,19 @@ def run_dynamic_render(
     print(
         f"dynamic_render {judge}/{model}/{condition} ({settings.source}): "
         f"{', '.join(f'{n} {status}' for status, n in counts)} -> {out}"
+    )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_dynamic_render(
+        settings.group("dynamic"),
+        layout,
+        (cell["judge"], cell["model"], cell["condition"]),
+        settings.group("sampling"),
+        settings.group("dataset"),
     )

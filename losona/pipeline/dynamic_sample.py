@@ -11,6 +11,7 @@ from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.models import CallOptions, answer_sources, plan, read_run_log
 from losona.models.call_store import call_store
+from losona.pipeline.command import Cell, Settings
 
 
 def run_dynamic_sample(
@@ -53,3 +54,13 @@ def run_dynamic_sample(
         f"dynamic_sample {judge}/{spec.name}/{condition}: {sampled.responses.height} second "
         f"replies ({answer_sources(facts)}, ${facts['cost_usd_this_run']:.4f}) -> {out}"
     )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    spec = settings.option("model", cell["model"])
+    run_dynamic_sample(settings.group("sampling"), layout, cell["judge"], spec, cell["condition"])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from losona.core.config import DatasetConfig
+from losona.core.config import DatasetConfig, origin_of
 from losona.core.files import write_parquet
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
+from losona.pipeline.command import Cell, Settings
 from losona.scenarios.datasets import fetch_scenarios
 
 
@@ -20,3 +21,12 @@ def run_fetch(
     write_parquet(scenarios, layout.scenarios)
     source = scenarios["source"][0]
     print(f"fetch: {counted(scenarios.height, 'scenario')} from {source} -> {layout.scenarios}")
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_fetch(settings.group("dataset"), layout, origin=origin_of)

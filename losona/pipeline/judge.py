@@ -30,6 +30,7 @@ from losona.judges.run import (
 )
 from losona.models import CallOptions
 from losona.models.call_store import call_store
+from losona.pipeline.command import Cell, Settings
 
 
 def run_judge(
@@ -94,4 +95,18 @@ def _judged_cell(
         model=model,
         condition=condition,
         origin=display_path(responses_path),
+    )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_judge(
+        settings.option("judge", cell["judge"]),
+        layout,
+        settings.option("model", cell["model"]),
+        settings.option("condition", cell["condition"]),
     )

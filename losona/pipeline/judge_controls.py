@@ -31,6 +31,7 @@ from losona.judges.run import (
 )
 from losona.models import CallOptions
 from losona.models.call_store import call_store
+from losona.pipeline.command import Cell, Settings
 
 
 def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: RunLayout) -> None:
@@ -90,3 +91,13 @@ def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: 
         headline=headline,
         closing=closing,
     )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"judge": "judge"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    config = settings.option("judge", cell["judge"])
+    run_judge_controls(config, settings.group("judge_controls"), layout)

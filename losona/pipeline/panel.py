@@ -14,6 +14,7 @@ from losona.core.files import read_parquet, write_json, write_parquet
 from losona.core.layout import RunLayout
 from losona.judges.panels import combine_controls, combine_verdicts, panel_description
 from losona.judges.run import control_summary, status_counts
+from losona.pipeline.command import Cell, Settings
 
 
 def run_panel(panel: JudgeConfig, layout: RunLayout, judges: Sequence[str]) -> None:
@@ -61,3 +62,13 @@ def run_panel(panel: JudgeConfig, layout: RunLayout, judges: Sequence[str]) -> N
         f"panel {panel.name} ({panel_description(panel)}): {verdicts.height} verdicts, "
         f"{status_counts(verdicts)} -> {out}/; controls: {status_counts(controls)}"
     )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"panel": "judge"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    panel = settings.option("judge", cell["panel"])
+    run_panel(panel, layout, settings.group("sweep")["judges"])

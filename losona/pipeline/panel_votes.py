@@ -12,6 +12,7 @@ from losona.core.errors import LosonaError
 from losona.core.files import read_parquet, write_parquet
 from losona.core.layout import RunLayout
 from losona.judges.panels import member_verdicts
+from losona.pipeline.command import Cell, Settings
 
 
 def run_panel_votes(
@@ -39,3 +40,13 @@ def run_panel_votes(
     write_parquet(verdicts, layout.panel_votes(panel.name, member))
     write_parquet(controls, layout.panel_control_votes(panel.name, member))
     print(f"panel_votes {panel.name}: {said} -> {out}/")
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"panel": "judge", "judge": "+member"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    panel = settings.option("judge", cell["panel"])
+    run_panel_votes(panel, layout, cell["judge"], settings.group("sweep"))

@@ -10,6 +10,7 @@ from losona.dynamic.report import dynamic_section, read_judges
 from losona.dynamic.settings import DynamicSettings
 from losona.figures import write_figures
 from losona.judges.verdicts import load_verdicts
+from losona.pipeline.command import Cell, Settings
 from losona.report.audit_section import audit_section
 from losona.report.index import build_report
 from losona.report.plots import draw_figures
@@ -47,3 +48,12 @@ def run_plot(layout: RunLayout, dynamic: DynamicSettings) -> None:
     print(
         f"plot: {len(figures)} figures -> {layout.figures_folder}/, report -> {layout.report_page}"
     )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_plot(layout, settings.group("dynamic"))

@@ -8,6 +8,7 @@ from losona.core.config import AggregateSettings, DatasetConfig, load_option, pl
 from losona.core.contracts import SCENARIO_SCHEMA
 from losona.core.files import read_parquet, write_json
 from losona.core.layout import RunLayout
+from losona.pipeline.command import Cell, Settings
 from losona.provenance.record import provenance
 
 
@@ -33,3 +34,18 @@ def run_provenance(
     )
     write_json(record, layout.provenance)
     print(f"provenance -> {layout.provenance}")
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_provenance(
+        layout,
+        settings.group("sweep"),
+        settings.group("dataset"),
+        settings.group("sampling").trials,
+        settings.group("aggregate"),
+    )

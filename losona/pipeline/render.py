@@ -6,11 +6,12 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig
 
-from losona.core.config import chosen, option
+from losona.core.config import chosen
 from losona.core.contracts import SCENARIO_SCHEMA
 from losona.core.files import read_parquet, write_parquet
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
+from losona.pipeline.command import Cell, ComposedSettings, Settings
 from losona.prompts.render import render_table
 
 
@@ -28,8 +29,18 @@ def run_render(conditions: Sequence[str], layout: RunLayout) -> None:
 def run_render_command(cfg: DictConfig) -> None:
     """render as its command line asks: the condition named, or every condition of the
     sweep (each must have its config, not only a template)."""
+    layout = RunLayout(chosen(cfg, "paths"))
     if "condition" in cfg:
-        conditions = [chosen(cfg, "condition").name]
+        run_render([chosen(cfg, "condition").name], layout)
     else:
-        conditions = [option("condition", name).name for name in cfg.sweep.conditions]
-    run_render(conditions, RunLayout(chosen(cfg, "paths")))
+        run(ComposedSettings(cfg), layout, {})
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    conditions = settings.group("sweep")["conditions"]
+    run_render([settings.option("condition", name).name for name in conditions], layout)

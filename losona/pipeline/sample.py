@@ -18,6 +18,7 @@ from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
 from losona.models.call_store import call_store
 from losona.models.runlog import record_table
+from losona.pipeline.command import Cell, ComposedSettings, Settings, cell_of
 from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
 from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
 
@@ -103,16 +104,31 @@ def run_sample_command(cfg: DictConfig) -> None:
     sampling.dry_run and no condition, every cell of the sweep's estimate."""
     layout = RunLayout(chosen(cfg, "paths"))
     settings = chosen(cfg, "sampling")
-    dataset = functools.partial(chosen, cfg, "dataset")  # read only by a dry run before fetch
     if "condition" in cfg:
-        run_sample(settings, layout, chosen(cfg, "model"), chosen(cfg, "condition"), dataset)
+        run(ComposedSettings(cfg), layout, cell_of(cfg, "sample", CELL))
     elif settings.dry_run:  # a condition must have its config
         sweep = plain(cfg.sweep)
         specs = [option("model", name) for name in sweep["models"]]
         conditions = [option("condition", name).name for name in sweep["conditions"]]
+        dataset = functools.partial(chosen, cfg, "dataset")  # read only before fetch
         run_sample_dry_sweep(settings, layout, specs, conditions, dataset)
     else:
         raise LosonaError(
             "sample needs one condition, e.g. python stages/sample.py condition=naive "
             "(or sampling.dry_run=true, without a condition, for the whole sweep's cost)"
         )
+
+
+# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
+CELL: dict[str, str] = {"model": "model", "condition": "condition"}
+
+
+def run(settings: Settings, layout: RunLayout, cell: Cell) -> None:
+    """The stage with `settings` (losona/pipeline/command.py) on `cell`."""
+    run_sample(
+        settings.group("sampling"),
+        layout,
+        settings.option("model", cell["model"]),
+        settings.option("condition", cell["condition"]),
+        dataset=lambda: settings.group("dataset"),  # read only by a dry run before fetch
+    )

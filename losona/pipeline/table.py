@@ -6,7 +6,8 @@ dvc.yaml's stages, commands, matrices and outputs to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +35,10 @@ from losona.pipeline import (
     render,
     sample,
 )
+from losona.pipeline.command import Cell, Settings
 from losona.results.aggregate import CSV_FILES, TABLE1
 from losona.results.bundle import METRICS
 
-# A cell of a stage: the value of each list it expands over ({"model": ..., ...}).
-Cell = Mapping[str, str]
 Places = Callable[[RunLayout, Cell], list[Path]]
 
 
@@ -47,7 +47,9 @@ class Stage:
     """One stage of dvc.yaml: what runs it, what it reads and where it writes."""
 
     name: str
-    function: Callable[..., None]
+    # The stage on a cell with the run's settings; preflight's reads the whole composed config,
+    # so only its command runs it.
+    run: Callable[[Settings, RunLayout, Cell], None] | None
     groups: tuple[str, ...]  # the config groups its command reads
     calls_model: bool
     # The lists its cells expand over (dvc.yaml's matrix keys): `panel` is conf/panels.yaml's,
@@ -56,11 +58,18 @@ class Stage:
     outputs: Places
     metrics: Places = lambda layout, cell: []
     script: str = ""  # stages/<script>.py, when it is not the stage's name
+    dynamic: bool = False  # its cells expand over the dynamic node's lists, not the sweep's
 
     @property
     def command(self) -> str:
         """The script dvc.yaml runs it with."""
         return f"stages/{self.script or self.name}.py"
+
+    def cells_of(self, settings: Settings) -> list[dict[str, str]]:
+        """Every cell it runs on with `settings`, in the order dvc.yaml expands its matrix."""
+        lists = settings.group("dynamic").model_dump() if self.dynamic else settings.group("sweep")
+        names = [lists[f"{key}s"] for key in self.cells]
+        return [dict(zip(self.cells, cell, strict=True)) for cell in itertools.product(*names)]
 
 
 def _cell(cell: Cell) -> tuple[str, str, str]:
@@ -72,23 +81,20 @@ def _config(group: str, key: str) -> Places:
     return lambda layout, cell: [layout.config(group, cell[key])]
 
 
-CELL = ("judge", "model", "condition")
 STAGES: tuple[Stage, ...] = (
     Stage(
         "preflight",
-        preflight.run_preflight,
+        None,
         preflight.RUN_GROUPS,
         False,
         (),
         lambda layout, cell: [layout.run_checked],
     ),
-    Stage("fetch", fetch.run_fetch, ("dataset", "paths"), False, (), lambda lo, c: [lo.scenarios]),
-    Stage(
-        "render", render.run_render, ("condition", "paths"), False, (), lambda lo, c: [lo.prompts]
-    ),
+    Stage("fetch", fetch.run, ("dataset", "paths"), False, (), lambda lo, c: [lo.scenarios]),
+    Stage("render", render.run, ("condition", "paths"), False, (), lambda lo, c: [lo.prompts]),
     Stage(
         "model_config",
-        config.run_config,
+        config.configured("model", "model"),
         ("model", "paths"),
         False,
         ("model",),
@@ -97,7 +103,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "judge_config",
-        config.run_config,
+        config.configured("judge", "judge"),
         ("judge", "paths"),
         False,
         ("judge",),
@@ -106,7 +112,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "panel_config",
-        config.run_config,
+        config.configured("judge", "panel"),
         ("judge", "paths"),
         False,
         ("panel",),
@@ -115,10 +121,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "sample",
-        sample.run_sample,
+        sample.run,
         ("condition", "model", "paths", "sampling"),
         True,
-        ("model", "condition"),
+        tuple(sample.CELL),
         lambda lo, c: [
             lo.responses(c["model"], c["condition"]),
             lo.sample_calls(c["model"], c["condition"]),
@@ -126,27 +132,27 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "judge",
-        judge.run_judge,
+        judge.run,
         ("condition", "judge", "model", "paths"),
         True,
-        CELL,
+        tuple(judge.CELL),
         lambda lo, c: [lo.verdicts(*_cell(c)), lo.judge_calls(*_cell(c))],
     ),
     Stage(
         "judge_controls",
-        judge_controls.run_judge_controls,
+        judge_controls.run,
         ("judge", "judge_controls", "paths"),
         True,
-        ("judge",),
+        tuple(judge_controls.CELL),
         lambda lo, c: [lo.controls(c["judge"]), lo.controls_calls(c["judge"])],
         lambda lo, c: [lo.controls_summary(c["judge"])],
     ),
     Stage(
         "panel_votes",
-        panel_votes.run_panel_votes,
+        panel_votes.run,
         ("judge", "paths"),
         False,
-        ("panel", "judge"),
+        tuple(panel_votes.CELL),
         lambda lo, c: [
             lo.panel_votes(c["panel"], c["judge"]),
             lo.panel_control_votes(c["panel"], c["judge"]),
@@ -154,16 +160,16 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "panel",
-        panel.run_panel,
+        panel.run,
         ("judge", "paths"),
         False,
-        ("panel",),
+        tuple(panel.CELL),
         lambda lo, c: [lo.judge_verdicts(c["panel"]), lo.controls(c["panel"])],
         lambda lo, c: [lo.controls_summary(c["panel"])],
     ),
     Stage(
         "aggregate",
-        aggregate.run_aggregate,
+        aggregate.run,
         ("aggregate", "paths"),
         False,
         (),
@@ -172,40 +178,43 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "dynamic_render",
-        dynamic_render.run_dynamic_render,
+        dynamic_render.run,
         ("condition", "dataset", "dynamic", "judge", "model", "paths", "sampling"),
         True,
-        CELL,
+        tuple(dynamic_render.CELL),
         lambda lo, c: [lo.dynamic_prompts(*_cell(c)), lo.dynamic_calls("dynamic_group", *_cell(c))],
+        dynamic=True,
     ),
     Stage(
         "dynamic_sample",
-        dynamic_sample.run_dynamic_sample,
+        dynamic_sample.run,
         ("condition", "judge", "model", "paths", "sampling"),
         True,
-        CELL,
+        tuple(dynamic_sample.CELL),
         lambda lo, c: [
             lo.dynamic_responses(*_cell(c)),
             lo.dynamic_calls("dynamic_sample", *_cell(c)),
         ],
+        dynamic=True,
     ),
     Stage(
         "dynamic_judge",
-        dynamic_judge.run_dynamic_judge,
+        dynamic_judge.run,
         ("condition", "judge", "model", "paths"),
         True,
-        CELL,
+        tuple(dynamic_judge.CELL),
         lambda lo, c: [
             lo.dynamic_verdicts(*_cell(c)),
             lo.dynamic_calls("dynamic_judge", *_cell(c)),
         ],
+        dynamic=True,
     ),
     Stage(
         "dynamic_aggregate",
-        dynamic_aggregate.run_dynamic_aggregate,
+        dynamic_aggregate.run,
         ("aggregate", "dynamic", "judge", "paths"),
         False,
-        ("judge",),
+        tuple(dynamic_aggregate.CELL),
         lambda lo, c: [
             lo.dynamic_reports(c["judge"]) / name
             for name in [
@@ -214,10 +223,11 @@ STAGES: tuple[Stage, ...] = (
             ]
         ],
         lambda lo, c: [lo.dynamic_reports(c["judge"]) / METRICS],
+        dynamic=True,
     ),
     Stage(
         "provenance",
-        provenance.run_provenance,
+        provenance.run,
         ("aggregate", "dataset", "paths", "sampling"),
         False,
         (),
@@ -225,7 +235,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "audit",
-        audit.run_audit,
+        audit.run,
         ("aggregate", "audit", "judge", "paths"),
         False,  # unless its opt-in determinism check judges again
         (),
@@ -234,7 +244,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "plot",
-        plot.run_plot,
+        plot.run,
         ("dynamic", "paths"),
         False,
         (),
@@ -242,7 +252,7 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "calls",
-        calls.run_calls,
+        calls.run,
         ("dynamic", "paths"),
         False,
         (),

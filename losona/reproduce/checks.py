@@ -1,15 +1,12 @@
-"""The checks of a run: every reported number recomputed from the verdict files and
-compared with the files on disk, and the run's inputs, calls and dvc.lock against its
-provenance record (the whole list: losona/reproduce/__init__.py).
+"""The checks of a run (the whole list: losona/reproduce/__init__.py): the pipeline's table
+run again, stage by stage, on the run's own files, and the run's inputs, calls and dvc.lock
+held to its provenance record.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +14,7 @@ import polars as pl
 
 from losona.audit.files import DETERMINISM_FILES, read_audit
 from losona.audit.inputs import audit_inputs
-from losona.audit.settings import DeterminismSettings
-from losona.core.config import (
-    AggregateSettings,
-    ControlsSettings,
-    DatasetConfig,
-    JudgeConfig,
-    ModelSpec,
-    SamplingSettings,
-    judge_kind_settings,
-    option,
-)
+from losona.core.config import ModelSpec
 from losona.core.contracts import (
     CONTROL_SCHEMA,
     PROMPT_SCHEMA,
@@ -36,34 +23,17 @@ from losona.core.contracts import (
     VERDICT_SCHEMA,
 )
 from losona.core.errors import LosonaError
-from losona.core.files import display_path, read_parquet, write_parquet
+from losona.core.files import display_path, read_parquet
 from losona.core.layout import RunLayout
 from losona.dynamic.arms import OK
 from losona.dynamic.sample import SEND_ORDER, second_turn_requests
-from losona.dynamic.settings import DynamicSettings
-from losona.dynamic.tables import (
-    DYNAMIC_PROMPT_SCHEMA,
-    DYNAMIC_RESPONSE_SCHEMA,
-)
+from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
 from losona.judges.kinds import judge_kind
 from losona.judges.run import control_summary
-from losona.judges.verdicts import verdict_files
 from losona.models import CallNotFound, PublishedCalls, Request, call_key, read_calls
-from losona.models.call_store import LOCK_FILE, call_store, recorded_md5
-from losona.pipeline.aggregate import run_aggregate
-from losona.pipeline.audit import run_audit
-from losona.pipeline.calls import run_calls
-from losona.pipeline.dynamic_aggregate import run_dynamic_aggregate
-from losona.pipeline.dynamic_judge import run_dynamic_judge
-from losona.pipeline.dynamic_render import run_dynamic_render
-from losona.pipeline.dynamic_sample import run_dynamic_sample
-from losona.pipeline.judge import run_judge
-from losona.pipeline.judge_controls import run_judge_controls
-from losona.pipeline.panel import run_panel
-from losona.pipeline.panel_votes import run_panel_votes
-from losona.pipeline.plot import run_plot
-from losona.pipeline.render import run_render
-from losona.pipeline.sample import run_sample
+from losona.models.call_store import LOCK_FILE, recorded_md5
+from losona.pipeline.command import Cell, Settings
+from losona.pipeline.table import STAGES, Stage
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import scenarios_sha256, template_hashes
 from losona.reproduce.compare import (
@@ -75,58 +45,265 @@ from losona.reproduce.compare import (
     compare_tables,
     same,
 )
+from losona.reproduce.recorded import RecordedSettings, read_provenance
 from losona.reproduce.replay import Replay, replaying
 from losona.results.bundle import METRICS
 from losona.sampling.sample import condition_prompts, sample_requests
 
+# The stages not run again, and why.
+NOT_RERUN = {
+    "preflight": "it checks a run's settings before its first stage; the run's are recorded",
+    "fetch": "the dataset may not be reachable from here: the scenarios are held to the "
+    "hash the provenance records",
+    "model_config": "its file is the config the other stages are run again with",
+    "judge_config": "its file is the config the other stages are run again with",
+    "panel_config": "its file is the config the other stages are run again with",
+    "provenance": "it records this machine's packages, which another's differ from: the run "
+    "is held to the record instead",
+}
 
-def read_provenance(path: str | Path) -> dict[str, Any]:
-    """The run's provenance record, refusing a missing or malformed file."""
-    path = Path(path)
-    if not path.is_file():
-        raise LosonaError(
-            f"{display_path(path)} not found: run the provenance stage first "
-            "(python stages/provenance.py, or dvc repro)"
+# What a stage writes that is not compared value by value, and why.
+NOT_COMPARED = {
+    ".png": "a figure as drawn: the numbers it shows are its .csv, compared",
+    ".svg": "a figure as drawn: the numbers it shows are its .csv, compared",
+    ".log.json": "a run log: its latency and timing differ on every run, so it is no output",
+}
+
+
+def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
+    """Recompute every reported number of the run `layout` places, and compare.
+
+    Every stage of the pipeline's table but NOT_RERUN runs again on each of its cells, by its
+    own function, in a replay of the run (losona/reproduce/replay.py): with the settings the
+    run records (`RecordedSettings`; the dynamic turn's are `repository`'s, off without it),
+    every model call answered from the run's published calls alone. Fetch's scenarios and the
+    templates are held to the hashes the provenance records instead.
+    """
+    check = Check()
+    record = read_provenance(layout.provenance)
+    settings = RecordedSettings(layout, record, repository)
+    provenance_file = display_path(layout.provenance)
+    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
+    check.add(layout.provenance, *check_inputs(record, scenarios, provenance_file))
+    recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
+    inputs = audit_inputs(layout.verdicts_folder, record["sweep"], recorded_kinds)
+    check.add(
+        layout.verdicts_folder,
+        *check_verdict_origins(inputs.verdicts, record, display_path(layout.verdicts_folder)),
+    )
+    unrecorded = sorted(set(inputs.judges) - set(record["judges"]))
+    if unrecorded:
+        check.notes.append(
+            f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
+    published = published_calls(layout)
+    if published is not None and settings.trials is None:
+        check.notes.append(f"{provenance_file} records no K: the responses are not sampled again")
+    with replaying(layout) as replay:
+        check_stages(check, settings, layout, replay)
+    check_calls(check, settings, layout, published)
+    check_lock(check)
+    return check
+
+
+def check_stages(
+    check: Check,
+    settings: RecordedSettings,
+    layout: RunLayout,
+    replay: Replay,
+    only: Collection[str] = (),
+) -> None:
+    """Each stage of the table but NOT_RERUN (`only`: those named), on each of its cells, run
+    again in `replay` and every file it writes compared with the run's; where the run has no
+    file to start from, or published no calls to answer a model call, as INSTEAD says."""
+    answered = published_calls(layout) is not None
+    for stage in STAGES:
+        if stage.name in NOT_RERUN or (only and stage.name not in only):
+            continue
+        for cell in stage.cells_of(settings):
+            instead = INSTEAD.get(stage.name)
+            if instead is not None and instead(check, settings, layout, cell, answered):
+                continue
+            _rerun(check, stage, settings, cell, replay)
+
+
+def _rerun(check: Check, stage: Stage, settings: Settings, cell: Cell, replay: Replay) -> None:
+    assert stage.run is not None
+    rejudged = stage.name == "audit" and _rejudged(replay.scratch)
+    skip = {"skip_files": DETERMINISM_FILES, "skip_keys": ("determinism",)} if rejudged else {}
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LosonaError(f"{display_path(path)}: not a JSON file ({exc})") from None
-    for key in ("dataset", "templates", "sweep", "judges", "aggregate"):
-        if not isinstance(record, dict) or not isinstance(record.get(key), dict):
-            raise LosonaError(
-                f"{display_path(path)}: no '{key}' section; rerun the provenance stage"
-            )
-    checked: dict[str, Any] = record
-    return checked
-
-
-def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, name: str) -> Any:
-    """A model or judge option as the run used it: the config stage's checked copy
-    (data/configs/<group>/<name>.json), else what the provenance records of it; never
-    conf/ as it is now."""
-    path = layout.config(group, name)
-    schema = ModelSpec if group == "model" else JudgeConfig
-    key = f"{group}s"
-    if path.is_file():
-        node, origin = json.loads(path.read_text(encoding="utf-8")), display_path(path)
-    elif (node := record.get(key, {}).get(name)) is not None:
-        origin = f"{display_path(layout.provenance)} ({key}.{name})"
-    else:
-        raise LosonaError(
-            f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
-            "the run does not record the config it used; rerun the config and provenance stages"
+        with replay.rerun(lambda scratch: stage.run(settings, scratch, cell)):  # type: ignore[misc]
+            compare_written(check, replay, **skip)
+    except CallNotFound as exc:
+        at = ", ".join(f"{key}={value}" for key, value in cell.items())
+        file = display_path(replay.original(replay.scratch.calls)) if replay.scratch.calls else ""
+        check.add(
+            file, 1, [Difference(file, f"{stage.name} {at}", "calls", "all present", str(exc))]
         )
-    return schema.from_config(_settings(node, schema), origin)
 
 
-def _settings(node: Mapping[str, Any], schema: Any) -> dict[str, Any]:
-    """A recorded config's settings: what the schema has and a value was given for (a record
-    writes out unset ones as null and adds facts of its own, such as a judge's versions)."""
-    settings = {k: v for k, v in node.items() if k in schema.model_fields and v is not None}
-    if isinstance(settings.get("model"), Mapping):  # a judge's model
-        settings["model"] = _settings(settings["model"], ModelSpec)
-    return settings
+def compare_written(
+    check: Check, replay: Replay, skip_files: Sequence[str] = (), skip_keys: Sequence[str] = ()
+) -> None:
+    """Every file the stage just run again in `replay` wrote, against the run's: each output,
+    value by value (`skip_files`: names not rechecked, `skip_keys`: JSON keys not rechecked),
+    NOT_COMPARED aside."""
+    for again in replay.written:
+        if again.name.endswith(tuple(NOT_COMPARED)) or again.name in skip_files:
+            continue
+        original = replay.original(again)
+        file = display_path(original)
+        if not original.is_file():
+            # dvc.lock holds a run's outputs (check_lock): one it does not is not the run's.
+            check.notes.append(f"{file}: absent, not rechecked")
+            continue
+        check.add(file, *compare_files(file, again, original, skip=skip_keys))
+
+
+# -- what is checked instead of running a stage again on a cell -------------------------------
+# Each returns True when it took the cell's place: no run's file to start from, or a model
+# call that only the run's published calls could answer, and the run published none.
+
+Instead = Callable[[Check, RecordedSettings, RunLayout, Cell, bool], bool]
+
+
+def _render_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    return not layout.prompts.is_file()  # a run made from its responses on (tests' runs)
+
+
+def _sample_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    # Only published calls answer it; an absent responses file is named by the judge's check.
+    responses = layout.responses(cell["model"], cell["condition"])
+    return not answered or settings.trials is None or not responses.is_file()
+
+
+def _judge_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    path = layout.verdicts(cell["judge"], cell["model"], cell["condition"])
+    responses_path = layout.responses(cell["model"], cell["condition"])
+    if not responses_path.is_file():
+        check.notes.append(
+            f"{display_path(path)}: not rechecked against responses "
+            f"({display_path(responses_path)} is absent)"
+        )
+        return True
+    if answered or settings.option("judge", cell["judge"]).model is None or not path.is_file():
+        return False
+    # An LLM judge with no published calls to answer it: each verdict quotes its response.
+    found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
+    responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
+    expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
+        responses.select("scenario_id", "trial", "response"), on=["scenario_id", "trial"]
+    )
+    file = display_path(path)
+    check.add(
+        file, cell_count(expected), compare_tables(file, expected.select(found.columns), found)
+    )
+    return True
+
+
+def _controls_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    judge = cell["judge"]
+    table_path, summary_path = layout.controls(judge), layout.controls_summary(judge)
+    if not table_path.is_file():
+        check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
+        return True
+    if answered or settings.option("judge", judge).model is None:
+        return False
+    # An LLM judge with no published calls to answer it: its summary, from its verdicts.
+    found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+    file = display_path(summary_path)
+    check.add(file, *compare_json(file, {judge: control_summary(found)}, _json_of(summary_path)))
+    return True
+
+
+def _dynamic_sample_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    return not answered  # as the first turn's: only published calls answer it
+
+
+def _dynamic_judge_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    if answered or settings.option("judge", cell["judge"]).model is None:
+        return False
+    verdicts = layout.dynamic_verdicts(cell["judge"], cell["model"], cell["condition"])
+    check.notes.append(
+        f"{display_path(verdicts)}: not judged again (an LLM judge, and no published calls "
+        "to answer it)"
+    )
+    return True
+
+
+def _audit_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    if not (layout.audit_folder / METRICS).is_file():
+        check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
+        return True
+    if rejudged := _rejudged(layout):
+        check.notes.append(
+            f"{display_path(layout.audit_folder / 'determinism.csv')}: judges {rejudged} were "
+            "re-judged by model calls; those figures are not rechecked"
+        )
+    return False
+
+
+def _rejudged(layout: RunLayout) -> list[str]:
+    """The judges whose determinism the run's audit measured by judging again: those
+    figures came from model calls, so they are not rechecked."""
+    table = read_audit(layout.audit_folder)["determinism.csv"]
+    judges: list[str] = table.filter(pl.col("method") == "re-judged")["judge"].to_list()
+    return judges
+
+
+def _plot_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    return not layout.figures_folder.is_dir()
+
+
+def _calls_instead(
+    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
+) -> bool:
+    # A cell's calls file absent is named by check_calls.
+    sweep, dynamic = settings.group("sweep"), settings.group("dynamic")
+    files = layout.sweep_calls(sweep) + layout.dynamic_call_files(dynamic)
+    return not answered or not all(path.is_file() for path in files)
+
+
+INSTEAD: dict[str, Instead] = {
+    "render": _render_instead,
+    "sample": _sample_instead,
+    "judge": _judge_instead,
+    "judge_controls": _controls_instead,
+    "dynamic_sample": _dynamic_sample_instead,
+    "dynamic_judge": _dynamic_judge_instead,
+    "audit": _audit_instead,
+    "plot": _plot_instead,
+    "calls": _calls_instead,
+}
+
+
+def _json_of(path: Path) -> Any:
+    file = display_path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LosonaError(f"{file} not found: run the judge_controls stage (dvc repro)") from None
+    except json.JSONDecodeError as exc:
+        raise LosonaError(f"{file}: not a JSON file ({exc})") from None
+
+
+# -- the run's inputs and calls against its record -------------------------------------------
 
 
 def check_inputs(
@@ -168,267 +345,6 @@ def check_verdict_origins(
     return compared, differences
 
 
-def check_prompts(
-    check: Check, conditions: Sequence[str], layout: RunLayout, replay: Replay
-) -> None:
-    """The prompt table, by the render stage's own function in the replay."""
-    with replay.rerun(partial(run_render, conditions)):
-        compare_written(check, replay)
-
-
-# What a stage writes that is not compared value by value, and why.
-NOT_COMPARED = {
-    ".png": "a figure as drawn: the numbers it shows are its .csv, compared",
-    ".svg": "a figure as drawn: the numbers it shows are its .csv, compared",
-    ".log.json": "a run log: its latency and timing differ on every run, so it is no output",
-}
-
-
-def compare_written(
-    check: Check, replay: Replay, *, skip_files: Sequence[str] = (), skip_keys: Sequence[str] = ()
-) -> None:
-    """Every file the stage just run again in `replay` wrote, against the run's: each output,
-    value by value (`skip_files`: names not rechecked, `skip_keys`: JSON keys not rechecked;
-    the caller notes why), NOT_COMPARED aside."""
-    for again in replay.written:
-        if again.name.endswith(tuple(NOT_COMPARED)) or again.name in skip_files:
-            continue
-        original = replay.original(again)
-        file = display_path(original)
-        if not original.is_file():
-            # dvc.lock holds a run's outputs (check_lock): one it does not is not the run's.
-            check.notes.append(f"{file}: absent, not rechecked")
-            continue
-        check.add(file, *compare_files(file, again, original, skip=skip_keys))
-
-
-def check_samples(
-    check: Check,
-    record: Mapping[str, Any],
-    trials: int,
-    layout: RunLayout,
-    published: PublishedCalls,
-    replay: Replay,
-) -> None:
-    """Every cell's responses, by the sample stage's own function in the replay: K trials
-    of each prompt (`trials`, as the provenance records), each answered from the run's
-    published calls alone; a call that is not there is named."""
-    settings = SamplingSettings(trials=trials, dry_run=False, max_cost_usd=None)
-    sweep = record["sweep"]
-    for model in sweep["models"]:
-        for condition in sweep["conditions"]:
-            path = layout.responses(model, condition)
-            if not path.is_file():
-                continue  # named by the verdict checks, which need it too
-            stage = partial(
-                run_sample,
-                settings,
-                spec=recorded_config(layout, record, "model", model),
-                condition=option("condition", condition),
-                dataset=_no_dataset,
-            )
-            try:
-                with replay.rerun(stage):
-                    compare_written(check, replay)
-            except CallNotFound as exc:
-                _calls_missing(check, layout, f"sample {model}/{condition}", exc)
-
-
-def _no_dataset() -> DatasetConfig:
-    raise LosonaError("reproduce samples from the run's prompt table, never the dataset")
-
-
-def check_merged_calls(
-    check: Check,
-    sweep: Mapping[str, Sequence[str]],
-    dynamic: DynamicRun | None,
-    layout: RunLayout,
-    published: PublishedCalls,
-    replay: Replay,
-) -> None:
-    """The run's calls file, by the calls stage's own function in the replay, merging the
-    cells' calls files; with one of them absent (noted by `check_calls`), not rechecked."""
-    settings = dynamic.settings if dynamic is not None else DYNAMIC_OFF
-    if not all(
-        p.is_file() for p in layout.sweep_calls(sweep) + layout.dynamic_call_files(settings)
-    ):
-        return
-    with replay.rerun(partial(run_calls, sweep=sweep, dynamic=settings)):
-        compare_written(check, replay)
-
-
-def check_judgements(
-    check: Check,
-    scenarios: pl.DataFrame,
-    record: Mapping[str, Any],
-    layout: RunLayout,
-    replay: Replay | None = None,
-) -> None:
-    """Verdicts against the responses they judge, each verdict file judged again by the
-    judge stage's own function (`run_judge`) in a replay of the run (`replay`, or one of its
-    own), with the judge config the run recorded (`record`, the provenance) and the
-    `scenarios` given: the rules for free, an LLM judge answered from the run's published
-    calls alone. An LLM judge with no published calls to answer it is held to the response
-    it quotes. A panel's verdicts are its stage's (`check_panels`).
-    """
-    with _replay_of(layout, replay) as replay:
-        write_parquet(scenarios, replay.scratch.scenarios)
-        published = call_store(replay.scratch).published
-        for path, (judge, model, condition) in verdict_files(layout.verdicts_folder):
-            responses_path = layout.responses(model, condition)
-            if not responses_path.is_file():
-                check.notes.append(
-                    f"{display_path(path)}: not rechecked against responses "
-                    f"({display_path(responses_path)} is absent)"
-                )
-                continue
-            if judge not in record["judges"]:
-                continue  # noted by check_run: outside the recorded sweep
-            config = recorded_config(layout, record, "judge", judge)
-            if judge_kind_settings(config.kind).combines:
-                continue
-            if config.model is None or (published is not None and published.expected):
-                stage = partial(
-                    run_judge,
-                    config,
-                    model=recorded_config(layout, record, "model", model),
-                    condition=option("condition", condition),
-                )
-                try:
-                    with replay.rerun(stage):
-                        compare_written(check, replay)
-                except CallNotFound as exc:
-                    _calls_missing(check, layout, f"judge {judge} on {model}/{condition}", exc)
-                continue
-            found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
-            responses = read_parquet(responses_path, RESPONSE_SCHEMA, made_by="sample")
-            expected = _quoting(found, responses).sort("scenario_id", "trial")
-            file = display_path(path)
-            check.add(file, cell_count(expected), compare_tables(file, expected, found))
-
-
-def check_panels(
-    check: Check, record: Mapping[str, Any], layout: RunLayout, replay: Replay
-) -> None:
-    """Each panel of the sweep by its own stages in the replay: its members' votes copied
-    again (panel_votes), then combined again (panel) into every cell's verdicts, its
-    validity controls and their summary."""
-    sweep = record["sweep"]
-    for name in sweep.get("panels", ()):
-        panel = recorded_config(layout, record, "judge", name)
-        for member in sweep["judges"]:
-            with replay.rerun(partial(run_panel_votes, panel, member=member, sweep=sweep)):
-                compare_written(check, replay)
-        with replay.rerun(partial(run_panel, panel, judges=sweep["judges"])):
-            compare_written(check, replay)
-
-
-@contextmanager
-def _replay_of(layout: RunLayout, replay: Replay | None) -> Iterator[Replay]:
-    """`replay`, or a replay of the run of its own while the caller needs it."""
-    if replay is not None:
-        yield replay
-        return
-    with replaying(layout) as own:
-        yield own
-
-
-def _calls_missing(check: Check, layout: RunLayout, where: str, missing: CallNotFound) -> None:
-    """A stage run again needed a call the run's published calls do not hold."""
-    file = display_path(layout.calls) if layout.calls is not None else "paths.calls"
-    check.add(file, 1, [Difference(file, where, "calls", "all present", str(missing))])
-
-
-def _quoting(found: pl.DataFrame, responses: pl.DataFrame) -> pl.DataFrame:
-    """Verdicts that nothing can judge again offline, as they must be: each quoting the
-    response of its scenario and trial."""
-    expected = found.with_columns(pl.lit(None, pl.String).alias("response")).update(
-        responses.select("scenario_id", "trial", "response"),
-        on=["scenario_id", "trial"],
-        how="left",
-    )
-    return expected.select(found.columns)
-
-
-def _no_model_calls(name: str) -> JudgeConfig:
-    raise LosonaError(f"reproduce makes no model calls (judge '{name}' would be re-judged)")
-
-
-def check_run(layout: RunLayout, dynamic: DynamicRun | None = None) -> Check:
-    """Recompute every reported number of the run `layout` places (conf/paths) and compare.
-
-    Each stage from render on is run again by its own function in a replay of the run
-    (losona/reproduce/replay.py), its model calls answered from the run's published calls
-    alone (sample only when the run published them), and its outputs are compared with the
-    run's. With `dynamic` (the extension on), its stages are replayed and compared too
-    (`check_dynamic`). Fetch's scenarios and the templates are held to the hashes the
-    provenance records instead: the dataset may not be reachable from here, and the
-    provenance itself records this machine's packages, which another machine's differ from.
-    """
-    check = Check()
-    record = read_provenance(layout.provenance)
-    provenance_file = display_path(layout.provenance)
-    scenarios = read_parquet(layout.scenarios, SCENARIO_SCHEMA, made_by="fetch")
-    check.add(layout.provenance, *check_inputs(record, scenarios, provenance_file))
-
-    recorded_kinds = {j: node.get("kind") for j, node in record["judges"].items()}
-    sweep = record["sweep"]
-    inputs = audit_inputs(layout.verdicts_folder, sweep, recorded_kinds)
-    check.add(
-        layout.verdicts_folder,
-        *check_verdict_origins(inputs.verdicts, record, display_path(layout.verdicts_folder)),
-    )
-    unrecorded = sorted(set(inputs.judges) - set(record["judges"]))
-    if unrecorded:
-        check.notes.append(
-            f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
-        )
-    bootstrap = AggregateSettings.from_config(
-        record["aggregate"]["bootstrap"], origin=provenance_file, key="aggregate.bootstrap"
-    )
-    published = published_calls(layout)
-    with replaying(layout) as replay:
-        if layout.prompts.is_file():
-            check_prompts(check, sweep["conditions"], layout, replay)
-        trials = (record.get("sampling") or {}).get("trials")
-        if published is not None and isinstance(trials, int):
-            check_samples(check, record, trials, layout, published, replay)
-        elif published is not None:
-            check.notes.append(
-                f"{provenance_file} records no K: the responses are not sampled again"
-            )
-        check_judgements(check, scenarios, record, layout, replay)
-        judges = [j for j in inputs.kinds if j in record["judges"]]
-        check_controls(check, record, judges, layout, replay)
-        check_panels(check, record, layout, replay)
-        with replay.rerun(partial(run_aggregate, bootstrap, sweep=sweep)):
-            compare_written(check, replay)
-        if (layout.audit_folder / METRICS).is_file():
-            check_audit(check, layout, replay, sweep, bootstrap)
-        else:
-            check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
-        if layout.figures_folder.is_dir():
-            settings = dynamic.settings if dynamic is not None else DYNAMIC_OFF
-            check_figures(check, layout, replay, settings)
-        check_calls(check, record, layout, published)
-        if dynamic is not None and dynamic.settings.on:
-            check_dynamic(check, dynamic, record, layout, bootstrap, published, replay)
-        if published is not None:
-            check_merged_calls(check, sweep, dynamic, layout, published, replay)
-    check_lock(check)
-    return check
-
-
-# What a response row holds of the call it came from, by the calls table's column.
-RESPONSE_FROM_CALL = {
-    "text": "response",
-    "finish_reason": "finish_reason",
-    "prompt_tokens": "prompt_tokens",
-    "completion_tokens": "completion_tokens",
-    "cost_usd": "cost_usd",
-}
-
-
 def published_calls(layout: RunLayout) -> PublishedCalls | None:
     """The run's published calls, if it has any; a file dvc.lock records must be there."""
     published = layout.calls
@@ -446,26 +362,33 @@ def published_calls(layout: RunLayout) -> PublishedCalls | None:
     return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
 
 
+# What a response row holds of the call it came from, by the calls table's column.
+RESPONSE_FROM_CALL = {
+    "text": "response",
+    "finish_reason": "finish_reason",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cost_usd": "cost_usd",
+}
+
+
 def check_calls(
-    check: Check,
-    record: Mapping[str, Any],
-    layout: RunLayout,
-    published: PublishedCalls | None,
+    check: Check, settings: RecordedSettings, layout: RunLayout, published: PublishedCalls | None
 ) -> None:
-    """The run's published calls (`published`, read once for every check of the run): every
-    cell's calls in the run's file, every response in them (`check_responses_against_calls`)."""
+    """The run's published calls: every cell's calls in the run's file, and every response of
+    both turns the published call its request was answered with."""
     if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
     if published is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    sweep = record["sweep"]
+    sweep, dynamic = settings.group("sweep"), settings.group("dynamic")
     check_call_files(
-        check, layout.sweep_calls(sweep), display_path(published.path), published.rows_by_key
+        check, [*layout.sweep_calls(sweep), *layout.dynamic_call_files(dynamic)], published
     )
     prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
     for model in sweep["models"]:
-        spec = recorded_config(layout, record, "model", model)
+        spec = settings.option("model", model)
         for condition in sweep["conditions"]:
             path = layout.responses(model, condition)
             if not path.is_file():
@@ -483,6 +406,39 @@ def check_calls(
             check_responses_against_calls(
                 check, published, spec, responses, sent, ("scenario_id", "trial"), cell
             )
+    for judge in dynamic.judges:
+        for model in dynamic.models:
+            for condition in dynamic.conditions:
+                check_second_replies(
+                    check,
+                    settings.option("model", model),
+                    layout,
+                    (judge, model, condition),
+                    published,
+                )
+
+
+def check_second_replies(
+    check: Check,
+    spec: ModelSpec,
+    layout: RunLayout,
+    cell: tuple[str, str, str],
+    published: PublishedCalls,
+) -> None:
+    """Every second reply of a dynamic cell is the published call its prompt and trial were
+    answered with."""
+    prompts = read_parquet(
+        layout.dynamic_prompts(*cell), DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render"
+    )
+    responses = read_parquet(
+        layout.dynamic_responses(*cell), DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample"
+    )
+    rendered = prompts.filter(pl.col("status") == OK).sort(SEND_ORDER, maintain_order=True)
+    sent = dict(
+        zip(rendered.select(SEND_ORDER).iter_rows(), second_turn_requests(prompts), strict=True)
+    )
+    where = f"dynamic, subject_model={spec.name}"
+    check_responses_against_calls(check, published, spec, responses, sent, SEND_ORDER, where)
 
 
 def check_responses_against_calls(
@@ -517,12 +473,9 @@ def check_responses_against_calls(
     check.add(published.path, compared, differences)
 
 
-def check_call_files(
-    check: Check, files: Sequence[Path], file: str, by_key: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Every call of each cell's calls file is in the run's published calls (`file`, read
-    into `by_key`), as it is there."""
-    missing = "(missing)"
+def check_call_files(check: Check, files: Sequence[Path], published: PublishedCalls) -> None:
+    """Every call of each cell's calls file is in the run's published calls, as it is there."""
+    file, by_key, missing = display_path(published.path), published.rows_by_key, "(missing)"
     for cell_file in files:
         if not cell_file.is_file():
             check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
@@ -550,7 +503,6 @@ def check_lock(check: Check) -> None:
     recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
     its files agree with each other, but they are no longer the run that was published.
     A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
-    The check itself is `losona.provenance.lock`'s, which publishable applies too.
     """
     found = lock_check()
     if found is None:
@@ -580,221 +532,3 @@ def check_lock(check: Check) -> None:
             else " in what it records of the inputs only; every output is the committed one"
         )
     )
-
-
-def check_controls(
-    check: Check,
-    record: Mapping[str, Any],
-    judges: Sequence[str],
-    layout: RunLayout,
-    replay: Replay,
-) -> None:
-    """Each judge's validity controls (data/judge_controls/) and their summary
-    (reports/judge_controls/), by the judge_controls stage's own function in the replay,
-    with the judge config the run recorded. An LLM judge with no published calls to answer
-    it has its summary recomputed from its control verdicts; a panel's are its stage's."""
-    published = call_store(replay.scratch).published
-    for judge in judges:
-        config = recorded_config(layout, record, "judge", judge)
-        table_path = layout.controls(judge)
-        summary_path = layout.controls_summary(judge)
-        if judge_kind_settings(config.kind).combines:
-            continue
-        if not table_path.is_file():
-            check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
-            continue
-        reported = _json_of(summary_path, judge)
-        if config.model is None or (published is not None and published.expected):
-            # Judged again whatever they show: the run judged them, and so does the check.
-            stage = partial(run_judge_controls, config, ControlsSettings(judge_anyway=True))
-            try:
-                with replay.rerun(stage):
-                    compare_written(check, replay)
-            except CallNotFound as exc:
-                _calls_missing(check, layout, f"judge_controls {judge}", exc)
-            continue
-        found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
-        file = display_path(summary_path)
-        check.add(file, *compare_json(file, {judge: control_summary(found)}, reported))
-
-
-def _json_of(path: Path, judge: str) -> Any:
-    file = display_path(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LosonaError(
-            f"{file} not found: run the judge_controls stage "
-            f"(python stages/judge_controls.py judge={judge}, or dvc repro)"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise LosonaError(f"{file}: not a JSON file ({exc})") from None
-
-
-def check_audit(
-    check: Check,
-    layout: RunLayout,
-    replay: Replay,
-    sweep: Mapping[str, Sequence[str]],
-    bootstrap: AggregateSettings,
-) -> None:
-    """The judge audit's tables and metrics, by the audit stage's own function in the
-    replay, with no judge judged again; re-judged determinism figures are only noted."""
-    root = layout.audit_folder
-    rejudged = read_audit(root)["determinism.csv"].filter(pl.col("method") == "re-judged")
-    if rejudged.height:
-        check.notes.append(
-            f"{display_path(root / 'determinism.csv')}: judges {rejudged['judge'].to_list()} "
-            "were re-judged by model calls; those figures are not rechecked"
-        )
-    skip = rejudged.height > 0
-    no_rejudging = DeterminismSettings(repeats=0)
-    with replay.rerun(
-        partial(
-            run_audit, no_rejudging, sweep=sweep, bootstrap=bootstrap, judge_config=_no_model_calls
-        )
-    ):
-        compare_written(
-            check,
-            replay,
-            skip_files=DETERMINISM_FILES if skip else (),
-            skip_keys=("determinism",) if skip else (),
-        )
-
-
-def check_figures(
-    check: Check, layout: RunLayout, replay: Replay, dynamic: DynamicSettings
-) -> None:
-    """Everything the plot stage writes again in the replay: the numbers behind each figure
-    (<figure>.csv; the drawings are NOT_COMPARED) and the report page."""
-    with replay.rerun(partial(run_plot, dynamic=dynamic)):
-        compare_written(check, replay)
-
-
-# -- the dynamic extension ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DynamicRun:
-    """What checking the dynamic extension needs beyond the layout: its settings, and the
-    dataset and sampling settings its render stage reads."""
-
-    settings: DynamicSettings
-    dataset: DatasetConfig
-    sampling: SamplingSettings
-
-
-# The dynamic extension's settings while it is off: no judge, so no cell.
-DYNAMIC_OFF = DynamicSettings(
-    judges=(), models=(), conditions=(), source="scripted", group_model="smollm2"
-)
-
-
-def check_dynamic(
-    check: Check,
-    run: DynamicRun,
-    record: Mapping[str, Any],
-    layout: RunLayout,
-    bootstrap: AggregateSettings,
-    published: PublishedCalls | None,
-    replay: Replay,
-) -> None:
-    """The dynamic extension's files, stage by stage, each by the stage's own function in
-    the replay, from the first turn's files, with no call.
-
-    Each cell's prompts are rendered again from its first-turn verdicts (scripted
-    follow-ups from the dataset, a group model's from the published calls), its responses
-    are looked up in the published calls by key, its verdicts judged again (rules for
-    free, an LLM judge from the published calls), and every table, metric and figure
-    number of reports/dynamic/<judge>/ is recomputed with the bootstrap settings the
-    provenance records (`bootstrap`, as the first turn's are; a metrics.json that says
-    others differs from the recomputed one).
-    """
-    settings = run.settings
-    if published is not None:
-        file, by_key = display_path(published.path), published.rows_by_key
-        check_call_files(check, layout.dynamic_call_files(settings), file, by_key)
-    for judge in settings.judges:
-        for model in settings.models:
-            for condition in settings.conditions:
-                _check_dynamic_cell(check, run, record, layout, (judge, model, condition), replay)
-        with replay.rerun(
-            partial(
-                run_dynamic_aggregate,
-                settings,
-                judge=judge,
-                bootstrap=bootstrap,
-                sweep=record["sweep"],
-            )
-        ):
-            compare_written(check, replay)
-
-
-def _check_dynamic_cell(
-    check: Check,
-    run: DynamicRun,
-    record: Mapping[str, Any],
-    layout: RunLayout,
-    cell: tuple[str, str, str],
-    replay: Replay,
-) -> None:
-    judge, model, condition = cell
-    prompts_file = layout.dynamic_prompts(*cell)
-    responses_file = layout.dynamic_responses(*cell)
-    verdicts_file = layout.dynamic_verdicts(*cell)
-    prompts = read_parquet(prompts_file, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")
-    responses = read_parquet(responses_file, DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample")
-    sampling = run.sampling.model_copy(update={"dry_run": False})
-    published = call_store(replay.scratch).published
-    if published is not None and not published.expected:
-        published = None
-    spec = recorded_config(layout, record, "model", model)
-    config = recorded_config(layout, record, "judge", judge)
-    try:
-        with replay.rerun(
-            partial(
-                run_dynamic_render,
-                run.settings,
-                cell=cell,
-                sampling=sampling,
-                dataset=run.dataset,
-            )
-        ):
-            compare_written(check, replay)
-        if published is not None:  # as the first turn's: only published calls answer it
-            stage = partial(run_dynamic_sample, sampling, judge=judge, spec=spec)
-            with replay.rerun(partial(stage, condition=condition)):
-                compare_written(check, replay)
-        if config.model is not None and published is None:
-            check.notes.append(
-                f"{display_path(verdicts_file)}: not judged again (an LLM judge, and no "
-                "published calls to answer it)"
-            )
-        else:
-            with replay.rerun(
-                partial(
-                    run_dynamic_judge, config, model=spec, condition=option("condition", condition)
-                )
-            ):
-                compare_written(check, replay)
-    except CallNotFound as exc:
-        _calls_missing(check, layout, f"dynamic cell {judge}/{model}/{condition}", exc)
-    _check_second_replies(check, spec, prompts, responses, published)
-
-
-def _check_second_replies(
-    check: Check,
-    spec: ModelSpec,
-    prompts: pl.DataFrame,
-    responses: pl.DataFrame,
-    published: PublishedCalls | None,
-) -> None:
-    """Every second reply is the published call its prompt and trial were answered with."""
-    if published is None:
-        return
-    rendered = prompts.filter(pl.col("status") == OK).sort(SEND_ORDER, maintain_order=True)
-    sent = dict(
-        zip(rendered.select(SEND_ORDER).iter_rows(), second_turn_requests(prompts), strict=True)
-    )
-    cell = f"dynamic, subject_model={spec.name}"
-    check_responses_against_calls(check, published, spec, responses, sent, SEND_ORDER, cell)

@@ -7,14 +7,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from hydra import compose, initialize_config_dir
+import hydra
+from hydra import initialize_config_dir
 
 from losona.core.cli import USER_ERROR_EXIT, overrides_parser
-from losona.core.config import CONF_DIR, chosen, compose_paths
+from losona.core.config import CONF_DIR, compose_paths
 from losona.core.errors import LosonaError
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
-from losona.reproduce.checks import DynamicRun, check_run
+from losona.pipeline.command import ComposedSettings
+from losona.reproduce.checks import check_run
 from losona.reproduce.compare import Check
 
 DIFFERENCE_EXIT = 3
@@ -44,12 +46,10 @@ def report(check: Check, out: Callable[[str], None] = print) -> None:
     out(f"reproduce: {check.values:,} values in {files} checked; {verdict}")
 
 
-def compose_dynamic(overrides: Sequence[str]) -> DynamicRun:
-    """The dynamic extension's settings, and the dataset and sampling settings its render
-    stage reads, as this repository's config gives them."""
+def compose(overrides: Sequence[str]) -> ComposedSettings:
+    """This repository's settings, for what a run's record does not hold (the dynamic turn)."""
     with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return DynamicRun(chosen(cfg, "dynamic"), chosen(cfg, "dataset"), chosen(cfg, "sampling"))
+        return ComposedSettings(hydra.compose(config_name="config", overrides=list(overrides)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = overrides_parser("python -m losona.reproduce", DESCRIPTION)
     overrides = parser.parse_args(argv).overrides
     try:
-        check = check_run(RunLayout(compose_paths(overrides)), compose_dynamic(overrides))
+        check = check_run(RunLayout(compose_paths(overrides)), compose(overrides))
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
