@@ -36,8 +36,8 @@ from losona.models.prompt_states import PromptStates
 PROVIDER = "smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# Room for the longest scenario prompt (the bundled ones have about 750 tokens) and a
-# reply; a prompt that does not fit fails (without retries) with llama.cpp's message.
+# Room for the longest scenario prompt and a reply; a prompt that does not fit fails
+# (without retries) with llama.cpp's message.
 CONTEXT_TOKENS = 4096
 # Chat-completion parameters passed on to llama.cpp; anything else is refused.
 SAMPLING_PARAMS = frozenset(
