@@ -13,14 +13,12 @@ Anthropic's Messages API (anthropic.py) and OpenAI's Batch API (batches.py).
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from losona.testing.openai_server.replies import Body, Reply, body_digest, default_reply
+from losona.testing.openai_server.replies import body_digest, default_reply
 
 if TYPE_CHECKING:
     from losona.testing.openai_server.faults import (
         TRANSIENT_FAULTS,
         Fault,
-        FaultKind,
-        FaultPlan,
         fail_first,
         rate_limited,
     )
@@ -34,10 +32,7 @@ AIOHTTP_MISSING = (
 )
 _ON_AIOHTTP = {
     "OpenAIServer": "server",
-    **dict.fromkeys(
-        ["TRANSIENT_FAULTS", "Fault", "FaultKind", "FaultPlan", "fail_first", "rate_limited"],
-        "faults",
-    ),
+    **dict.fromkeys(["TRANSIENT_FAULTS", "Fault", "fail_first", "rate_limited"], "faults"),
 }
 
 
@@ -56,12 +51,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "TRANSIENT_FAULTS",
-    "Body",
     "Fault",
-    "FaultKind",
-    "FaultPlan",
     "OpenAIServer",
-    "Reply",
     "body_digest",
     "default_reply",
     "fail_first",
