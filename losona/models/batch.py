@@ -1,12 +1,9 @@
-"""Batch jobs: a model's missing calls sent as one provider batch, at the batch price.
+"""Batch jobs: the calls the cache lacks sent as one provider batch, at the batch price
+(opt-in: docs/sampling.md, "Batch jobs").
 
-Opt-in (`sampling.batch`, a judge config's `batch`) for the providers whose Batch API
-litellm speaks in OpenAI's format (BATCH_PROVIDERS). A batch only fills the call cache with
-the keys `complete` would use, so the table `complete` then builds from cache hits is byte
-for byte the one calls made one by one give. The job's state is written beside the cache
-(`<call cache>.batches/<job>.json`) before each step, so a stage killed while it waits polls
-the same batch on rerun and never submits the same requests twice; failed lines go again in
-a batch of their own, up to `rounds` batches. docs/sampling.md, "Batch jobs".
+A batch only fills the call cache under the keys `complete` uses, so the tables are those
+that calls made one by one give. A job is recorded beside the cache before each step, so a
+stage killed while it waits polls the same batch on rerun and never submits it twice.
 """
 
 from __future__ import annotations
@@ -93,12 +90,9 @@ def fill_cache_by_batch(
     options: CallOptions,
     settings: BatchSettings,
 ) -> BatchReport:
-    """Answer the requests the call cache lacks through batch jobs and store the results.
-
-    Afterwards `complete` finds every request in the cache. Of the options it takes the
-    cache, the cost cap and the progress label; `complete` adds its facts to the run log.
-    Raises BatchFailed when a batch ends without completing, CallsFailed when lines still
-    fail after `rounds`.
+    """Answer the requests the call cache lacks through batch jobs, storing the results, so
+    that `complete` then finds every one in the cache. Raises BatchFailed when a batch ends
+    without completing, CallsFailed when lines still fail after `rounds`.
     """
     job = _BatchJob(spec, settings, options.cache_path, options.progress)
     return asyncio.run(job.run(requests, options.max_cost_usd))
@@ -152,8 +146,9 @@ class _BatchJob:
         self.dir = state_dir(cache_path)
         self.litellm = litellm_module()
         self.model_name = self.litellm.get_llm_provider(spec.model)[0]
+        rates = self.prepared.rates
         self.report = BatchReport(
-            batch_price_from=self._batch_price_source(), state_dir=str(self.dir)
+            batch_price_from=f"{rates.source} ({rates.batch_basis})", state_dir=str(self.dir)
         )
         self.secret = spec.api_key()
         self.cache: CallCache  # open while `run` runs
@@ -451,13 +446,6 @@ class _BatchJob:
         self.report.completion_tokens += completion.completion_tokens
         self.report.cost_usd_list_price += completion.cost_usd
         self.report.cost_usd_batch_price += completion.billed_usd or 0.0
-
-    # --- prices -----------------------------------------------------------------------
-
-    def _batch_price_source(self) -> str:
-        """Where the batch price comes from (losona/models/pricing.py), for the run log."""
-        rates = self.prepared.rates
-        return f"{rates.source} ({rates.batch_basis})"
 
     # --- plumbing ---------------------------------------------------------------------
 

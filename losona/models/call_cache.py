@@ -1,21 +1,11 @@
-"""The call cache: every completed model call, on disk, the moment it completes.
+"""The call cache: every completed model call, in one SQLite file, the moment it completes.
 
-One SQLite file (stdlib sqlite3) shared by every stage and every `dvc exp run --queue`
-worker. WAL mode lets several processes read while one writes; each completed call is
-committed on its own, so a crash or `kill -9` loses only calls still in flight. Commits
-are not fsynced (synchronous=NORMAL): a killed process loses nothing, a power cut may lose
-the last calls, which are then simply made again.
-
-A key maps to the first completed answer for it; later answers never replace it (a fresh
-call made with the cache bypassed is returned but not stored), so every file built from
-the cache can be rebuilt byte for byte. Failed calls are not stored: a rerun retries them.
-
-Beside it may sit a run's published calls (published_calls.py), read only, and they come first:
-a key they hold is answered from them, whatever the cache holds, so that rerunning a
-published run reproduces that run and not whatever this machine's cache once got for the
-same call (another CPU's sampling, an endpoint that changed). A published answer the cache
-lacks is copied into it; a cached answer that differs is left alone and counted
-(`CallCache.differing`), so the stage can say so.
+Shared by every stage and queued experiment (WAL: many readers, one writer); each call is
+committed on its own, not fsynced (a kill loses nothing, a power cut the last calls). A key
+keeps its first answer, so files built from the cache rebuild byte for byte; failed calls
+are not stored. A run's published calls (published_calls.py) come first, so a rerun gives
+that run's answers, not this machine's: what the cache lacks is copied in, a cached answer
+that differs is left alone and counted (`differing`).
 """
 
 from __future__ import annotations
@@ -31,13 +21,15 @@ from types import TracebackType
 
 from losona.core.errors import LosonaError
 from losona.models.published_calls import PublishedCalls
-from losona.models.values import Completion
+from losona.models.values import ANSWER, Completion
 
 SCHEMA_VERSION = 1
 # A second process writing the same cache waits this long for its turn.
 BUSY_TIMEOUT_S = 60.0
 # SQLite limits the number of parameters per statement.
 _CHUNK = 500
+# A key keeps its first answer.
+_INSERT = "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 # The calls this process made and stored, by cache file: what a stage stopped by Ctrl-C
 # says it leaves behind (losona/core/cli.py). Published calls copied in were never paid for, so
@@ -160,7 +152,7 @@ class CallCache:
         self.differing.update(
             key
             for key, (_, call) in published.items()
-            if key in found and not _same_answer(found[key], call)
+            if key in found and found[key].answer != call.answer
         )
         return found | {key: call for key, (_, call) in published.items()}
 
@@ -171,20 +163,12 @@ class CallCache:
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 rows = self._db.execute(
-                    "SELECT key, text, finish_reason, prompt_tokens, completion_tokens, cost_usd "
+                    f"SELECT key, {', '.join(ANSWER)} "
                     f"FROM calls WHERE key IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
-                for key, text, finish, prompt_tokens, completion_tokens, cost in rows:
-                    found[key] = Completion(
-                        text=text,
-                        finish_reason=finish,
-                        prompt_tokens=prompt_tokens,
-                        completion_tokens=completion_tokens,
-                        cost_usd=cost,
-                        error=None,
-                        cached=True,
-                    )
+                for key, *answer in rows:
+                    found[key] = Completion.stored(answer)
         return found
 
     def _store_many(self, calls: Mapping[str, tuple[str, Completion]]) -> None:
@@ -194,19 +178,7 @@ class CallCache:
         with self._reporting():
             self._db.execute("BEGIN")
             self._db.executemany(
-                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        key,
-                        model,
-                        c.text,
-                        c.finish_reason,
-                        c.prompt_tokens,
-                        c.completion_tokens,
-                        c.cost_usd,
-                    )
-                    for key, (model, c) in calls.items()
-                ],
+                _INSERT, [(key, model, *c.answer) for key, (model, c) in calls.items()]
             )
             self._db.execute("COMMIT")
 
@@ -219,18 +191,7 @@ class CallCache:
         """
         assert completion.text is not None, "failed calls are not cached"
         with self._reporting():
-            inserted = self._db.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    completion.text,
-                    completion.finish_reason,
-                    completion.prompt_tokens,
-                    completion.completion_tokens,
-                    completion.cost_usd,
-                ),
-            ).rowcount
+            inserted = self._db.execute(_INSERT, (key, model, *completion.answer)).rowcount
         if inserted:
             _stored_here[self.path] += 1
             return completion
@@ -240,13 +201,3 @@ class CallCache:
     def __len__(self) -> int:
         with self._reporting():
             return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-
-
-def _same_answer(one: Completion, other: Completion) -> bool:
-    """Whether two stored calls say the same: text, finish reason, tokens and cost."""
-    return (one.text, one.finish_reason, one.prompt_tokens, one.completion_tokens) == (
-        other.text,
-        other.finish_reason,
-        other.prompt_tokens,
-        other.completion_tokens,
-    ) and one.cost_usd == other.cost_usd

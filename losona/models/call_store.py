@@ -1,9 +1,5 @@
-"""The call store a stage reads, from its run's layout: the user's call cache with the run's
-published calls (paths.calls) below it, or, for a layout that replays a run (reproduce), the
-published calls alone, with no model called.
-
-Whether a published calls file must be there is what the run's dvc.lock records of it, so
-dvc.lock's outputs are read here too.
+"""The call store a stage reads, from its run's layout; and the dvc.lock outputs that say
+whether a run's published calls file must be there.
 """
 
 from __future__ import annotations

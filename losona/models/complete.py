@@ -1,19 +1,9 @@
-"""Running calls: the call cache first, then the calls it lacks.
+"""Running calls: the road every subject and judge call takes, one model, many requests.
 
-Every subject and judge call in the project comes through `complete`: one model, many
-requests, results in request order.
-
-- Cache: each request's key (losona/models/prepare.py) is looked up in the call cache and
-  the run's published calls (losona/models/call_cache.py); identical requests in one run
-  are sent once. What the cache lacks is sent (losona/models/send.py), and each completed
-  call is stored the moment it completes.
-- Batch mode: with it enabled, provider batch jobs (losona/models/batch.py) first fill the
-  cache with the calls it lacks, at the batch price.
-- Cost: from the config's `price`, else litellm's price map (losona/models/pricing.py).
-  A completion's `cost_usd` is its list price; what it was billed, cache discounts
-  included, goes to the run log.
-- Facts that differ between runs (latency, attempts, cache hits, spend) go to the run log
-  (losona/models/runlog.py), never into a returned value that ends up in a data file.
+The call cache (and the run's published calls) first, then batch jobs if enabled
+(batch.py), then sends (send.py); results in request order. A completion's `cost_usd` is
+its list price; what differs between runs (latency, attempts, spend as billed) goes to the
+run log (runlog.py), never into a value that ends up in a data file.
 """
 
 from __future__ import annotations
@@ -83,7 +73,6 @@ async def acomplete(
         if pending:
             prepared = _ready_to_send(spec, options)
             keep_states_beside(cache.path)
-        # A bar on a terminal, a line at a steady interval under DVC (losona/models/progress.py).
         bar = progress_bar(
             options.progress,
             total=len(requests),
@@ -208,10 +197,9 @@ def _look_up(
 class _InlineExecutor(ThreadPoolExecutor):
     """An event loop's default executor that runs each job at once, on the loop's thread.
 
-    litellm.acompletion hands its synchronous request setup to the loop's default executor.
-    On a worker thread that costs more than the setup itself: the thread and the event loop
-    then take turns on the GIL, and each turn can wait out the interpreter's switch interval
-    (5 ms), delaying every response the loop is handling. The loops `complete` runs serve
+    litellm.acompletion hands its synchronous request setup to the default executor; on a
+    worker thread, thread and loop take turns on the GIL, each turn up to the interpreter's
+    switch interval, delaying every response the loop handles. `complete`'s loops serve
     only model calls, so they run that setup inline.
     """
 
@@ -231,15 +219,12 @@ def complete(
     *,
     batch: BatchSettings | None = None,
 ) -> Completions:
-    """Run every request: cache first, then bounded-concurrency calls with retries.
+    """Run every request: cache first, then batch jobs if enabled, then sends with retries.
 
-    Results come in request order; a call that failed after its retries is a failed
-    Completion. Memory follows the concurrency, not the number of requests: `requests` may
-    build each request when asked for (it is read when the calls are planned and when each
-    is sent), and the results are read back from the call cache as they are asked for (see
-    Completions). With batch mode enabled the calls the cache lacks are first answered by
-    provider batch jobs (losona/models/batch.py), whose facts join the run log.
-    A refused key, an unknown model or the cost cap stops the run with a CallFailed.
+    A call that failed after its retries is a failed Completion; a refused key, an unknown
+    model or the cost cap stops the run with a CallFailed. Memory follows the concurrency,
+    not the requests: `requests` may build each one when asked for, and the results are
+    read back from the call cache (Completions).
     """
     batched = None
     if batch is not None and batch.enabled:

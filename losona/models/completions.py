@@ -1,8 +1,5 @@
-"""What a run of `complete` returns, and how a caller checks it.
-
-`Completions` gives each request's completion in request order, read back from the call
-cache as asked for; `failures` and `require_every_call` find the calls that failed;
-`calls_table` makes the calls behind them into the table a run publishes.
+"""What a run of `complete` returns, the checks that every call completed, and the calls
+table a run publishes.
 """
 
 from __future__ import annotations
@@ -78,11 +75,9 @@ class Receipt:
 class Completions(Sequence[Completion]):
     """What `complete` returns: each request's completion, in request order.
 
-    Every completed call is in the call cache the moment it completes, so its reply is not
-    kept here as well, where it would make a run's memory grow with its number of calls: it
-    is read back from the cache, CHUNK requests at a time, when asked for. Failed calls,
-    and calls made with the cache bypassed, are kept here whole. A completion made in this
-    run says so (`cached` false, its attempts and what it was billed), as it came.
+    A completed call's reply is read back from the call cache, CHUNK requests at a time, so
+    a run's memory does not grow with its calls; failed calls, and calls made with the cache
+    bypassed, are kept here whole. A call made in this run says so, as it came.
     """
 
     def __init__(
@@ -110,12 +105,12 @@ class Completions(Sequence[Completion]):
         index = range(len(self))[index]  # negative indices; IndexError past the end
         start = index - index % CHUNK
         if self._chunk[0] != start:
-            self._chunk = (start, self._read(self.keys[start : start + CHUNK]))
+            self._chunk = (start, self.by_key(self.keys[start : start + CHUNK]))
         return self._chunk[1][index - start]
 
     def __iter__(self) -> Iterator[Completion]:
         for start in range(0, len(self.keys), CHUNK):
-            yield from self._read(self.keys[start : start + CHUNK])
+            yield from self.by_key(self.keys[start : start + CHUNK])
 
     def failed(self) -> list[Completion]:
         """The failed completions, one per request that failed, without reading the cache."""
@@ -130,12 +125,9 @@ class Completions(Sequence[Completion]):
         return {key for key in self.keys if key not in self._held or self._held[key].ok}
 
     def by_key(self, keys: list[str]) -> list[Completion]:
-        """The completions of these keys (some of `self.keys`), in that order."""
-        return self._read(keys)
-
-    def _read(self, keys: list[str]) -> list[Completion]:
-        """These keys' completions: kept here, or read from the cache (a connection of its
-        own each time, so a table can be built from them on another thread)."""
+        """The completions of these keys (some of `self.keys`), in that order: kept here, or
+        read from the cache (a connection of its own each time, so that a table can be built
+        from them on another thread)."""
         wanted = [key for key in keys if key not in self._held]
         if wanted:
             with CallCache.open(self.location) as cache:
@@ -200,18 +192,8 @@ def calls_table(model: str, *rounds: Sequence[Completion]) -> Chunks:
                 wanted = [key for key in chunk if key not in found and round_of[key] == number]
                 if wanted and isinstance(completions, Completions):
                     found.update(zip(wanted, completions.by_key(wanted), strict=True))
-            yield table([_call_row(model, found[key]) for key in chunk], CALL_SCHEMA, sort_by=[])
+            rows = [(key, model, *found[key].answer) for key in chunk]
+            named = [dict(zip(CALL_SCHEMA, row, strict=True)) for row in rows]
+            yield table(named, CALL_SCHEMA, sort_by=[])
 
     return Chunks(CALL_SCHEMA, len(keys), chunks)
-
-
-def _call_row(model: str, completion: Completion) -> dict[str, object]:
-    return {
-        "key": completion.key,
-        "model": model,
-        "text": completion.text,
-        "finish_reason": completion.finish_reason,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "cost_usd": completion.cost_usd,
-    }

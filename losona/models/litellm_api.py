@@ -1,9 +1,5 @@
-"""litellm, the one library the model layer calls models through: imported here, and only here.
-
-The import takes seconds, so it happens on first use (`litellm_module`), never when a
-config is read or checked. Everything else the layer asks litellm (the provider a model
-string resolves to, what it accepts, its price map entry, the coroutine that sends a call)
-comes through the functions below.
+"""litellm, imported on first use (the import takes seconds), and all the model layer asks
+of it; only smollm2 (a litellm provider) and tokens (its tokenizers) import from it too.
 """
 
 from __future__ import annotations

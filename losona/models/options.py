@@ -17,5 +17,5 @@ class CallOptions:
     max_cost_usd: float | None = None  # stop before this run's spend would pass it
     # A JSON file for this run's facts (latency, attempts, cache hits, spend, failures).
     run_log: str | Path | None = None
-    # Labels the progress: a bar on a terminal, else a line every 30 s (models/progress.py).
+    # Labels the progress: a bar on a terminal, else lines at a steady interval (progress.py).
     progress: str | None = None

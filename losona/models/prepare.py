@@ -1,11 +1,6 @@
-"""Request preparation: each call's cache key, and what a model config sends and costs.
-
-`RequestKeys` gives each request its call-cache key and the parameters sent with it, without
-litellm: a run whose calls are all in the call cache or the run's published calls never
-imports it. The key covers the resolved model string and endpoint(s), every parameter sent,
-the full messages and the trial index (losona/models/call_cache.py). `prepare` checks a
-config against its provider once per run that makes calls (parameters it accepts, the
-price, how it caches prompts).
+"""Request preparation: each request's call-cache key and parameters (`RequestKeys`, with
+no litellm, so that a run answered from the cache never imports it), and a config checked
+against its provider and priced (`prepare`), once per run that makes calls.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""What calls cost: at list price, with provider prompt caching, and through a batch API.
+"""What calls cost: at list price, with provider prompt caching, and through a batch API
+(docs/sampling.md, "Cost"), from a model config's `price`, else litellm's price map.
 
-Every price the project uses comes from here: a model config's `price`, else litellm's
-price map (the copy installed with litellm, never fetched). Three figures:
-
-- list: every prompt token at the input price, every completion token at the output
-  price. This is the `cost_usd` of a response row and of the call cache, so no table
-  depends on what a provider happened to have cached: caching is a billing matter only.
-- with caching: what a call is billed. Cached prompt tokens at the cache-read price,
-  tokens written to the cache at the cache-write price (Anthropic: 1.25x input; others
-  write for free), the rest at list. The run log's `cost_usd_this_run`.
-- with batch: the same through the provider's batch API, at litellm's `*_batches` prices,
-  or at half price where the provider documents a 50% batch discount and litellm lists
-  none. Cache hits are assumed to be as with calls sent one by one, which providers only
-  promise on a best-effort basis for batch jobs.
-
-Nothing here imports litellm; losona/models/prepare.py passes in what it needs (its map
-entry from the public get_model_info). Not litellm's cost_per_token: it prices only models
-in its map (no config's `price`, no batch price its map lacks), at far more CPU per call.
+The list price is a response row's `cost_usd`, so no table depends on what a provider had
+cached; what a call was billed goes to the run log. Not litellm's cost_per_token: it prices
+only models in its map (no config's `price`, no batch price its map lacks), at far more CPU
+per call. No litellm import: prepare.py passes in the model's map entry.
 """
 
 from __future__ import annotations
@@ -119,15 +107,17 @@ class Rates:
         return self._billed(usage, self.batch) if self.batch else self.cost(usage)
 
 
-def _first(info: Mapping[str, Any], *names: str) -> float | None:
-    for name in names:
-        value = info.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
+def _price(info: Mapping[str, Any], name: str) -> float | None:
+    value = info.get(name)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _half_price(provider: str, rates: tuple[float, float, float, float]) -> tuple[Any, str]:
+def _batch_without_prices(
+    provider: str, own_server: bool, rates: tuple[float, float, float, float]
+) -> tuple[Any, str]:
+    """Batch rates where none are listed: half price where the provider documents it."""
+    if own_server:
+        return None, "a server of your own: batch at its list price"
     who = HALF_PRICE_BATCH.get(provider)
     if who is None:
         return None, "no batch API known: batch at list price"
@@ -150,11 +140,7 @@ def rates_for(
             price.input_usd_per_mtok if cached is None else cached,
             price.input_usd_per_mtok,
         )
-        config_batch, batch_basis = (
-            (None, "a server of your own: batch at its list price")
-            if own_server
-            else _half_price(provider, four)
-        )
+        config_batch, batch_basis = _batch_without_prices(provider, own_server, four)
         return Rates(
             *four,
             batch=config_batch,
@@ -167,35 +153,31 @@ def rates_for(
             ),
             batch_basis=batch_basis,
         )
-    if info is None or _first(info, "input_cost_per_token") is None:
+    if info is None or _price(info, "input_cost_per_token") is None:
         return Rates(0, 0, 0, 0, None, 1, "unknown", "no price known", "no price known")
-    input_ = _first(info, "input_cost_per_token") or 0.0
-    output = _first(info, "output_cost_per_token") or 0.0
-    read = _first(info, "cache_read_input_token_cost")
-    write = _first(info, "cache_creation_input_token_cost")
+    input_ = _price(info, "input_cost_per_token") or 0.0
+    output = _price(info, "output_cost_per_token") or 0.0
+    read = _price(info, "cache_read_input_token_cost")
+    write = _price(info, "cache_creation_input_token_cost")
     four = (input_, output, input_ if read is None else read, input_ if write is None else write)
     cache_basis = (
         "cached input at list price (litellm lists no cache price)"
         if read is None
         else "litellm's cache prices"
     )
-    batch_in = _first(info, "input_cost_per_token_batches")
-    batch_out = _first(info, "output_cost_per_token_batches")
+    batch_in = _price(info, "input_cost_per_token_batches")
+    batch_out = _price(info, "output_cost_per_token_batches")
     if batch_in is not None and batch_out is not None:
         ratio = batch_in / input_ if input_ else 1.0
         batch: Any = (
             batch_in,
             batch_out,
-            _first(info, "cache_read_input_token_cost_batches") or four[2] * ratio,
-            _first(info, "cache_creation_input_token_cost_batches") or four[3] * ratio,
+            _price(info, "cache_read_input_token_cost_batches") or four[2] * ratio,
+            _price(info, "cache_creation_input_token_cost_batches") or four[3] * ratio,
         )
         batch_basis = "litellm's batch prices"
     else:
-        batch, batch_basis = (
-            (None, "a server of your own: batch at its list price")
-            if own_server
-            else _half_price(provider, four)
-        )
+        batch, batch_basis = _batch_without_prices(provider, own_server, four)
     return Rates(*four, batch, 1, "litellm", cache_basis, batch_basis)
 
 

@@ -1,22 +1,10 @@
-"""Progress of a run of calls: a bar on a terminal, a line at a steady interval elsewhere.
+"""Progress of a run of calls: tqdm's bar on a terminal, else a line at a steady interval.
 
-On a terminal, tqdm draws its bar. Under DVC, in a CI log or behind `nohup`, standard
-error is no terminal: a bar there is nothing at all (tqdm is disabled) or a flood of
-carriage returns, and a cell of the embedded model or of a CPU server stays silent for
-minutes. So off a terminal a `LineProgress` prints one line when the calls start (how many
-there are, where the ones already answered came from, in the words of the stage's closing
-line: the run's published calls, the call cache; and how many are to make), one every
-`interval_s` seconds while they run (from a timer, so a slow call cannot hold it back) and
-one when they end: calls made of those to make, the other facts the caller keeps in its
-postfix (failures, spend), the rate of this run's calls and the time left at that rate.
-The time left is that of this run of calls only: a caller with a second round (a judge's
-repairs) names each round in its label.
-
-Not tqdm off a terminal: it prints only when a call comes back (its monitor thread
-refreshes a stalled bar once at most) and rewrites one line with carriage returns.
-
-`progress_bar` chooses between the two; both take the same three calls from the worker
-loop (`update`, `set_postfix_str`, closing), so the loop does not know which it feeds.
+Not tqdm off a terminal (under DVC, in a CI log): there it is disabled or a flood of
+carriage returns, and it prints only when a call comes back (its monitor thread refreshes a
+stalled bar once at most), so a slow cell would stay silent for minutes. `LineProgress`
+prints a line when the calls start, one every `interval_s` seconds from a timer, and one
+when they end; it takes the worker loop's tqdm calls (`update`, `set_postfix_str`, closing).
 """
 
 from __future__ import annotations

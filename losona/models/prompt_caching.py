@@ -1,26 +1,11 @@
-"""Provider prompt caching: each provider's rules, and which earlier call a call reuses.
+"""Provider prompt caching: each provider's rules, and which earlier call of a run a call
+can reuse a prefix of (docs/sampling.md, "Prompt caching").
 
-Providers bill a prompt prefix they processed a few minutes earlier at about a tenth of
-the input price. OpenAI and Gemini cache on their own; Anthropic caches only up to a
-`cache_control` marker in the request and bills writing the cache at 1.25x the input
-price. Each has a minimum: a shared prefix shorter than that is not cached at all.
-
-LoSoNA's calls share long prefixes: a prompt's K trials are the same prompt, and every
-response to one scenario is judged with the same instructions, norm, examples and
-transcript before the judged message. `plan_reuse` finds, for each call of a run in send
-order, the earlier call whose prefix it can reuse and what the provider would bill as
-cached. The model layer (losona/models/prepare.py and send.py) uses it for:
-
-- order: a call that can reuse an earlier call's prefix is sent once that call has been
-  answered. A provider caches a prefix once it has processed it, so calls sent side by
-  side all miss. Other calls go out meanwhile: a run takes about one call longer.
-- markers: for Anthropic, each call marks the last message it shares whole with another
-  call of the run (litellm's `cache_control_injection_points`), and nothing else, so a
-  cache write (1.25x) is made only for a prefix that a later call of the run reads (0.1x).
-- the dry run's estimate with caching, counted offline with the estimate's tokenizer.
-
-None of this touches what is sent as the prompt or the call-cache key: caching is a
-billing matter only.
+`plan_reuse` gives each call, in send order, its parent and what the provider would bill as
+cached. The model layer sends a call after its parent's answer (a provider caches a prefix
+once it has processed it: calls sent side by side all miss), marks for Anthropic only the
+prefixes a later call reads, and prices the dry run with it. The prompt sent and the
+call-cache key never change.
 """
 
 from __future__ import annotations

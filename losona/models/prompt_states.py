@@ -1,25 +1,13 @@
-"""The embedded model's kept prompt states: what it read, on disk, for another process to resume.
+"""The embedded model's prompt states on disk: llama.cpp's context after a run of prompt
+tokens, for another process to resume from (smollm2.py decides what to keep and when).
 
-A state is llama.cpp's context (the KV cache) after reading a run of prompt tokens: loaded
-into a fresh model, it stands for reading those tokens again, about 23 KB a token for
-SmolLM2-135M (a 900-token prompt: some 20 MB). The first turn's sample stage reads each
-scenario's prompt and keeps its state; the second turn, in another process, begins every
-prompt with most of that prompt's chat and resumes from it instead of reading it again
-(losona/models/smollm2.py decides what to keep and when to resume).
-
-One file per state in a folder beside the call cache (`~/.cache/losona/smollm2-states/` by
-default). Each holds a header (what model, runtime and CPU made it, the checksum of the
-state), the token ids it read, then llama.cpp's state bytes. A file is used only if it
-was made by this very model file on this runtime and CPU (its `identity`), its tokens are
-the ones the new prompt begins with, and its bytes match their checksum; anything else,
-a corrupt, truncated or unreadable file included, is passed over (and removed), and the
-prompt is read from scratch. The folder holds at most `CAPACITY_BYTES`; past that the
-states used least recently are removed. These are local machine data: never committed or
-published; deleting the folder at any time costs only the time to read prompts again.
-Writes are atomic, so processes sharing the folder (`dvc exp run --queue` workers) see a
-state whole or not at all. Not llama-cpp-python's LlamaDiskCache: it deletes a state when it
-is read (a scenario's other prompts could not resume from it), checks neither model, CPU
-nor checksum, unpickles whatever the folder holds, and prints to stderr on every write.
+One file per state in a folder beside the call cache: a header (the identity of the model
+file, runtime and CPU that made it; a checksum), the token ids, then the state. A file of
+another identity or with a wrong checksum is passed over, and a damaged one removed; past
+CAPACITY_BYTES the states used least recently go. Writes are atomic, for processes sharing
+the folder. Not llama-cpp-python's LlamaDiskCache: it deletes a state when it is read (a
+scenario's other prompts could not resume from it), checks neither model, CPU nor checksum,
+unpickles whatever the folder holds, and prints to stderr on every write.
 """
 
 from __future__ import annotations
@@ -182,8 +170,6 @@ class PromptStates:
 
 def identity(model_file: Path, *facts: object) -> str:
     """What a state depends on besides its tokens: the model file's content and these facts."""
-    digest = hashlib.sha256()
     with model_file.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return hashlib.sha256(json.dumps([digest.hexdigest(), *map(str, facts)]).encode()).hexdigest()
+        model = hashlib.file_digest(file, "sha256").hexdigest()
+    return hashlib.sha256(json.dumps([model, *map(str, facts)]).encode()).hexdigest()

@@ -1,16 +1,8 @@
-"""A run's published calls: a Parquet table of calls that serves as a read-only cache layer.
+"""A run's published calls: a Parquet table of its calls, read as a cache layer, never written.
 
-The call cache (call_cache.py) is SQLite under the user's home, which no one else can read and
-whose bytes are not deterministic. A run's calls therefore also travel as Parquet files
-(contracts.CALL_SCHEMA: key, model string and what the call returned, sorted by key), which
-DVC tracks and pushes with the run. Written with the project's Parquet writer, the same
-calls give the same bytes, so a rerun does not move dvc.lock.
-
-On another machine the published table answers the calls its run made, ahead of the
-user's own cache: an audit reruns the published run, never the auditor's own calls. A key
-the user's cache lacks is copied into it; one it holds with another answer is left alone
-there, and counted in the run log. Nothing is ever written back to the published file. Whether
-a missing file is an error depends on whether the run recorded one (see PublishedCalls).
+The call cache is SQLite under one user's home, with bytes that are not deterministic; the
+calls table (contracts.CALL_SCHEMA, sorted by key) travels with the run through DVC, and on
+another machine answers that run's calls ahead of the user's own cache.
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ import polars as pl
 from losona.core.contracts import CALL_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import display_path
-from losona.models.values import Completion
+from losona.models.values import ANSWER, Completion
 
 
 def read_calls(path: str | Path, remedy: str) -> pl.DataFrame:
@@ -58,13 +50,11 @@ def md5_file(path: str | Path) -> str:
 
 
 class PublishedCalls:
-    """A run's published calls file, read only when the user's cache lacks a call.
+    """A run's published calls file, read on first use.
 
-    `recorded_md5` is what the run recorded for the file (its dvc.lock entry), or None when
-    the run never published one. Recorded but absent, or present with other bytes, the file
-    cannot stand for the run's calls, and a model call made in its place would silently
-    change the run: both stop with an error naming the file. Never recorded and absent,
-    there is nothing published, and calls go to the model as usual.
+    `recorded_md5`: the file's md5 in the run's dvc.lock, None if it published none. Recorded
+    but absent, or with other bytes, the file stops the run: a model call in its place would
+    silently change the run. Never recorded and absent, calls go to the model as usual.
     """
 
     def __init__(self, path: str | Path, recorded_md5: str | None, remedy: str) -> None:
@@ -115,20 +105,8 @@ class PublishedCalls:
         nearest = calls[calls["key"].search_sorted(wanted).clip(upper_bound=calls.height - 1)]
         found = nearest.filter(nearest["key"] == wanted)
         return {
-            row["key"]: (
-                row["model"],
-                Completion(
-                    text=row["text"],
-                    finish_reason=row["finish_reason"],
-                    prompt_tokens=row["prompt_tokens"],
-                    completion_tokens=row["completion_tokens"],
-                    cost_usd=row["cost_usd"],
-                    error=None,
-                    cached=True,
-                    published=True,
-                ),
-            )
-            for row in found.iter_rows(named=True)
+            key: (model, Completion.stored(answer, published=True))
+            for key, model, *answer in found.select("key", "model", *ANSWER).iter_rows()
         }
 
     @property

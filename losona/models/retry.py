@@ -1,26 +1,11 @@
-"""The one retry policy: which failures are worth another attempt, and how long to wait.
+"""The one retry policy, for model calls (send.py) and Batch API requests and lines
+(batch.py): which failures are worth another attempt, and how long to wait before it
+(docs/sampling.md, "Retries").
 
-Both ways a call reaches a provider use it: a model call (losona/models/send.py) and each
-request of the Batch API, with each failed line of a batch (losona/models/batch.py).
-
-- Worth another attempt: no connection, a timeout, or an HTTP status in RETRY_STATUSES
-  (timeouts, conflicts, rate limits, server trouble); a failure that carries no status at
-  all (a malformed body, an empty reply, a batch line that never came back) too.
-- Never: a status in FATAL_STATUSES (a bad key, no such model), which every other call of
-  the run would meet the same way, nor any other client error.
-- The wait before attempt n+1: exponential from the model config's `backoff_s`, with
-  "equal jitter" (between half and all of the doubled delay, so that calls that failed
-  together do not retry together), or what the server asked for in Retry-After; never
-  more than MAX_WAIT_S.
-
-litellm's retries stay off (litellm_api.sender): without its Router they retry every error,
-Retry-After unread, through tenacity (not installed); with it or without, a wait cannot free
-the send's concurrency slot, record the attempt's fault, or give rate limits a time budget
-of their own. tenacity would replace only `wait`.
-
-Statuses are kept as numbers from where they are read (an exception's `status_code`, a
-batch line's `status_code`) to where they are judged: never formatted into a message and
-parsed back.
+Not litellm's retries (off in litellm_api.sender): without its Router they retry every
+error, Retry-After unread, through tenacity (not installed); with it or without, a wait
+cannot free the send's concurrency slot, record the attempt's fault, or give rate limits a
+time budget of their own. tenacity would replace only `wait`.
 """
 
 from __future__ import annotations
@@ -92,6 +77,7 @@ class RetryPolicy:
         if asked is not None:
             return min(MAX_WAIT_S, asked)
         delay = min(MAX_WAIT_S, self.backoff_s * 2.0 ** (attempt - 1))
+        # Equal jitter (half to all of the delay): calls that failed together spread out.
         return delay / 2 + random.uniform(0, delay / 2)
 
     def gives_up(self, attempt: int) -> bool:

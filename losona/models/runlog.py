@@ -1,9 +1,5 @@
-"""The run log: what one run of `complete` did, as a JSON file beside a stage's outputs.
-
-Facts that differ between runs (start time, latency, attempts, cache hits, spend, faults)
-go here, never into a returned value that ends up in a data file, so the tables a stage
-writes stay byte-identical while the log says what this run cost and how it went. Batch
-mode adds its own facts under `batch`.
+"""The run log: what one run of `complete` did (latency, attempts, cache hits, spend,
+faults), as JSON beside a stage's outputs, so that the tables themselves stay byte-identical.
 """
 
 from __future__ import annotations
@@ -192,21 +188,20 @@ def read_run_log(path: str | Path) -> dict[str, Any]:
     return facts
 
 
+def _add(run_log: str | Path, name: str, value: Any) -> None:
+    facts = read_run_log(run_log)
+    facts[name] = value
+    write_json(facts, run_log)
+
+
 def record_table(run_log: str | Path, table: str | Path) -> None:
     """Name in a run log the table its run made, with the table's hash: `git checkout` and
     `dvc checkout` restore a table but never its log, so `python -m losona.run_logs` shows
     a log only while its table is still this one."""
-    path = Path(run_log)
-    facts = json.loads(path.read_text(encoding="utf-8"))
-    facts["table"] = {"path": Path(table).as_posix(), "sha256": sha256_file(table)}
-    write_json(facts, path)
+    _add(run_log, "table", {"path": Path(table).as_posix(), "sha256": sha256_file(table)})
 
 
 def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
     """Add the batch facts to the run log `complete` wrote (under `batch`)."""
-    if run_log is None:
-        return
-    path = Path(run_log)
-    facts = json.loads(path.read_text(encoding="utf-8"))
-    facts["batch"] = report.as_log()
-    write_json(facts, path)
+    if run_log is not None:
+        _add(run_log, "batch", report.as_log())

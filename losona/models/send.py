@@ -1,25 +1,9 @@
-"""Sending: bounded-concurrency calls, each retried until it succeeds or fails for good.
+"""Sending the calls the cache lacks: bounded concurrency, retries by the one retry policy
+(retry.py), the rate-limit limiter and the cost cap (docs/sampling.md).
 
-- Concurrency: `spec.concurrency` workers take requests in order from one queue, so with
-  one worker calls run exactly in request order (the embedded model relies on this). The
-  sends in flight adapt to rate limits (`Limiter`): a 429 halves them, successes bring
-  them back up to `spec.concurrency`.
-- Retries, by the one retry policy (losona/models/retry.py): rate limits (honouring
-  Retry-After) are retried for as long as `spec.rate_limit_patience_s` allows; server
-  errors, timeouts, dropped connections, malformed bodies and empty replies with
-  exponential backoff and jitter, up to `spec.max_attempts` sends. Then the request is
-  recorded as failed.
-  Other client errors fail the request at once; a refused key or an unknown model stops
-  the run, since every other call would fail the same way, and so does an endpoint that
-  refuses every one of the first connection attempts (see UNREACHABLE_AFTER).
-- Prompt caching: a call that can reuse a prefix of an earlier call of the run is sent once
-  that call is answered, and Anthropic calls carry cache_control markers
-  (losona/models/prompt_caching.py). The cache key and what is sent as the prompt do not change.
-- Cost: `max_cost_usd` stops dispatching before actual spend plus the estimates of calls
-  in flight would pass the cap (see `Budget`).
-
-What happened (attempts, faults, latency, tokens, spend) is counted in a `CallStats`
-record for the run log (losona/models/runlog.py); each call's outcome goes to the caller.
+With one worker, calls go out in request order (the embedded model relies on it); a call
+that can reuse an earlier call's prefix waits for that call's answer (prompt_caching.py).
+What happened is counted in a `CallStats` for the run log.
 """
 
 from __future__ import annotations
@@ -101,12 +85,9 @@ def describe(exc: BaseException, secret: str | None) -> str:
 class Limiter:
     """Sends in flight, adapted to rate limits: additive increase, multiplicative decrease.
 
-    It starts at the config's concurrency, its ceiling. A 429 halves the limit (down to
-    one), once per round: the other 429s to sends that went out before the cut were caused
-    by the old limit and say nothing new. Each send that is not rate limited adds
-    1/limit, so the limit grows by about one per limit's worth of good answers. A send
-    waiting out a Retry-After holds no slot. litellm offers only fixed rpm/tpm budgets
-    (its Router), not this.
+    From the config's concurrency, its ceiling, a 429 halves the limit (to one at least)
+    once per round: 429s to sends made before the cut say nothing new. Each other answer
+    adds 1/limit. Not litellm's Router: it offers only fixed rpm/tpm budgets.
     """
 
     def __init__(self, ceiling: int) -> None:

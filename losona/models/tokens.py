@@ -1,21 +1,12 @@
 """Counting prompt tokens for cost estimates, offline and without ever waiting.
 
-litellm's `token_counter` picks a Hugging Face tokenizer for some models (Llama, Cohere)
-and downloads it from the Hub on first use: with no network it sits in huggingface_hub's
-retry backoff for many minutes, and the dry run and every capped run hang with it. So the
-tokenizer is chosen here, from what is on disk, and handed to `token_counter`:
-
-1. the tokenizer litellm would pick, when it ships inside litellm (its Anthropic tokenizer,
-   and the tiktoken encodings it bundles) or is already in the local Hugging Face cache;
-2. otherwise litellm's default, tiktoken cl100k_base (bundled with litellm), and the
-   tokenizer that would have needed the network is named as skipped.
-
-litellm's one public switch, `disable_hf_tokenizer_download`, would drop its bundled Anthropic
-tokenizer and any Hub one on disk too; so the choice is made with its private helpers
-(litellm 1.106, pinned in constraints.txt; tests/test_models_tokens.py fails if they move).
-
-Nothing here opens a connection. litellm is passed in from losona/models/litellm_api.py,
-the one module that imports it.
+litellm's `token_counter` downloads some tokenizers (Llama, Cohere) from the Hugging Face
+Hub on first use, and with no network sits in its retry backoff for minutes. So the
+tokenizer is chosen here from what is on disk: the one litellm would pick, if bundled with
+litellm or in the local Hugging Face cache, else litellm's default, cl100k_base. Through
+litellm's private helpers: its public switch, `disable_hf_tokenizer_download`, would drop
+its bundled Anthropic tokenizer and any cached Hub one too (litellm is pinned in
+constraints.txt; tests/test_models_tokens.py fails if the helpers move).
 """
 
 from __future__ import annotations
@@ -68,7 +59,7 @@ class Tokenizer:
         return list(tokenizer.encode(text).ids)  # a Hugging Face `tokenizers` tokenizer
 
 
-def _bundled_encoding(litellm: ModuleType, name: str) -> Tokenizer | None:
+def _bundled_encoding(name: str) -> Tokenizer | None:
     """A tiktoken encoding from the files litellm ships, or None when it ships none."""
     # Importing it points TIKTOKEN_CACHE_DIR at litellm's bundled files, as token_counter
     # does; a plain `import litellm` does not, and tiktoken would then download.
@@ -119,9 +110,9 @@ def select_tokenizer(litellm: ModuleType, model: str) -> Tokenizer:
             return cached
         skipped = repo
     else:
-        chosen = _bundled_encoding(litellm, openai_tokenizer_encoding_name(bare))
+        chosen = _bundled_encoding(openai_tokenizer_encoding_name(bare))
         if chosen is not None:
             return chosen
-    default = _bundled_encoding(litellm, DEFAULT_ENCODING)
+    default = _bundled_encoding(DEFAULT_ENCODING)
     assert default is not None, "litellm ships cl100k_base; its package files are incomplete"
     return Tokenizer(f"{default.name}, litellm's default", default.custom, skipped)

@@ -1,16 +1,19 @@
-"""What is asked of a model and what comes back: the model layer's plain values.
+"""The model layer's plain values: a request, its completion and a run's plan.
 
-A request, its completion, and a run's plan (calls, cache hits, estimated cost). Nothing
-here imports litellm (which takes seconds to import). What a model is, `ModelSpec`, is a
-config schema: it is checked with every other config group in losona/core/config/schemas.py.
+Nothing here imports litellm (seconds to import). A model, `ModelSpec`, is a config schema
+(losona/core/config/schemas.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["CallPlan", "Completion", "Request"]
+
+# What a stored call holds besides its key and model, in the call cache's column order.
+ANSWER = ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,17 @@ class Completion:
     def ok(self) -> bool:
         """Whether the call produced a message."""
         return self.text is not None
+
+    @property
+    def answer(self) -> tuple[Any, ...]:
+        """What the call cache and a calls table keep of it (the fields ANSWER names)."""
+        return tuple(getattr(self, name) for name in ANSWER)
+
+    @classmethod
+    def stored(cls, answer: Sequence[Any], *, published: bool = False) -> Completion:
+        """A call answered from the call cache, or (`published`) the run's published calls."""
+        fields = dict(zip(ANSWER, answer, strict=True))
+        return cls(**fields, error=None, cached=True, published=published)
 
     @classmethod
     def failed(cls, error: str, attempts: int) -> Completion:

@@ -1,31 +1,21 @@
-"""A stand-in group model for the local test server: `Name: message` lines, no model, no key.
+"""A stand-in group model for the test server (`--group`): `Name: message` lines, no model.
 
-    python -m losona.testing.openai_server --port 8765 --group
-
-answers the group model's prompt of `dynamic.source: simulated` (losona/dynamic/group.py)
-as a group model should: one or two lines `Name: message` by members of the cast the
-prompt lists (never its subject), a sanction, a neutral continuation or a second
-elicitor, whichever the prompt asks for. It reads the kind from the prompt's own task
-texts (GROUP_TASKS), so a change of wording there cannot leave it answering another kind.
-
-Which members speak, and how many, is fixed by the chat the prompt shows, so a breach's
-sanction and its control's neutral continuation come from the same members, as the
-scripted material's do; the words are picked from short canned lines. It does not read
-the subject's reply: it tests the plumbing of the simulated source (the prompt, the
-reading of the reply, the checks, the published calls), not what a group would say. Any
-other request, such as a subject's or a judge's prompt, goes to `otherwise`.
+It answers the group model's prompt of `dynamic.source: simulated` (losona/dynamic/group.py)
+with one or two lines by cast members other than the subject, of the kind the prompt's own
+task text (GROUP_TASKS) asks for. The chat the prompt shows picks the speakers, so a
+breach's sanction and its control's neutral continuation come from the same members; the
+words are canned. It tests the simulated source's plumbing, not what a group would say.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from losona.dynamic.group import GROUP_TASKS
-from losona.testing.openai_server.replies import Body, Reply, default_reply
+from losona.testing.openai_server.replies import Body, Reply, default_reply, hash_number
 
 # The end of GROUP_TEMPLATE, where it names the subject and the members that may write.
 _ASK = re.compile(
@@ -58,13 +48,8 @@ ELICITORS = (
 )
 
 
-def _number(text: str) -> int:
-    """A number fixed by the text."""
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
-
-
 def _pick(options: Sequence[str], text: str) -> str:
-    return options[_number(text) % len(options)]
+    return options[hash_number(text) % len(options)]
 
 
 def group_prompt(body: Body) -> str | None:
@@ -90,14 +75,14 @@ def group_lines(prompt: str) -> str:
     # The prompt up to its task (the chat, not what is asked) picks the speakers: a
     # breach's sanction and its control's neutral continuation come from the same members.
     seen = prompt[: prompt.index(tasks[kind])]
-    first = names[_number(seen) % len(names)]
+    first = names[hash_number(seen) % len(names)]
     if kind == "elicitor":
         return f"{first}: {_pick(ELICITORS, seen).format(subject=subject)}"
     lines, more = (
         (SANCTIONS, SECOND_SANCTIONS) if kind == "sanction" else (NEUTRALS, SECOND_NEUTRALS)
     )
     written = [f"{first}: {_pick(lines, prompt)}"]
-    if len(names) > 1 and _number("two " + seen) % 2:
+    if len(names) > 1 and hash_number("two " + seen) % 2:
         second = names[(names.index(first) + 1) % len(names)]
         written.append(f"{second}: {_pick(more, prompt)}")
     return "\n".join(written)

@@ -1,22 +1,14 @@
-"""A stand-in LLM judge for the local test server: plausible verdicts, no model, no key.
+"""A stand-in LLM judge for the test server (`--judge`): plausible verdicts, no model.
 
-    python -m losona.testing.openai_server --port 8765 --judge
-
-answers the paper's judge prompt (losona/judges/prompt.py) with a verdict in the shape the
-LLM judge expects. The verdict is the lexicon rules' decision on the judged message,
-overturned for a fixed share of messages (`disagree`, chosen by a hash of the message), so
-putting it beside the lexicon judge shows a disagreement that is realistic and the same
-on every run. `flip_rate` overturns that share of calls at random instead, as a judge
-that is not deterministic would: the audit's determinism check should catch it. Any other
-request, such as a subject's prompt, gets the server's default reply.
-
-It is a test double for the pipeline's plumbing (the judge stage, the audit, reports),
-not a judge: its verdicts say nothing about the responses that the lexicon's do not.
+It answers the paper's judge prompt (losona/judges/prompt.py) with the lexicon rules'
+verdict, overturned for a fixed share of messages (`disagree`, by a hash of the message),
+so beside the lexicon judge it disagrees the same way on every run; `flip_rate` overturns
+calls at random, as a judge that is not deterministic would. A test double for the
+plumbing (judge stage, audit, reports), not a judge.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -28,7 +20,7 @@ from losona.core.catalog import load_catalog
 from losona.judges.lexicon import judge_text
 from losona.judges.prompt import JUDGE_JSON_SHAPE
 from losona.judges.rules import load_rules
-from losona.testing.openai_server import default_reply
+from losona.testing.openai_server.replies import default_reply, hash_number
 
 _JUDGED = re.compile(r"<<<BEGIN JUDGED MESSAGE (\w+)>>>\n(.*)\n<<<END JUDGED MESSAGE \1>>>", re.S)
 _NORM = re.compile(r"Primary norm statement -- this is authoritative:\n(.*?)\n\n", re.S)
@@ -47,7 +39,7 @@ def _norms_by_statement() -> dict[str, str]:
 
 def _share(text: str) -> float:
     """A number in [0, 1) fixed by the text."""
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) / 2**32
+    return hash_number(text) / 2**32
 
 
 @dataclass

@@ -1,37 +1,24 @@
-"""A local OpenAI-compatible server for tests and benchmarks, a test double of a provider.
+"""A local OpenAI-compatible server, a test double of a provider for tests and benchmarks.
 
     with OpenAIServer(latency=0.05, faults=fail_first(2, "rate_limit", every=3)) as server:
         ...  # point a model config's api_base at server.url
-        assert server.request_count == ...
 
-It answers `POST /v1/chat/completions` with a deterministic reply (or whatever a `reply`
-hook returns), after an injectable latency, and injects faults on a deterministic
-schedule (faults.py). Every body received is logged, and so is every body that got a good
-answer, so tests can prove that no completed call is ever sent twice. It reports cached
-prompt tokens as OpenAI bills them (prompt_cache.py), also answers Anthropic's Messages
-API (anthropic.py), and serves OpenAI's Batch API (batches.py).
-
-`python -m losona.testing.openai_server --latency 0.2` serves the default replies until
-SIGINT or SIGTERM (or `--lifetime` seconds), in its own process (the throughput benchmark
-uses it that way so that the server does not compete with the client for the
-interpreter). With `--judge` it answers judge prompts with plausible scripted verdicts
-(losona/testing/scripted_judge.py), so a judge config pointing at `--port` runs the whole
-pipeline with an "LLM" judge, offline (__main__.py). With `--group` it answers the group
-model's prompts of `dynamic.source=simulated` with `Name: message` lines by cast members
-(losona/testing/scripted_group.py); the two combine.
+Chat completions with a deterministic reply (or a `reply` hook's), after an injectable
+latency, with faults on a deterministic schedule (faults.py); it logs every body received
+and every body answered, reports cached tokens as OpenAI does (prompt_cache.py), and serves
+Anthropic's Messages API (anthropic.py) and OpenAI's Batch API (batches.py).
+`python -m losona.testing.openai_server` runs it in a process of its own (__main__.py).
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from losona.testing.openai_server.replies import Body, Reply, body_digest, default_reply
+from losona.testing.openai_server.replies import body_digest, default_reply
 
 if TYPE_CHECKING:
     from losona.testing.openai_server.faults import (
         TRANSIENT_FAULTS,
         Fault,
-        FaultKind,
-        FaultPlan,
         fail_first,
         rate_limited,
     )
@@ -45,10 +32,7 @@ AIOHTTP_MISSING = (
 )
 _ON_AIOHTTP = {
     "OpenAIServer": "server",
-    **dict.fromkeys(
-        ["TRANSIENT_FAULTS", "Fault", "FaultKind", "FaultPlan", "fail_first", "rate_limited"],
-        "faults",
-    ),
+    **dict.fromkeys(["TRANSIENT_FAULTS", "Fault", "fail_first", "rate_limited"], "faults"),
 }
 
 
@@ -67,12 +51,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "TRANSIENT_FAULTS",
-    "Body",
     "Fault",
-    "FaultKind",
-    "FaultPlan",
     "OpenAIServer",
-    "Reply",
     "body_digest",
     "default_reply",
     "fail_first",

@@ -1,13 +1,9 @@
-"""OpenAI's Batch API, as litellm's OpenAI provider calls it.
+"""OpenAI's Batch API, as litellm's OpenAI provider calls it: /files and /batches.
 
-`POST /v1/files` (upload a JSONL file of requests), `POST /v1/batches` (create),
-`GET /v1/batches/{id}` (retrieve), `GET /v1/batches` (list) and
-`GET /v1/files/{id}/content`. A batch completes `batch_delay` seconds after it was created
-(its request counts grow with the time that passed, so a client's progress shows); each
-line is answered with the reply logic of the chat endpoint, and `batch_faults` (a fault
-plan, as for single calls) makes some lines fail into the batch's error file, while
-`batch_fate` can end a whole batch as failed or expired. `batches_created` counts the
-creations, so tests can prove a batch is never submitted twice.
+A batch completes `batch_delay` seconds after its creation, its request counts growing
+meanwhile; each line is answered as a chat completion would be. `batch_faults` fails lines
+into the error file, `batch_fate` ends a whole batch otherwise, and `batches_created` lets
+tests prove that no batch is submitted twice.
 """
 
 from __future__ import annotations
@@ -22,8 +18,8 @@ from typing import Literal
 from aiohttp import web
 
 from losona.testing.openai_server.chat import ChatCompletions
-from losona.testing.openai_server.faults import FAULT_STATUS, FaultPlan, error
-from losona.testing.openai_server.replies import Body, body_digest
+from losona.testing.openai_server.faults import FAULT_STATUS, FaultPlan, error, fault_for
+from losona.testing.openai_server.replies import Body
 
 # What a whole batch can end as instead of "completed" (OpenAI's terminal statuses).
 BatchFate = Literal["completed", "failed", "expired", "cancelled"]
@@ -58,7 +54,6 @@ class BatchJobs(ChatCompletions):
     batches: dict[str, Batch]  # by id, in creation order
     batches_created: int
     batch_retrievals: int
-    batch_lines_answered: int
     _batch_seen: Counter[str]
 
     def _add_batch_routes(self, app: web.Application) -> None:
@@ -138,11 +133,7 @@ class BatchJobs(ChatCompletions):
         answers, errors = [], []
         for number, line in enumerate(batch.lines, start=1):
             body = line.get("body", {})
-            fault = None
-            if self.batch_faults is not None:
-                digest = body_digest(body)
-                fault = self.batch_faults(body, self._batch_seen[digest])
-                self._batch_seen[digest] += 1
+            fault = fault_for(self.batch_faults, self._batch_seen, body)
             entry: Body = {"id": f"{batch.id}_req_{number}", "custom_id": line.get("custom_id")}
             if fault is not None:
                 self.faults_injected[f"batch_{fault.kind}"] += 1
@@ -151,7 +142,6 @@ class BatchJobs(ChatCompletions):
                 response = {"status_code": status, "body": {"error": error}}
                 errors.append(entry | {"response": response})
                 continue
-            self.batch_lines_answered += 1
             completion = self._completion(body, self.reply(body))
             answers.append(entry | {"response": {"status_code": 200, "body": completion}})
         if batch.fate == "expired":

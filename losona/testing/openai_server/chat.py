@@ -8,8 +8,8 @@ from collections import Counter
 from aiohttp import web
 
 from losona.models.prompt_caching import content_words
-from losona.testing.openai_server.faults import inject
-from losona.testing.openai_server.replies import Body, body_digest, words
+from losona.testing.openai_server.faults import fault_for, inject
+from losona.testing.openai_server.replies import Body, words
 from losona.testing.openai_server.state import ServerState
 
 
@@ -33,11 +33,7 @@ class ChatCompletions(ServerState):
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         body: Body = await request.json()
         self.log_request(body)
-        fault = None
-        if self.faults is not None:
-            key = body_digest(body)
-            fault = self.faults(body, self._seen[key])
-            self._seen[key] += 1
+        fault = fault_for(self.faults, self._seen, body)
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:

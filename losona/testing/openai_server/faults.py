@@ -7,14 +7,14 @@ so a run's faults do not depend on the order in which concurrent requests arrive
 from __future__ import annotations
 
 import asyncio
-import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from aiohttp import web
 
-from losona.testing.openai_server.replies import Body, body_digest
+from losona.testing.openai_server.replies import Body, body_digest, hash_number
 
 FaultKind = Literal[
     "rate_limit",  # 429 with a Retry-After header
@@ -62,6 +62,16 @@ class Fault:
 FaultPlan = Callable[[Body, int], Fault | None]  # (body, times seen before) -> fault or None
 
 
+def fault_for(plan: FaultPlan | None, seen: Counter[str], body: Body) -> Fault | None:
+    """The fault a plan chooses for a body (None: answer it), counting the body as seen."""
+    if plan is None:
+        return None
+    digest = body_digest(body)
+    fault = plan(body, seen[digest])
+    seen[digest] += 1
+    return fault
+
+
 def fail_first(
     times: int, kind: FaultKind, *, every: int = 1, retry_after: float = 1.0
 ) -> FaultPlan:
@@ -82,7 +92,7 @@ def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
     """
 
     def plan(body: Body, seen: int) -> Fault | None:
-        draw = int(hashlib.sha256(f"{body_digest(body)}:{seen}".encode()).hexdigest()[:8], 16)
+        draw = hash_number(f"{body_digest(body)}:{seen}")
         return Fault("rate_limit", retry_after) if draw < share * 16**8 else None
 
     return plan

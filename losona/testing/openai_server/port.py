@@ -1,9 +1,8 @@
 """Where the command-line test server listens, and where the shipped configs look for it.
 
-conf/model/local_openai.yaml and conf/judge/local_openai.yaml read the same environment
-variable (`${oc.env:LOSONA_TEST_SERVER_PORT,8765}` in their api_base), so one export moves
-the server and the configs together. Unset, the configs say 8765, as they always did: a
-run's recorded configs and call keys (which cover the api_base) stay what they were.
+The configs read the same variable (`${oc.env:LOSONA_TEST_SERVER_PORT,8765}` in their
+api_base), so one export moves both. Unset, they say 8765, as they always did, so recorded
+configs and call keys (which cover the api_base) stay what they were.
 """
 
 from __future__ import annotations
@@ -19,20 +18,15 @@ CONFIG_PORT = 8765
 CONFIGS = "conf/model/local_openai.yaml and conf/judge/local_openai.yaml"
 
 
-def port_from_environment(environ: dict[str, str] | None = None) -> int | None:
-    """The port the variable names, None when it is unset; a bad value is a LosonaError."""
-    value = (os.environ if environ is None else environ).get(PORT_VARIABLE)
-    if value is None or value == "":
-        return None
+def configs_port() -> int:
+    """The port the shipped configs point at: the variable's, else 8765; a bad value is a
+    LosonaError."""
+    value = os.environ.get(PORT_VARIABLE)
+    if not value:
+        return CONFIG_PORT
     if not value.isdigit() or int(value) > 65535:
         raise LosonaError(f"{PORT_VARIABLE}={value!r}: expected a port number, 0 to 65535")
     return int(value)
-
-
-def configs_port(environ: dict[str, str] | None = None) -> int:
-    """The port the shipped configs point at: the variable's, else 8765."""
-    port = port_from_environment(environ)
-    return CONFIG_PORT if port is None else port
 
 
 def export_line(port: int) -> str:

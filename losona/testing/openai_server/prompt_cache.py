@@ -1,11 +1,9 @@
-"""The test server's prompt cache, as OpenAI and Anthropic bill one.
+"""The test server's prompt cache, billed as OpenAI and Anthropic bill theirs, in the
+server's tokens (words: losona.models.prompt_caching.content_words).
 
-OpenAI's way: the answered prompts are kept (the latest `remember`, as a provider's cache
-forgets), and a prompt's cached tokens are the longest prefix it shares with an earlier
-answered one, counted in the server's tokens (the words of the messages' text,
-losona.models.prompt_caching.content_words) and cut as OpenAI cuts it (`CacheRule`).
-A prompt is cached once it has been answered, so prompts sent side by side miss.
-Anthropic's way: only prefixes that end at a `cache_control` marker are cached.
+OpenAI's way: a prompt's cached tokens are the longest prefix it shares with an earlier
+answered prompt, cut by the `CacheRule`; so prompts sent side by side miss. Anthropic's
+way: only prefixes that end at a `cache_control` marker are cached.
 """
 
 from __future__ import annotations
@@ -16,16 +14,16 @@ import sys
 
 from losona.models.prompt_caching import CacheRule, common_prefix
 
-# How many answered prompts the server remembers for prompt caching, the latest ones.
+# The latest answered prompts kept, as a provider's cache forgets: a benchmark of a million
+# calls does not keep every prompt it sent.
 REMEMBERED_PROMPTS = 10_000
 
 
 class PromptCache:
     """The prompts a server has answered, for the cached tokens it reports."""
 
-    def __init__(self, rule: CacheRule, remember: int = REMEMBERED_PROMPTS) -> None:
+    def __init__(self, rule: CacheRule) -> None:
         self.rule = rule
-        self.remember = remember
         self._prompts: list[tuple[str, ...]] = []  # the remembered prompts' words, sorted
         self._answered_order: collections.deque[tuple[str, ...]] = collections.deque()
         self._marked: set[tuple[str, ...]] = set()  # Anthropic: prefixes written to the cache
@@ -51,16 +49,14 @@ class PromptCache:
         return self.rule.cached(shared)
 
     def add(self, words: tuple[str, ...]) -> None:
-        """Remember an answered prompt (the oldest goes past `remember`)."""
+        """Remember an answered prompt (the oldest goes past REMEMBERED_PROMPTS)."""
         at = bisect.bisect_left(self._prompts, words)
         if at == len(self._prompts) or self._prompts[at] != words:
             # Each distinct word once in memory: a long run's prompts share their words.
             words = tuple(map(sys.intern, words))
             self._prompts.insert(at, words)
             self._answered_order.append(words)
-        if len(self._prompts) > self.remember:
-            # As a provider's cache forgets after some minutes: the oldest prompt goes. So
-            # a benchmark of a million calls does not keep every prompt it was sent.
+        if len(self._prompts) > REMEMBERED_PROMPTS:
             oldest = self._answered_order.popleft()
             del self._prompts[bisect.bisect_left(self._prompts, oldest)]
 

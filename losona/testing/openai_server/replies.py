@@ -16,6 +16,11 @@ def body_digest(body: Body) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+def hash_number(text: str) -> int:
+    """A number in [0, 2**32) fixed by the text."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
+
+
 def default_reply(body: Body) -> str:
     """A deterministic reply that differs between prompts and between seeds (trials)."""
     digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode())

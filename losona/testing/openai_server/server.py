@@ -7,6 +7,7 @@ long as its `with` block lasts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -14,11 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
-from losona.models.prompt_caching import CacheRule
+from losona.models.prompt_caching import OPENAI
 from losona.testing.openai_server.anthropic import AnthropicMessages
 from losona.testing.openai_server.batches import Batch, BatchFate, BatchJobs
 from losona.testing.openai_server.faults import FaultPlan
-from losona.testing.openai_server.prompt_cache import REMEMBERED_PROMPTS, PromptCache
+from losona.testing.openai_server.prompt_cache import PromptCache
 from losona.testing.openai_server.replies import Reply, default_reply
 
 
@@ -37,15 +38,12 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         batch_delay: float = 0.0,  # seconds from a batch's creation to its completion
         batch_faults: FaultPlan | None = None,  # (line body, times seen before) -> fault
         batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
-        cache_min_tokens: int = 1024,  # OpenAI's minimum cached prefix
-        cache_step: int = 128,  # ... and its steps past that
-        remember: int = REMEMBERED_PROMPTS,  # answered prompts kept for prompt caching
         batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
     ) -> None:
         self.batch_api = batch_api
         self.latency = latency
-        self.cache_rule = CacheRule("the test server", False, cache_min_tokens, cache_step)
-        self.prompt_cache = PromptCache(self.cache_rule, remember)
+        self.cache_rule = dataclasses.replace(OPENAI, provider="the test server")
+        self.prompt_cache = PromptCache(self.cache_rule)
         self.cached_tokens = []
         self.reply = reply
         self.faults = faults
@@ -66,7 +64,6 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         self.batches: dict[str, Batch] = {}
         self.batches_created = 0
         self.batch_retrievals = 0
-        self.batch_lines_answered = 0
         self._batch_seen = Counter()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
