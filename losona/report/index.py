@@ -1,13 +1,8 @@
-"""reports/index.html: one self-contained page from the numbers down to every chat and response.
+"""reports/index.html: one self-contained page from the numbers down to every chat.
 
-The page is a list of `Section`s (anchor, title, body) with a table of contents, laid out
-by losona/pages. A stage adds its own part by writing a function that returns a Section
-(`losona.pages.section`: a template of its own and the data it shows) and passing it to
-`build_report(..., extra=[...])`; extra sections appear after the paired effects, before
-the casebook and the scenario browser. Each function here computes the data of one
-section; its template (losona/pages/templates/report/) lays it out. Figures
-are embedded as data URIs and the styles are inline, so the file opens offline and can be
-mailed or archived as it is. No script.
+Each function here computes the data of one `Section`; its template
+(losona/pages/templates/report/) lays it out. Figures are embedded as data URIs and styles
+are inline, so the file opens offline.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The paper's Figures 2, 3 and 4 and a scenario x condition heatmap, drawn from the report tables.
+"""The paper's Figures 2, 3 and 4 and a heatmap per judge, drawn from the report tables.
 
-Figures 2 to 4 are one matplotlib figure each with a row of panels per judge (the judge
-named in every panel title); the heatmap is one figure per judge (`heatmap_<judge>`), so
-that each is shown at its own size and its labels stay readable. Each is saved as PNG and
-SVG, with the numbers it shows as a CSV beside it for `dvc plots show` / `dvc plots diff`
-(definitions in dvc.yaml). Rendering settings are fixed so that the same tables give
-byte-identical files.
+Each is saved as PNG and SVG with its numbers as a CSV beside it (for `dvc plots`);
+rendering settings are fixed so that the same tables give byte-identical files.
 """
 
 from __future__ import annotations
