@@ -57,11 +57,8 @@ def fetch_scenarios(
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table.
 
-    A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
-    the table, and every output built from it, is the same with or without it.
-    `origin` says where the value at a dotted key came from (a file or the command line;
-    `losona.core.config.origin_of`), for the messages that refuse a subset; by default the
-    dataset's file.
+    Follow-up material is validated too and left out of the table. `origin` says where the
+    value at a dotted key came from, for the messages that refuse a subset.
     """
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()

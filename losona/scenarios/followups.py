@@ -1,20 +1,8 @@
-"""A scenario's scripted follow-up material: what the group says after the subject's reply.
+"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md).
 
-The dynamic extension (docs/dynamic.md) continues a scenario past the subject's first
-reply. A scenario may carry the material for that second turn as a `followup:` block
-(losona/data/scenarios/README.md, "Follow-up material"):
-
-    followup:
-      sanction:   # 1 or 2 messages after a breach: oblique, in character, the norm unnamed
-        - {actor: <cast member>, content: "..."}
-      neutral:    # the same count, the same actors in order, of matching length: no sanction
-        - {actor: <cast member>, content: "..."}
-      elicitor: {actor: <cast member>, content: "..."}   # the second elicitor
-
-fetch checks the block whenever a scenario has one (`check_followups`, every problem
-named by file, scenario and field, as losona/scenarios/validate.py names them) and keeps it out of
-the scenario table, whose bytes therefore do not depend on it. The dynamic stages read
-it through `losona.scenarios.datasets.fetch_followups`.
+The `followup:` block (losona/data/scenarios/README.md, "Follow-up material") is checked
+whenever a scenario has one, and kept out of the scenario table, whose bytes therefore do
+not depend on it; the dynamic stages read it through `fetch_followups`.
 """
 
 from __future__ import annotations
