@@ -1,10 +1,5 @@
 """The outputs a submission's dvc.lock records, fetched from its DVC remote and held to
-their md5.
-
-The remote is the submission's own (`remote:` in board/submissions.yaml) or the default one
-of the run's `.dvc/config`, of which only the url is read, as data: no plugin, no other
-setting. A local-directory remote and an HTTP(S) one are read here, as DVC 3 lays them out
-(`files/md5/<2 hex>/<rest>`; a folder output's listing is the `.dir` object of its md5).
+their md5; only the remote's url is read from the run's .dvc/config, as data.
 """
 
 from __future__ import annotations
@@ -16,8 +11,7 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from configobj import ConfigObj, ConfigObjError
@@ -27,15 +21,6 @@ from losona.board.tree import Refused, Tree, inside
 DVC_CONFIG = ".dvc/config"
 REMOTE_TIMEOUT_S = 30
 CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Output:
-    """A file output as dvc.lock records it (a folder's files listed one by one)."""
-
-    path: PurePosixPath
-    md5: str
-    cached: bool  # False: `cache: false`, so git holds it, not the remote
 
 
 def remote_url(tree: Tree, given: str | None, max_bytes: int) -> str:

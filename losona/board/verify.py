@@ -1,19 +1,8 @@
-"""The board's verify stage: one submission fetched as data and rechecked by the board's own
-pipeline, with no model call.
+"""The board's verify stage (`python -m losona.board.verify <name>`): one submission fetched
+as data and rechecked by the board's own pipeline, with no model call.
 
-    python -m losona.board.verify <name>     # in the board's folder (DVC runs it there)
-
-It clones the run bare at its revision (losona/board/tree.py), refuses a run whose stage
-commands (dvc.yaml, dvc.lock) would write outside its tree if they were run
-(losona/board/commands.py), writes into a scratch folder only what the check reads
-(dvc.lock, the files git keeps under data/ and reports/, the run's configs as plain data
-with no interpolation to resolve) and every output dvc.lock records, from git or the run's
-DVC remote, each held to its md5 (losona/board/remote.py);
-then it runs the recheck (losona/board/recheck.py) in a process of its own, in that folder,
-with a scrubbed environment. It writes rows/<name>.parquet and reports/verify/<name>.json:
-verified, with the run's rows, or not verified, with the reason. A submission's problem,
-whatever it is, costs only its own row: the stage exits 0 so that the board is made; it
-exits 2 only for the board's own files (an unknown name, a malformed submissions.yaml).
+A submission's problem costs only its own row (exit 0, so that the board is made); exit 2
+is only for the board's own files.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The sample stage's logic: K responses from one model to every prompt of one condition.
+"""K responses from one model to every prompt of one condition.
 
-Requests go out prompt by prompt, with a prompt's K trials back to back, so a local model
-reuses the prompt it has just read. Each trial is a distinct sample: the trial index is
-part of the call's cache key (and of its seed, for models that take one), so a rerun
-returns the same K samples from the cache without a call. In batch mode
-(`sampling.batch=true`) the missing calls are first answered by provider batch jobs
-(losona/models/batch.py), and the table is then built from the cache the same way.
+A prompt's K trials go out back to back, so a local model reuses the prompt it has just
+read; the trial index is part of each call's cache key, so a rerun returns the same K
+samples from the cache.
 """
 
 from __future__ import annotations
