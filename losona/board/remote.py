@@ -16,7 +16,7 @@ from typing import Any
 
 from configobj import ConfigObj, ConfigObjError
 
-from losona.board.tree import Refused, Tree, inside
+from losona.board.tree import Refused, Tree, inside, write_file
 
 DVC_CONFIG = ".dvc/config"
 REMOTE_TIMEOUT_S = 30
@@ -148,7 +148,7 @@ def fetch_outputs(
             data = tree.read(path, max_bytes)
             if hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
                 raise Refused(f"{path}: git holds other bytes than the md5 dvc.lock records")
-            _write(root / path, data)
+            write_file(root / path, data)
             count += 1
             continue
         if remote is None:
@@ -183,8 +183,3 @@ def _folder_files(listing: Path, path: str) -> Iterator[tuple[str, str]]:
         ):
             raise Refused(f"{path}: its folder listing has an entry without relpath and md5")
         yield entry["relpath"], entry["md5"]
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)

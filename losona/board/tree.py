@@ -132,6 +132,12 @@ def _list_files(git_dir: Path, commit: str) -> dict[str, Blob]:
     return files
 
 
+def write_file(path: Path, data: bytes) -> None:
+    """`data` written at `path`, its folders made first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
 def inside(path: str, origin: str) -> PurePosixPath:
     """`path` as a relative path inside the run's tree, refusing one that leaves it."""
     pure = PurePosixPath(path)

@@ -30,7 +30,7 @@ from losona.board.settings import (
     read_submissions,
 )
 from losona.board.tables import ROW_SCHEMA
-from losona.board.tree import Refused, Tree, clone_at, read_tree
+from losona.board.tree import Refused, Tree, clone_at, read_tree, write_file
 from losona.core.cli import USER_ERROR_EXIT
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
@@ -57,14 +57,14 @@ def submission_tree(
     check_commands(lock, "dvc.lock")
     if PIPELINE_FILE in tree.files:
         check_commands(_yaml_of(tree, PIPELINE_FILE, bound), PIPELINE_FILE)
-    _write(root / "dvc.lock", tree.read("dvc.lock", bound))
-    _write(root / PATHS_FILE, tree.read(PATHS_FILE, bound))
+    write_file(root / "dvc.lock", tree.read("dvc.lock", bound))
+    write_file(root / PATHS_FILE, tree.read(PATHS_FILE, bound))
     for path in tree.files:
         if path.startswith(KEPT_IN_GIT):
-            _write(root / path, tree.read(path, bound))
+            write_file(root / path, tree.read(path, bound))
         elif path.startswith(CONFIG_GROUPS) and path.endswith(".yaml"):
             node = _yaml_of(tree, path, bound)
-            _write(root / path, yaml.safe_dump(as_plain_data(node, path)).encode())
+            write_file(root / path, yaml.safe_dump(as_plain_data(node, path)).encode())
     return outputs
 
 
@@ -97,11 +97,6 @@ def _yaml_of(tree: Tree, path: str, bound: int) -> Any:
     except yaml.YAMLError as exc:
         first = str(exc).strip().splitlines()[0]
         raise Refused(f"malformed YAML: {path} ({first})") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 def scrubbed_environment(work: Path) -> dict[str, str]:
