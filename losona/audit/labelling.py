@@ -66,12 +66,8 @@ def item_id(scenario_id: str, model: str, condition: str, trial: int, response: 
 def labelling_sheet(
     responses: pl.DataFrame, scenarios: pl.DataFrame, *, items: int, seed: int
 ) -> Sheet:
-    """A seeded random sample of `items` responses in which every norm and condition appears.
-
-    First one response for each norm and each condition (norms and conditions are paired
-    at random, so these responses are spread over both), then a simple random sample of
-    the rest; the sheet's order is shuffled. Null responses have nothing to label.
-    """
+    """A seeded random sample of `items` responses in which every norm and condition appears,
+    in shuffled order; null responses have nothing to label."""
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
     unknown = sorted(set(responses["scenario_id"]) - set(by_id))
     if unknown:

@@ -52,10 +52,8 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
 
 
 def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
-    """The files that make a folder DVC hashes whole differ, as 'path (how)': what git sees
-    changed there (new, modified, deleted), an output dvc.lock records there that is gone
-    or not its recorded bytes, and a file neither git nor any stage of dvc.lock holds (the
-    config a refused judge left behind, say)."""
+    """The files that make a folder DVC hashes whole differ, as 'path (how)': git's changes,
+    outputs gone or not their recorded bytes, and files no one holds."""
     found = {path: how for path, how in git_changes([folder], root).items() if how != "ignored"}
     outputs = recorded_outputs(root)
     for out, md5 in outputs.items():

@@ -35,11 +35,7 @@ def build_report(
     controls: pl.DataFrame | None = None,
     correction: pl.DataFrame | None = None,
 ) -> str:
-    """The whole page: summary, results, judges, figures, effects, `extra`, casebook, browser.
-
-    `controls` and `correction` are the judge audit's controls.csv and correction.csv, for
-    the judges' summary.
-    """
+    """The whole page; `controls` and `correction` are the audit's, for the judges' summary."""
     view = _View(reports, verdicts, scenarios)
     sections = [
         results_section(reports),
@@ -151,12 +147,8 @@ def judges_section(
 def judges_rows(
     reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
 ) -> list[dict[str, Any]]:
-    """One row per judge, in the reports' order: the facts a reader needs beside its numbers.
-
-    Beside its validity controls: the cells where its verdicts are degenerate
-    (results.csv), and what its compliance was corrected with (the audit's correction.csv:
-    how many labelled items, sensitivity, specificity; or why it could not be).
-    """
+    """One row per judge, in the reports' order: its controls, its degenerate cells and the
+    basis of its corrected compliance."""
     results = reports["results.csv"]
     corrections = {
         r["judge"]: r

@@ -40,11 +40,8 @@ RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
 
 
 def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
-    """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge.
-
-    Each figure says over how many scenarios and trials it was drawn and, when `subset`
-    (losona.core.contracts.subset_note) says the run covers part of its dataset, that too.
-    """
+    """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge, each
+    saying what it rests on (and `subset`, when the run covers part of its dataset)."""
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = k_label(results), reports.confidence
     judges = _judges(results)

@@ -84,11 +84,8 @@ def plan_sweep(
 
 @dataclass(frozen=True)
 class Sampled:
-    """One cell's responses and the calls they were built from (published with the run).
-
-    Each is made a chunk at a time from the call cache as it is written (files.Chunks), so a
-    cell of any size never holds every reply at once; `.collect()` gives a DataFrame.
-    """
+    """One cell's responses and the calls they were built from, each made a chunk at a time as
+    it is written; `.collect()` gives a DataFrame."""
 
     responses: Chunks  # RESPONSE_SCHEMA
     calls: Chunks  # CALL_SCHEMA
