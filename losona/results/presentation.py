@@ -14,9 +14,7 @@ import polars as pl
 from losona.core.config import option, option_file
 from losona.core.formatting import display_label
 from losona.judges.verdicts import CELL, Cell
-from losona.results.metrics import (
-    BASELINE_CONDITION,
-)
+from losona.results.metrics import BASELINE_CONDITION
 
 
 @dataclass(frozen=True)
