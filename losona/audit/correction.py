@@ -1,28 +1,10 @@
-"""Judge error carried into the results: compliance corrected for the judge's measured error.
-
-People's labels on a sample of responses (losona/audit/labelling.py) measure each judge's
-sensitivity (the share of the items people mark compliant that it marks compliant) and
-specificity (the share of the items people mark breaching that it marks breaching). A judge
-with these error rates marks compliant, in expectation, p_obs = sens * p + (1 - spec) * (1 - p)
-of responses whose true compliance is p, so
+"""Compliance corrected for each judge's error measured against people's labels.
 
     p = (p_obs + spec - 1) / (sens + spec - 1)        (Rogan and Gladen, 1978)
 
-clipped to [0, 1]. It assumes the judge errs at the same rates on every model and
-condition (the labels pool them) and that people's labels are the truth. The correction is
-not identifiable when people marked no labelled item compliant (sensitivity unknown) or
-none breaching (specificity unknown), or when sens + spec - 1 <= 0 (the judge's verdicts say
-nothing about compliance); then no corrected figure is given.
-
-Intervals carry both sources of error: each bootstrap resample draws the scenarios (the
-paper's bootstrap) and, independently, the labelled items, and recomputes p_obs, sens, spec
-and p. A resample whose labelled items leave the correction undefined counts as 0 for the
-low end and 100 for the high end of the interval (-100 and +100 for an effect).
-
-Paired effects are corrected in compliance points: a condition's corrected compliance minus
-naive's. Aggregate's paired effects are in accuracy-at-K, and a majority vote over K trials
-is not a rate the labels (single trials) can correct without assuming how a judge's errors
-on one scenario's K trials go together.
+clipped to [0, 1]; not identifiable without a labelled compliant and breaching item, or
+where sens + spec - 1 <= 0. Intervals resample scenarios and labelled items together, and
+effects are in compliance points, not accuracy-at-K (docs/metrics.md has the definitions).
 """
 
 from __future__ import annotations

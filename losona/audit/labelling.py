@@ -1,17 +1,9 @@
 """The audit's labelling workflow: a blinded sample of responses for people, and their labels.
 
-Export (`python stages/audit.py audit.export=true`): `labelling_sheet` draws a seeded
-random sample of the sweep's responses in which every norm and every condition appears,
-and `write_sheet` writes it as a CSV and a self-contained HTML page, with the key from
-item ids to responses beside them. The sheet shows what the judge sees (the chat before
-the elicitor, the elicitor, the norm statement, the response) and nothing that could sway
-a labeller: no verdict, no model, no condition. Item ids are hashes of the response's
-identity and text, so they reveal neither, and the same response keeps its id in any
-later sheet.
-
-Import: `load_labels` reads the key and the labels people return (a CSV with `item_id` and
-`complies` columns), refusing unknown items, duplicates, labels that are not true or false,
-and items of the sheet left unlabelled, each named with the file and its line.
+The sheet shows what the judge sees and nothing that could sway a labeller (no verdict,
+model or condition); item ids hash a response's identity and text, so they reveal neither
+and stay the same in any later sheet. `load_labels` reads the labels back, refusing any
+item it cannot match, each named with its file and line.
 """
 
 from __future__ import annotations
@@ -74,12 +66,8 @@ def item_id(scenario_id: str, model: str, condition: str, trial: int, response: 
 def labelling_sheet(
     responses: pl.DataFrame, scenarios: pl.DataFrame, *, items: int, seed: int
 ) -> Sheet:
-    """A seeded random sample of `items` responses in which every norm and condition appears.
-
-    First one response for each norm and each condition (norms and conditions are paired
-    at random, so these responses are spread over both), then a simple random sample of
-    the rest; the sheet's order is shuffled. Null responses have nothing to label.
-    """
+    """A seeded random sample of `items` responses in which every norm and condition appears,
+    in shuffled order; null responses have nothing to label."""
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
     unknown = sorted(set(responses["scenario_id"]) - set(by_id))
     if unknown:

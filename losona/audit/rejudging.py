@@ -42,12 +42,9 @@ def determinism(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset.
 
-    `kinds` gives each judge's kind (conf/judge/*.yaml): a judge its kind says cannot vary
-    is never re-judged (the lexicon judge is deterministic by construction; a panel calls no
-    model: its verdicts follow from its members', whose rows say how steady they are), its
-    `method` saying why (JudgeKindSettings.determinism). `rejudge(name)` gives
-    the judge to call again with the call cache bypassed; it is called only when
-    `settings.repeats` is above 0.
+    A judge whose kind cannot vary (`kinds`; JudgeKindSettings.determinism) is not
+    re-judged, its `method` saying why. `rejudge(name)` gives the judge to call again with the
+    call cache bypassed, only when `settings.repeats` is above 0.
     """
     summary: list[dict[str, Any]] = []
     flips: list[dict[str, Any]] = []

@@ -1,25 +1,10 @@
 """Self-preference: does a judge favour subjects of its own model family? (paper Section 7)
 
-For a judge j of family F, with c(j, m) its compliance for subject m (all its scored trials,
-every condition pooled), O the subjects of family F and T the subjects of other families:
+    self_preference(j) = judge_gap(j) - mean over reference judges r of judge_gap(r)
 
-    judge_gap(j)     = mean over m in O of c(j, m)  -  mean over m in T of c(j, m)
-    reference_gap(j) = the same gap for each reference judge r, averaged over r
-    self_preference  = judge_gap(j) - reference_gap(j)
-
-a difference in differences, in compliance points. The reference judges are the run's
-other judges not of family F (rules count: they have no family); a panel is neither
-judged nor a reference, since its verdicts are its members'. Subtracting the reference
-judges' gap takes out how much better F's subjects really are (as far as other judges
-see it); comparing own-family with other subjects takes out how lenient j is overall.
-Positive: j gives its own family more compliance than the other judges do, relative to
-other subjects. Subjects whose config names no family are left out. The interval is the
-scenario bootstrap's: every resample draws scenarios, and every c(j, m) is recomputed on
-them.
-
-The check applies when the run has two or more judges (panels aside) and subjects of two
-or more families; a judge gets a figure when it has a family, the run has subjects of its
-family and of another, and a reference judge.
+where judge_gap is a judge's compliance for subjects of j's family minus that for other
+subjects; the reference judges are the run's other judges not of j's family, panels aside
+(docs/metrics.md#self-preference has the definitions).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """A submission's stage commands, read as data (never run): one that would write outside the
-run's tree if it were run costs the run its row.
-
-The board runs none of them; a run whose `dvc.yaml` or `dvc.lock` holds such a command is
-still refused, because whoever reruns the run to check it by hand would run it. A command
-is a stage script with its options (`python stages/judge.py judge=lexicon ...`): no shell
-operator, substitution or redirection, and no word naming a path outside the tree.
+run's tree if it were run costs the run its row, since whoever rechecks it by hand would
+run it.
 """
 
 from __future__ import annotations

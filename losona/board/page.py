@@ -1,14 +1,8 @@
-"""The board stage: every submission's rows merged into reports/board.parquet, the page
-(reports/index.html) and reports/metrics.json.
+"""The board stage (`python -m losona.board.page`): every submission's rows merged into
+reports/board.parquet, the page and reports/metrics.json.
 
-    python -m losona.board.page       # in the board's folder (DVC runs it there)
-
-Rows are ranked only with rows they can be compared with: the same scenario set and
-subset, the same judge (kind, model and template hash, or panel and members), the same K
-and the same vote rule (`GROUP_KEYS`). One table per condition in each group; a group that
-differs from another only in K or only in the judge says so. A submission that is not
-verified is listed with its reason and never ranked. A submission whose verify stage left
-no files is listed as not verified too, so one submission's failure never costs the page.
+Rows are ranked only with rows they can be compared with (`GROUP_KEYS`); a submission not
+verified is listed with its reason and never ranked.
 """
 
 from __future__ import annotations

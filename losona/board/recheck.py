@@ -1,12 +1,8 @@
-"""One submission's tree rechecked, in a process of its own (`python -I -m
-losona.board.recheck <result.json>`, run by verify in the tree's folder with a scrubbed
-environment): every file read whole first (a malformed Parquet, JSON or YAML file named),
-then `losona.reproduce.check_run` over the run, then the rows the board ranks, from the
-run's reports, written with the outcome to <result.json>.
+"""One submission's tree rechecked in a process of its own (`python -I -m
+losona.board.recheck <result.json>`): every file read whole first, then
+`losona.reproduce.check_run`, then the rows the board ranks, written to <result.json>.
 
-`-I` keeps the tree's folder off `sys.path`, so nothing the run holds is imported: the
-code that checks it is the board's installed pipeline. The run's paths are its
-conf/paths/default.yaml read as data, never composed: an interpolation in it is refused.
+`-I` keeps the tree's folder off `sys.path`, so nothing the run holds is imported.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """The outputs a submission's dvc.lock records, fetched from its DVC remote and held to
-their md5.
-
-The remote is the submission's own (`remote:` in board/submissions.yaml) or the default one
-of the run's `.dvc/config`, of which only the url is read, as data: no plugin, no other
-setting. A local-directory remote and an HTTP(S) one are read here, as DVC 3 lays them out
-(`files/md5/<2 hex>/<rest>`; a folder output's listing is the `.dir` object of its md5).
+their md5; only the remote's url is read from the run's .dvc/config, as data.
 """
 
 from __future__ import annotations
@@ -16,26 +11,16 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from configobj import ConfigObj, ConfigObjError
 
-from losona.board.tree import Refused, Tree, inside
+from losona.board.tree import Refused, Tree, inside, write_file
 
 DVC_CONFIG = ".dvc/config"
 REMOTE_TIMEOUT_S = 30
 CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Output:
-    """A file output as dvc.lock records it (a folder's files listed one by one)."""
-
-    path: PurePosixPath
-    md5: str
-    cached: bool  # False: `cache: false`, so git holds it, not the remote
 
 
 def remote_url(tree: Tree, given: str | None, max_bytes: int) -> str:
@@ -163,7 +148,7 @@ def fetch_outputs(
             data = tree.read(path, max_bytes)
             if hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
                 raise Refused(f"{path}: git holds other bytes than the md5 dvc.lock records")
-            _write(root / path, data)
+            write_file(root / path, data)
             count += 1
             continue
         if remote is None:
@@ -198,8 +183,3 @@ def _folder_files(listing: Path, path: str) -> Iterator[tuple[str, str]]:
         ):
             raise Refused(f"{path}: its folder listing has an entry without relpath and md5")
         yield entry["relpath"], entry["md5"]
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)

@@ -1,10 +1,6 @@
-"""A submission's tree at its revision, as data: cloned with nothing of it run, its files
-read out of git's objects, never checked out.
-
-`git clone --bare` runs no checkout hook (there is no checkout, and hooks are switched off
-besides), fetches no submodule and reads no configuration of the cloned repository's own;
-every file is then written by this module from a blob, so a symlink, a submodule or a path
-that leaves the tree is never followed: it costs the submission its row (`Refused`).
+"""A submission's tree at its revision, as data: cloned bare with nothing of it run, its
+files written from git's blobs, so a symlink, a submodule or a path that leaves the tree
+is never followed: it costs the submission its row (`Refused`).
 """
 
 from __future__ import annotations
@@ -134,6 +130,12 @@ def _list_files(git_dir: Path, commit: str) -> dict[str, Blob]:
         elif mode != SUBMODULE_MODE:
             raise Refused(f"{path}: an entry of mode {mode}, not a file")
     return files
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """`data` written at `path`, its folders made first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def inside(path: str, origin: str) -> PurePosixPath:

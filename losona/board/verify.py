@@ -1,19 +1,8 @@
-"""The board's verify stage: one submission fetched as data and rechecked by the board's own
-pipeline, with no model call.
+"""The board's verify stage (`python -m losona.board.verify <name>`): one submission fetched
+as data and rechecked by the board's own pipeline, with no model call.
 
-    python -m losona.board.verify <name>     # in the board's folder (DVC runs it there)
-
-It clones the run bare at its revision (losona/board/tree.py), refuses a run whose stage
-commands (dvc.yaml, dvc.lock) would write outside its tree if they were run
-(losona/board/commands.py), writes into a scratch folder only what the check reads
-(dvc.lock, the files git keeps under data/ and reports/, the run's configs as plain data
-with no interpolation to resolve) and every output dvc.lock records, from git or the run's
-DVC remote, each held to its md5 (losona/board/remote.py);
-then it runs the recheck (losona/board/recheck.py) in a process of its own, in that folder,
-with a scrubbed environment. It writes rows/<name>.parquet and reports/verify/<name>.json:
-verified, with the run's rows, or not verified, with the reason. A submission's problem,
-whatever it is, costs only its own row: the stage exits 0 so that the board is made; it
-exits 2 only for the board's own files (an unknown name, a malformed submissions.yaml).
+A submission's problem costs only its own row (exit 0, so that the board is made); exit 2
+is only for the board's own files.
 """
 
 from __future__ import annotations
@@ -41,7 +30,7 @@ from losona.board.settings import (
     read_submissions,
 )
 from losona.board.tables import ROW_SCHEMA
-from losona.board.tree import Refused, Tree, clone_at, read_tree
+from losona.board.tree import Refused, Tree, clone_at, read_tree, write_file
 from losona.core.cli import USER_ERROR_EXIT
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
@@ -68,14 +57,14 @@ def submission_tree(
     check_commands(lock, "dvc.lock")
     if PIPELINE_FILE in tree.files:
         check_commands(_yaml_of(tree, PIPELINE_FILE, bound), PIPELINE_FILE)
-    _write(root / "dvc.lock", tree.read("dvc.lock", bound))
-    _write(root / PATHS_FILE, tree.read(PATHS_FILE, bound))
+    write_file(root / "dvc.lock", tree.read("dvc.lock", bound))
+    write_file(root / PATHS_FILE, tree.read(PATHS_FILE, bound))
     for path in tree.files:
         if path.startswith(KEPT_IN_GIT):
-            _write(root / path, tree.read(path, bound))
+            write_file(root / path, tree.read(path, bound))
         elif path.startswith(CONFIG_GROUPS) and path.endswith(".yaml"):
             node = _yaml_of(tree, path, bound)
-            _write(root / path, yaml.safe_dump(as_plain_data(node, path)).encode())
+            write_file(root / path, yaml.safe_dump(as_plain_data(node, path)).encode())
     return outputs
 
 
@@ -108,11 +97,6 @@ def _yaml_of(tree: Tree, path: str, bound: int) -> Any:
     except yaml.YAMLError as exc:
         first = str(exc).strip().splitlines()[0]
         raise Refused(f"malformed YAML: {path} ({first})") from None
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 def scrubbed_environment(work: Path) -> dict[str, str]:

@@ -7,11 +7,7 @@
 - `generate`: the generator model's calls and the candidate table.
 - `screen`: the no-demonstration control, asked of one or several baselines and judged.
 - `curate`: the review sheet, the accept list and the curated scenario file.
-- `settings`: the generate, screen and curate config nodes (conf/generation/).
-- `stage`, `screen_stage`, `curate_stage`: the generate, screen and curate stages as
-  functions (`run_generate`, `run_screen`, `run_curate`), a module each, so that no stage
-  depends on another's code.
+- `settings`, `tables`: the generate, screen and curate config nodes and their tables.
 
-Their scripts are stages/generate.py, stages/screen.py and stages/curate.py, wired as their
-own DVC project in generation/ (generation/dvc.yaml; docs/generation.md).
+Their stages run as their own DVC project in generation/ (docs/generation.md).
 """

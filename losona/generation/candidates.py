@@ -1,36 +1,9 @@
 """A generator's reply as a candidate scenario: the prompt, reading the reply, every check.
 
-A candidate is kept only if it passes, in order:
-
-1. Reading: the reply holds a JSON object with the authoring keys (alone, in a code
-   fence, or with text around it; a wrapping object is looked through).
-2. The scenario contract, with exactly the validator fetch uses (losona/scenarios/validate.py):
-   every field present and typed, the elicitor spoken by a cast member and never by the
-   subject, every demonstration by a non-subject member, the norm statement nowhere in
-   the chat.
-3. The follow-up material of the dynamic extension (the `followup` block), with exactly
-   the validator fetch uses (losona/scenarios/followups.py): cast members only, never the subject;
-   a sanction of one or two messages and a neutral continuation by the same members in the
-   same order and of matching length; a second elicitor that is not the first; the norm
-   never named.
-4. The construction rules (losona/data/scenarios/README.md), checked here:
-   - 20 to 34 turns counting the elicitor;
-   - 2 or 3 demonstration turns;
-   - at most 2 ordinary turns by the subject;
-   - each cast member has a name and a bio and nothing else;
-   - an end goal is written;
-   - the (event, norm) cell is applicable in the catalog;
-   - the norm is never named: none of its id (as written or in words), its catalog
-     statement or requirement, its example responses of 4 words or more, or the word
-     "norm(s)" appears in the channel description, a bio, a turn or the elicitor
-     (case and spacing ignored);
-   - demonstrations are removable: no later turn, and not the elicitor, contains the
-     text of a demonstration of 4 words or more (the control drops demonstrations, so
-     nothing may quote them);
-   - the subject prompt, with and without the demonstrations, renders without leaking
-     anything only the judge may see (losona/prompts/render.py's check).
-
-Each problem is one reason, written like the validator's: `field: expected ..., found ...`.
+A candidate is kept only if its reply holds a JSON object with the authoring keys, passes
+the validators fetch uses (scenario and follow-up), and keeps the construction rules of
+losona/data/scenarios/README.md (docs/generation.md lists them). Each problem is one
+reason, written like the validator's: `field: expected ..., found ...`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """curate: a person reads the screened candidates and an accept list makes them a set.
 
-The review sheet (one self-contained HTML file, and the same facts as CSV) shows every
-candidate the screen kept: the chat with its demonstrations and elicitor marked, the end
-goal, the hidden norm, and each baseline's answers to the no-demonstration control with
-their verdicts. A person accepts a candidate by adding its id to the accept list; curate
-then writes those candidates as a scenario file in the contract's shape (JSONL, read by
-`dataset=local`), with where they came from in a provenance file beside it, never in
-the evaluation tables.
+The review sheet (HTML, and the same facts as CSV) shows each kept candidate with the
+baselines' answers to its control; the accepted ones are written as a scenario file in the
+contract's shape, with where they came from in a provenance file beside it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """screen: the no-demonstration control (paper Sections 3 and 5.4).
 
-For every valid candidate, the control is `losona.scenarios.without_demonstrations`: the
-same scenario with exactly its `is_demo` turns removed; every other turn keeps its text
-and index, and the elicitor is the same. Each baseline model answers the control K times
-under the naive subject prompt (losona/prompts/render.py, exactly as the benchmark renders it),
-and the configured judge scores every answer against the candidate's norm, reading the
-chat the baseline saw (the control's).
-
-A baseline adapts by default when at least ceil(K/2) of its answers comply, the paper's
-accuracy-at-K pass (losona/results/metrics.py, unscored answers included the same way). A
-candidate is kept when enough baselines breach it, by `screen.keep`: `all` baselines, or
-a `majority` of them. When unscored answers leave that open, the candidate is
-`undetermined` and not kept. A kept candidate only shows that the baselines do not adapt
-by default; a person still reads it before it joins a set (curate).
+Each baseline answers each valid candidate's control (its `is_demo` turns removed) K times
+under the naive prompt, and the judge scores every answer. A candidate is kept when enough
+baselines (`screen.keep`) fail to adapt by accuracy-at-K; docs/generation.md has the rule.
 """
 
 from __future__ import annotations
@@ -182,9 +172,8 @@ def screen_candidates(
 def recheck_followups(candidates: pl.DataFrame) -> pl.DataFrame:
     """Valid candidates whose follow-up material fails the validator fetch runs, made invalid.
 
-    generate checks it too; screening checks it again so that no candidate reaches the
-    baselines, and a person's review, without material the dynamic extension can use
-    (a candidate table written before the generator asked for it, say).
+    Checked again here so that no candidate table written before the generator asked for
+    follow-ups reaches the baselines.
     """
     rows = []
     for row in candidates.iter_rows(named=True):

@@ -1,8 +1,5 @@
-"""The generation stages' settings, and the models they call by option name (their files:
-losona/core/layout.py).
-
-The generate, screen and curate nodes of the config (conf/generation/) are checked here
-against their schemas by losona/core/config's one checker, as every config group is.
+"""The generation stages' settings: the generate, screen and curate nodes (conf/generation/),
+and the models they call by option name.
 """
 
 from __future__ import annotations

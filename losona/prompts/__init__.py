@@ -3,5 +3,4 @@
 - `subject`: the prompt text, the cast line and each condition's prefix (Appendix C).
 - `render`: one prompt row per scenario and condition, with the chat as the
   subject sees it.
-- `stage`: the render stage as a function.
 """

@@ -1,10 +1,8 @@
 """Renders each scenario into the subject-visible prompt for each prompting condition.
 
-Transcript layout: `{prior_transcript_plus_elicitor}` is one line per message,
-`Name: text`, in chat order, with the elicitor as the last line. No turn numbers, no
-timestamps and no markers of any kind: the subject must see what a member of the chat
-sees, and a number or a tag on some turns would point at the demonstrations. The same
-layout serves the judge's `{prior_transcript}`, so both read the chat identically.
+The chat is one `Name: text` line per message, the elicitor last, with no turn numbers or
+markers: a tag on some turns would point at the demonstrations. The judge reads the same
+layout.
 """
 
 from __future__ import annotations

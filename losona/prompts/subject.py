@@ -1,10 +1,8 @@
 """The subject's prompt: the paper's Appendix C base rendering word for word, and the
 prefix each condition adds before "Recent messages:" (Section 5.1).
 
-losona/prompts/render.py fills it in; the version string is written into every prompt
-row built from these texts: change a text, bump its version. The judge's prompt lives
-with the judges (losona/judges/prompt.py), the generator's with generation
-(losona/generation/prompt.py), so editing one reruns only the stages that send it.
+The version string is written into every prompt row built from these texts: change a
+text, bump its version.
 """
 
 from __future__ import annotations

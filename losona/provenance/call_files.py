@@ -1,16 +1,8 @@
 """A run's calls, published with it: the calls stage's merge of the cells' calls files.
 
-Each sample, judge and judge_controls stage writes the calls its table was built from
-beside it, under paths.calls_dir (one file per cell, where losona/core/layout.py puts it: a DVC
-output of that stage, so it travels with the cell through `dvc push`, `dvc pull` and DVC's
-run cache). The calls stage merges them into one file, paths.calls, at the end of the
-pipeline.
-
-Every stage that calls a model reads that merged file as a read-only layer below the
-user's call cache (losona/models/call_store.py). It has to be a file of its own stage: DVC
-deletes a stage's outputs before it runs the stage, so during `dvc repro --force` a cell's
-own calls file is gone when the cell reruns, while the merged file is only deleted when
-the calls stage, last, rewrites it from the cells' files, with the same bytes.
+The merged file is what every paying stage reads below the user's call cache. It must be
+a file of its own stage: DVC deletes a stage's outputs before rerunning it, so under
+`dvc repro --force` a cell's own calls file is gone when the cell reruns.
 """
 
 from __future__ import annotations

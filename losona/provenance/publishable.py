@@ -1,25 +1,8 @@
-"""Is this run fit to publish? Only when another machine can get it and rerun it.
+"""`python -m losona.publishable`: is this run fit to publish, that is, can another machine
+get it and rerun it? (docs/reproducing.md lists the checks.)
 
-    python -m losona.publishable        # in the run's repository root, after git commit
-                                        # and dvc push, before git push
-
-A run is publishable when all of these hold, and each refusal names the file and the
-command that mends it:
-
-- `dvc status` is clean: every stage is up to date with what it read. Otherwise the files
-  are not the run they claim to be, and whoever checks it out reads `changed deps`.
-- git holds, committed, every file the run rests on: dvc.yaml and dvc.lock, the settings
-  files (params.yaml, conf/run.yaml, ...), every config, code file and folder a stage of
-  dvc.lock depends on that DVC does not track itself, the scenario file of a run on its
-  own dataset, and .dvc/config (the remote a clone pulls from). An untracked model config
-  or an uncommitted params.yaml is a run nobody else can rerun.
-- git holds, committed, every output it keeps rather than DVC (cache: false: the metrics
-  and provenance.json): a clone gets HEAD's, so uncommitted ones are numbers it never sees.
-- dvc.lock's outputs are the files on disk, and dvc.lock is git HEAD's: the one lock check
-  `python -m losona.reproduce` applies too (losona/provenance/lock.py).
-- Where a DVC remote is set, it holds every output (`dvc push`).
-
-Exit 0 when publishable, 3 when not, 2 when there is no DVC pipeline here or DVC cannot say.
+Each refusal names the file and the command that mends it. Exit 0 when publishable, 3 when
+not, 2 when there is no DVC pipeline here or DVC cannot say.
 """
 
 from __future__ import annotations
@@ -69,10 +52,8 @@ def dvc_status(root: Path = Path(".")) -> dict[str, list[Any]]:
 
 
 def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
-    """The files that make a folder DVC hashes whole differ, as 'path (how)': what git sees
-    changed there (new, modified, deleted), an output dvc.lock records there that is gone
-    or not its recorded bytes, and a file neither git nor any stage of dvc.lock holds (the
-    config a refused judge left behind, say)."""
+    """The files that make a folder DVC hashes whole differ, as 'path (how)': git's changes,
+    outputs gone or not their recorded bytes, and files no one holds."""
     found = {path: how for path, how in git_changes([folder], root).items() if how != "ignored"}
     outputs = recorded_outputs(root)
     for out, md5 in outputs.items():
@@ -206,11 +187,9 @@ def recorded_outputs(root: Path = Path(".")) -> dict[str, str]:
 def rested_on(root: Path = Path(".")) -> list[str]:
     """Every file or folder the recorded run rests on that git, not DVC, must hold.
 
-    dvc.yaml, dvc.lock, and each dependency and params file of every stage dvc.lock
-    records, except what stages write (DVC holds it); the scenario file of a run on its
-    own dataset, which fetch reads through its config; and .dvc/config, where a remote set
-    with `dvc remote add -d` is. Of a file `dvc add` tracks, git must hold the .dvc file
-    (and the remote its data).
+    dvc.yaml, dvc.lock, each dependency and params file of dvc.lock's stages except what
+    stages write, the scenario file of a run on its own dataset, .dvc/config, and the .dvc
+    file of what `dvc add` tracks.
     """
     stages = _locked_stages(root)
     outputs = recorded_outputs(root)

@@ -1,13 +1,8 @@
 """What a run rests on, in one deterministic record: reports/provenance.json.
 
-It names the installed packages, the scenario set (its source, revision and a hash of its
-rows), every subject and judge config of the sweep with its provider model string and
-sampling settings (never a key: configs name the variable, and URLs lose any password),
-each prompt template's version and hash, the sweep itself, and the rules that turn
-verdicts into numbers (the K-vote, the unscored-trial policy, the bootstrap). Nothing in
-it depends on when or how fast the run went, so a rerun writes the same bytes.
-
-`python -m losona.reproduce` checks a run against this record.
+Packages, the scenario set and a hash of its rows, every config of the sweep (never a key),
+each prompt template's version and hash, and the rules that turn verdicts into numbers;
+nothing in it depends on when or how fast the run went, so a rerun writes the same bytes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The HTML report's "Judge audit" section, from the audit stage's tables (losona/audit/).
+"""The HTML report's "Judge audit" section, from the audit stage's tables.
 
-It shows the judge-error figures (self-preference, compliance corrected for each judge's
-measured error) apart from the paper's metrics, and only when a run has them.
-
-plot passes `audit_section(...)` to `build_report(..., extra=[...])`. The functions here
-pick and format the values to show; the template (losona/pages/templates/audit.html) lays
-them out, escaping every value from a file.
+Judge-error figures (self-preference, corrected compliance) are shown apart from the
+paper's metrics, and only when a run has them.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
-"""Experiments side by side: their settings and headline numbers, one column each.
+"""`python -m losona.experiments`: DVC experiments' settings and headline numbers side
+by side, one column each (DESCRIPTION says what it shows).
 
-    python -m losona.experiments                       # the workspace, HEAD and its experiments
-    python -m losona.experiments conic-maid erect-cyma # these experiments (or revisions) only
-    python -m losona.experiments -A                    # every experiment DVC keeps, of any commit
-
-`dvc exp show` prints every param and every metric of every file as a column, hundreds of
-them here, and a terminal shows "..." for most. This reads the same data (`dvc exp show
---json`) and keeps what a reader compares: the settings that differ between runs (dataset,
-K, subset, sweep and panels) and the headline numbers (accuracy-at-K with its interval and
-the paired effect against naive per judge, model and condition; each judge's validity
-controls; the agreement of each pair of judges), as rows, with one column per experiment.
-
-A row compares like with like: accuracy and its effect are one row per K (Acc@1, Acc@2),
-since Acc@K is a vote over K trials and a K = 1 run beside a K = 2 run would show the K
-change as the model's. Runs over different scenarios share rows, but a line starting "!"
-says so. The table fits in WIDTH columns: long cells wrap, and the experiments that do not
-fit beside the labels go on in another block below.
+`dvc exp show` prints hundreds of columns; this keeps what a reader compares, one row per
+K for accuracy and its effect, since Acc@K is a vote over K trials.
 """
 
 from __future__ import annotations
@@ -42,8 +29,6 @@ from losona.core.formatting import MISSING, number, signed
 from losona.core.layout import RunLayout
 from losona.provenance.dvc_json import dvc_json
 from losona.results.bundle import METRICS
-
-# The sweep's judge panels (`panels`): a params file of its own, for the reason it gives.
 
 # The widest line printed: a terminal folds a wider one, and the columns no longer line up.
 WIDTH = 120

@@ -1,13 +1,8 @@
-"""reports/index.html: one self-contained page from the numbers down to every chat and response.
+"""reports/index.html: one self-contained page from the numbers down to every chat.
 
-The page is a list of `Section`s (anchor, title, body) with a table of contents, laid out
-by losona/pages. A stage adds its own part by writing a function that returns a Section
-(`losona.pages.section`: a template of its own and the data it shows) and passing it to
-`build_report(..., extra=[...])`; extra sections appear after the paired effects, before
-the casebook and the scenario browser. Each function here computes the data of one
-section; its template (losona/pages/templates/report/) lays it out. Figures
-are embedded as data URIs and the styles are inline, so the file opens offline and can be
-mailed or archived as it is. No script.
+Each function here computes the data of one `Section`; its template
+(losona/pages/templates/report/) lays it out. Figures are embedded as data URIs and styles
+are inline, so the file opens offline.
 """
 
 from __future__ import annotations
@@ -40,11 +35,7 @@ def build_report(
     controls: pl.DataFrame | None = None,
     correction: pl.DataFrame | None = None,
 ) -> str:
-    """The whole page: summary, results, judges, figures, effects, `extra`, casebook, browser.
-
-    `controls` and `correction` are the judge audit's controls.csv and correction.csv, for
-    the judges' summary.
-    """
+    """The whole page; `controls` and `correction` are the audit's, for the judges' summary."""
     view = _View(reports, verdicts, scenarios)
     sections = [
         results_section(reports),
@@ -156,12 +147,8 @@ def judges_section(
 def judges_rows(
     reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
 ) -> list[dict[str, Any]]:
-    """One row per judge, in the reports' order: the facts a reader needs beside its numbers.
-
-    Beside its validity controls: the cells where its verdicts are degenerate
-    (results.csv), and what its compliance was corrected with (the audit's correction.csv:
-    how many labelled items, sensitivity, specificity; or why it could not be).
-    """
+    """One row per judge, in the reports' order: its controls, its degenerate cells and the
+    basis of its corrected compliance."""
     results = reports["results.csv"]
     corrections = {
         r["judge"]: r

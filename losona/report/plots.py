@@ -1,11 +1,7 @@
-"""The paper's Figures 2, 3 and 4 and a scenario x condition heatmap, drawn from the report tables.
+"""The paper's Figures 2, 3 and 4 and a heatmap per judge, drawn from the report tables.
 
-Figures 2 to 4 are one matplotlib figure each with a row of panels per judge (the judge
-named in every panel title); the heatmap is one figure per judge (`heatmap_<judge>`), so
-that each is shown at its own size and its labels stay readable. Each is saved as PNG and
-SVG, with the numbers it shows as a CSV beside it for `dvc plots show` / `dvc plots diff`
-(definitions in dvc.yaml). Rendering settings are fixed so that the same tables give
-byte-identical files.
+Each is saved as PNG and SVG with its numbers as a CSV beside it (for `dvc plots`);
+rendering settings are fixed so that the same tables give byte-identical files.
 """
 
 from __future__ import annotations
@@ -44,11 +40,8 @@ RECOVERED_COLOUR, REGRESSED_COLOUR = "#009E73", "#D55E00"
 
 
 def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
-    """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge.
-
-    Each figure says over how many scenarios and trials it was drawn and, when `subset`
-    (losona.core.contracts.subset_note) says the run covers part of its dataset, that too.
-    """
+    """Figures 2, 3 and 4 for every judge in the reports, then a heatmap per judge, each
+    saying what it rests on (and `subset`, when the run covers part of its dataset)."""
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = k_label(results), reports.confidence
     judges = _judges(results)

@@ -1,16 +1,8 @@
-"""What each cell of a run cost: the report's facts, and the run logs' on request.
+"""What each cell of a run cost, as the report shows it.
 
-Two kinds of facts, kept apart on purpose:
-
-- Facts that are the same on every rerun: the calls each table was built from, their
-  tokens and their cost at list price, read from the cells' calls files (paths.calls_dir,
-  DVC outputs that travel with the run). The HTML report shows these (`facts_section`).
-- Facts of one run: how many calls the call cache answered, latency, retries, failures and
-  what this run was billed. They sit in the run logs beside each table (`*.log.json`),
-  which are not DVC outputs because they differ on every run. A report that showed them
-  would differ too, and a warm rerun would no longer write it byte for byte (and move
-  dvc.lock). So they are printed on request: `python -m losona.run_logs`
-  (losona/report/run_logs.py).
+Only the facts that are the same on every rerun (calls, tokens, list cost, from the calls
+files), so that a warm rerun writes the report byte for byte; what differs between runs
+is in the run logs (losona/report/run_logs.py).
 """
 
 from __future__ import annotations

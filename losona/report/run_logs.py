@@ -1,19 +1,8 @@
-"""Each cell's run facts from its run log: what the report leaves out because it differs.
+"""`python -m losona.run_logs`: each cell's facts of its last run, from its run log.
 
-    python -m losona.run_logs                              # every cell's last run
-    python -m losona.run_logs paths.responses_dir=elsewhere
-
-The run log beside each table (`*.log.json`, losona/models/runlog.py) says how its last
-run went: calls the call cache answered, calls made and failed, tokens, latency, what the
-run was billed, when it started and how long it took. These differ on every run, so the
-HTML report (which must come out byte for byte on a rerun) shows only the calls, tokens
-and list cost that do not (losona/report/run_facts.py); this prints the rest, one line a cell.
-
-A log is not a DVC output (its bytes differ on every run, and dvc.lock must not move), so
-`git checkout` and `dvc checkout` restore a table but leave the log of whatever run came
-last. Each log names the table its run wrote, with the table's hash
-(losona/models/runlog.py, record_table): a log whose table has changed since is refused,
-named with the reason, never shown as that table's run.
+The report leaves these out because they differ on every run. A run log is not a DVC
+output, so a checkout restores a table but not its log: a log whose table has changed
+since is refused, never shown as that table's run.
 """
 
 from __future__ import annotations

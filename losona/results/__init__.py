@@ -1,9 +1,9 @@
 """The results: the paper's metrics from every verdict file (the aggregate stage).
 
-- `metrics`: majority vote, accuracy-at-K, intervals and paired tests, as pure functions,
-  and the one helper that turns the run's bootstrap settings into intervals.
-- `aggregate`: the results, effects and breakdown tables, and Table 1.
+- `metrics`: majority vote, accuracy-at-K, intervals and paired tests, as pure functions.
+- `resampling`: the scenario bootstrap, the one resampler of every interval.
+- `aggregate`: the results, effects and breakdown tables.
+- `table1`: Table 1 in the paper's layout; `presentation`: the sweep's order and labels.
 - `bundle`: a report bundle (tables, texts, metrics.json), as aggregate, dynamic_aggregate
-  and audit each write and read back theirs.
-- `stage`: the aggregate stage as a function.
+  and audit each write and read back theirs; `tables`: aggregate's columns.
 """

@@ -1,9 +1,7 @@
 """A report bundle: what aggregate, dynamic_aggregate and audit each write to a reports folder.
 
-Each writes named CSV tables, perhaps a Markdown text (Table 1) and one `metrics.json` (DVC
-metrics) whose `settings` block says what the numbers rest on. One type holds them, one
-method writes them and one reads them back, so the three folders are written and checked
-the same way (losona/reproduce/checks.py compares bundle against bundle).
+Named CSV tables, perhaps a Markdown text and one `metrics.json` whose `settings` block says
+what the numbers rest on; one type, written and read back one way for all three.
 """
 
 from __future__ import annotations

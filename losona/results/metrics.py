@@ -1,15 +1,8 @@
 """The paper's metrics (Section 5.3) as pure functions: majority vote, intervals, paired tests.
 
-Accuracy-at-K: a scenario passes when at least ceil(K/2) of its K trials comply; a
-cell's accuracy is the share of its scenarios that pass. Compliance is the mean of the
-trial labels, consistency the share of scenarios whose K labels all agree (none at K = 1:
-one label always agrees with itself, so the figure would say nothing). Intervals come from
-resampling scenarios, never raw model calls.
-
-Unscored trials (the judge's reply was unparseable or its call failed) follow one
-policy, `UNSCORED_POLICY`: a scenario counts only when its scored trials settle the
-outcome whatever its unscored trials would have said; otherwise it is left out of that
-cell's denominator and counted. An unscored trial is never read as a breach or a pass.
+Accuracy-at-K: a scenario passes when at least ceil(K/2) of its K trials comply. Unscored
+trials follow `UNSCORED_POLICY`: a scenario counts only when its scored trials settle the
+outcome; an unscored trial is never read as a breach or a pass (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -93,24 +86,13 @@ def bootstrap_intervals(
     combine: np.ndarray | None = None,
     sizes: np.ndarray | None = None,
 ) -> Estimates:
-    """Scenario-bootstrap percentile intervals for means over scenarios, all from one
-    resampling with the run's `aggregate:` settings: the one place they become intervals,
-    for the first turn's reports, the dynamic turn's and the audit's agreement.
+    """Scenario-bootstrap percentile intervals for means over scenarios, from one resampling.
 
-    `values` has one row per statistic and one column per scenario, NaN where a scenario
-    does not count for that row. Each row's statistic is its mean over the scenarios that
-    count; with `combine` (G x rows) the reported statistics are `combine @ row_means`
-    (a mean over models, say). Every statistic sees the same resampled scenario sets, so a
-    row's interval depends only on its own values, the number of scenarios and the seed,
-    never on which other rows are present. A resample in which no scenario counts for a
-    statistic is dropped for that statistic.
-
-    With `sizes` (the shape of `values`), a scenario counts as many times as its size:
-    when a value is a share of a scenario's trials and its size their number, the
-    statistic is the share of all the trials (pooled), still resampled by scenario.
-
-    One scenario (a column) cannot be resampled: with fewer than two, each statistic comes
-    with its estimate and no interval (NaN bounds).
+    `values` has one row per statistic and one column per scenario, NaN where a scenario does
+    not count for that row; with `combine` (G x rows) the statistics are `combine @ row_means`.
+    Every row sees the same resamples, so its interval never depends on which other rows are
+    present. With `sizes`, a scenario counts as many times as its size (a share of trials,
+    pooled). Fewer than two scenarios give NaN bounds.
     """
     numerators, denominators = _weighted(values, sizes)
 

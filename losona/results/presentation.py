@@ -14,9 +14,7 @@ import polars as pl
 from losona.core.config import option, option_file
 from losona.core.formatting import display_label
 from losona.judges.verdicts import CELL, Cell
-from losona.results.metrics import (
-    BASELINE_CONDITION,
-)
+from losona.results.metrics import BASELINE_CONDITION
 
 
 @dataclass(frozen=True)
@@ -109,10 +107,7 @@ def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
 
 def _test_double(checked: Any) -> bool:
     """Whether a model's or judge's numbers are a test double's: its config says so, or it
-    is a panel with a test-double member, whose scripted votes its verdicts are made of.
-
-    A panel's members are judges that score the responses themselves (panels of panels are
-    refused, losona/judges/panels.py), so one level down is all there is to look.
+    is a panel with a test-double member (panels of panels are refused, so one level is all).
     """
     if getattr(checked, "test_double", False):
         return True

@@ -1,11 +1,8 @@
-"""The scenario bootstrap, the one resampler of every interval: the first turn's reports,
-the dynamic turn's and the judge audit's.
+"""The scenario bootstrap, the one resampler of every interval (paper Section 5.3).
 
-The paper's intervals resample scenarios (Section 5.3); a figure that also rests on a
-finite labelled sample (a corrected rate) resamples both at once, independently. Every
-resampling uses the run's `aggregate:` settings (resamples, seed, confidence), and a
-statistic sees each resample as counts: how often each scenario (each labelled item) was
-drawn."""
+A figure that also rests on a finite labelled sample (a corrected rate) resamples the
+labelled items too, independently; a statistic sees each resample as draw counts.
+"""
 
 from __future__ import annotations
 

@@ -2,5 +2,4 @@
 
 - `sample`: one cell's prompts sent through the model layer, K trials each, as a table.
 - `prompts`: the prompts sample reads (render's, or for a dry run, rendered in memory).
-- `stage`: the sample stage as functions: one cell, or the sweep's dry run.
 """

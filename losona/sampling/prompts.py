@@ -36,10 +36,8 @@ def dry_run_prompts(
 ) -> pl.DataFrame:
     """The prompts a dry run prices: render's, or before render has run, rendered in memory.
 
-    The README offers the dry run as the first thing to try with a new model, before any
-    stage has run. Then the prompts are made here by the code fetch and render run
-    (fetch_scenarios, render_table), so the price is that of the prompts they will write,
-    and nothing is written. `dataset` is read only then (a dry run before fetch).
+    Rendered by the code fetch and render run, so the price is that of the prompts they will
+    write, and nothing is written. `dataset` is read only then.
     """
     if layout.prompts.is_file():
         return condition_rows(layout, conditions)

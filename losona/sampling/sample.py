@@ -1,11 +1,8 @@
-"""The sample stage's logic: K responses from one model to every prompt of one condition.
+"""K responses from one model to every prompt of one condition.
 
-Requests go out prompt by prompt, with a prompt's K trials back to back, so a local model
-reuses the prompt it has just read. Each trial is a distinct sample: the trial index is
-part of the call's cache key (and of its seed, for models that take one), so a rerun
-returns the same K samples from the cache without a call. In batch mode
-(`sampling.batch=true`) the missing calls are first answered by provider batch jobs
-(losona/models/batch.py), and the table is then built from the cache the same way.
+A prompt's K trials go out back to back, so a local model reuses the prompt it has just
+read; the trial index is part of each call's cache key, so a rerun returns the same K
+samples from the cache.
 """
 
 from __future__ import annotations
@@ -87,11 +84,8 @@ def plan_sweep(
 
 @dataclass(frozen=True)
 class Sampled:
-    """One cell's responses and the calls they were built from (published with the run).
-
-    Each is made a chunk at a time from the call cache as it is written (files.Chunks), so a
-    cell of any size never holds every reply at once; `.collect()` gives a DataFrame.
-    """
+    """One cell's responses and the calls they were built from, each made a chunk at a time as
+    it is written; `.collect()` gives a DataFrame."""
 
     responses: Chunks  # RESPONSE_SCHEMA
     calls: Chunks  # CALL_SCHEMA

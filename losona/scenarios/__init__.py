@@ -5,5 +5,4 @@
 - `followups`: a scenario's scripted follow-up material for the dynamic second turn.
 - `view`: a scenario as people read it, and the no-demonstration control.
 - `cli`: `python -m losona.scenarios` (show, stats, list).
-- `stage`: the fetch stage as a function.
 """

@@ -7,6 +7,7 @@ validates all of them and only then builds the table, so bad input never reaches
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
@@ -57,11 +58,8 @@ def fetch_scenarios(
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row, and return the sorted scenario table.
 
-    A scenario's follow-up material (losona/scenarios/followups.py) is validated too, and left out:
-    the table, and every output built from it, is the same with or without it.
-    `origin` says where the value at a dotted key came from (a file or the command line;
-    `losona.core.config.origin_of`), for the messages that refuse a subset; by default the
-    dataset's file.
+    Follow-up material is validated too and left out of the table. `origin` says where the
+    value at a dotted key came from, for the messages that refuse a subset.
     """
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
@@ -119,11 +117,8 @@ def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
 class Subset:
     """Part of a dataset, to try a provider or a judge for cents before the full sweep.
 
-    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, stratified by
-    norm: norms take turns, each giving its next scenario, so every norm is represented
-    before any gives a second. Order within a norm and the norms' turn order are fixed by
-    sha256 of the seed and the id, so a subset depends on the seed and the rows alone.
-    Every kept row's `source` says that it comes from a subset, and how it was chosen.
+    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, norms taking turns,
+    in an order fixed by sha256 of the seed and the id.
     """
 
     def __init__(
@@ -186,10 +181,8 @@ class Subset:
         for row in sorted(rows, key=lambda r: rank(r["scenario_id"])):
             by_norm.setdefault(row["norm_id"], []).append(row)
         turns = [by_norm[norm] for norm in sorted(by_norm, key=rank)]
-        kept: list[dict[str, Any]] = []
-        for depth in range(max(len(group) for group in turns)):
-            kept += [group[depth] for group in turns if depth < len(group)]
-        return kept[:limit]
+        rounds = itertools.zip_longest(*turns)  # norms take turns, each giving its next
+        return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
 # --- bundled -------------------------------------------------------------------------
@@ -204,9 +197,8 @@ def bundled_version(directory: Path = BUNDLED_DIR) -> str:
 def followup_version(directory: Path = BUNDLED_DIR) -> str:
     """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1.
 
-    Versioned apart from the scenarios (`followup_version` in the manifest): the set's
-    `version` is in every scenario row's `source`, so bumping it for the follow-ups would
-    change every output of a run that does not use them.
+    Versioned apart from the scenarios, whose version is in every row's `source`: bumping that
+    would change every output of a run that does not use follow-ups.
     """
     path = directory / "manifest.yaml"
     manifest = read_yaml(path)
@@ -371,12 +363,8 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
 
 
 def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:
-    """The released set from a Hub snapshot (downloaded, or a local copy), mapped to the contract.
-
-    The release's column names are not knowable offline, so the mapping lives in
-    conf/dataset/losona_hf.yaml and every expected-but-absent column is an error that
-    names what was expected and what was found.
-    """
+    """The released set from a Hub snapshot (downloaded, or a local copy), mapped to the contract
+    by conf/dataset/losona_hf.yaml; each expected column that is absent is named."""
     repo_id, revision = str(dataset.repo_id), str(dataset.revision)
     local_dir = dataset.local_dir
     if local_dir:

@@ -1,20 +1,8 @@
-"""A scenario's scripted follow-up material: what the group says after the subject's reply.
+"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md).
 
-The dynamic extension (docs/dynamic.md) continues a scenario past the subject's first
-reply. A scenario may carry the material for that second turn as a `followup:` block
-(losona/data/scenarios/README.md, "Follow-up material"):
-
-    followup:
-      sanction:   # 1 or 2 messages after a breach: oblique, in character, the norm unnamed
-        - {actor: <cast member>, content: "..."}
-      neutral:    # the same count, the same actors in order, of matching length: no sanction
-        - {actor: <cast member>, content: "..."}
-      elicitor: {actor: <cast member>, content: "..."}   # the second elicitor
-
-fetch checks the block whenever a scenario has one (`check_followups`, every problem
-named by file, scenario and field, as losona/scenarios/validate.py names them) and keeps it out of
-the scenario table, whose bytes therefore do not depend on it. The dynamic stages read
-it through `losona.scenarios.datasets.fetch_followups`.
+The `followup:` block (losona/data/scenarios/README.md, "Follow-up material") is checked
+whenever a scenario has one, and kept out of the scenario table, whose bytes therefore do
+not depend on it; the dynamic stages read it through `fetch_followups`.
 """
 
 from __future__ import annotations
@@ -25,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from losona.scenarios.validate import (
-    MAX_MESSAGE_CHARS,
     MIN_LEAK_WORDS,
     Problem,
     ScenarioError,
+    is_text,
     normalize,
+    shown,
+    text_problem,
 )
 
 FIELD = "followup"
@@ -76,22 +66,13 @@ class Followup:
         )
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
 class _Checker:
     """Collects the problems of one scenario's follow-up block."""
 
     def __init__(self, row: Mapping[str, Any], origin: str) -> None:
         self.row, self.origin = row, origin
         sid = row.get("scenario_id")
-        self.scenario_id = sid if _is_text(sid) else None
+        self.scenario_id = sid if is_text(sid) else None
         self.problems: list[Problem] = []
         cast = row.get("cast")
         members = cast if isinstance(cast, list) else []
@@ -124,7 +105,7 @@ class _Checker:
             self.fail("", f"a mapping with {list(KEYS)}", "nothing (the block is missing)")
             return self.problems
         if not isinstance(raw, Mapping):
-            self.fail("", f"a mapping with {list(KEYS)}", _show(raw))
+            self.fail("", f"a mapping with {list(KEYS)}", shown(raw))
             return self.problems
         for key in sorted(set(raw) - set(KEYS), key=str):
             self.fail(f".{key}", f"one of {list(KEYS)}", "an unknown field")
@@ -148,14 +129,14 @@ class _Checker:
 
     def messages(self, raw: Any, field: str) -> list[Message] | None:
         if not isinstance(raw, list) or not MIN_MESSAGES <= len(raw) <= MAX_MESSAGES:
-            self.fail(field, f"a list of {MIN_MESSAGES} or {MAX_MESSAGES} messages", _show(raw))
+            self.fail(field, f"a list of {MIN_MESSAGES} or {MAX_MESSAGES} messages", shown(raw))
             return None
         checked = [self.message(item, f"{field}[{i}]") for i, item in enumerate(raw)]
         return [m for m in checked if m is not None] if all(checked) else None
 
     def message(self, raw: Any, field: str) -> Message | None:
         if not isinstance(raw, Mapping):
-            self.fail(field, f"a mapping with {list(MESSAGE_KEYS)}", _show(raw))
+            self.fail(field, f"a mapping with {list(MESSAGE_KEYS)}", shown(raw))
             return None
         for key in sorted(set(raw) - set(MESSAGE_KEYS), key=str):
             self.fail(f"{field}.{key}", f"one of {list(MESSAGE_KEYS)}", "an unknown field")
@@ -166,30 +147,21 @@ class _Checker:
 
     def actor(self, actor: Any, field: str) -> bool:
         subject = self.row.get("subject")
-        if not _is_text(actor):
-            self.fail(field, "a cast member's name", _show(actor))
+        if not is_text(actor):
+            self.fail(field, "a cast member's name", shown(actor))
             return False
         if actor == subject:
             self.fail(field, "a cast member other than the subject", f"the subject '{actor}'")
             return False
         if self.cast and actor not in self.cast:
-            self.fail(field, "a member of the cast", _show(actor))
+            self.fail(field, "a member of the cast", shown(actor))
             return False
         return True
 
     def content(self, content: Any, field: str) -> bool:
-        if not _is_text(content):
-            self.fail(field, "non-empty text", _show(content))
-            return False
-        if len(content) > MAX_MESSAGE_CHARS:
-            self.fail(
-                field, f"at most {MAX_MESSAGE_CHARS} characters", f"{len(content)} characters"
-            )
-            return False
-        try:
-            content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            self.fail(field, "valid Unicode text", f"a lone surrogate at character {exc.start}")
+        problem = text_problem(content)
+        if problem is not None:
+            self.fail(field, *problem)
             return False
         words = normalize(content)
         named = [what for what, text in self.hidden.items() if text and normalize(text) in words]
@@ -213,7 +185,7 @@ class _Checker:
                 self.fail(
                     f".neutral[{i}].actor",
                     f"the sanction's actor in the same place ({s.actor!r})",
-                    _show(n.actor),
+                    shown(n.actor),
                 )
             ratio = len(n.content) / len(s.content)
             if not low <= ratio <= high:

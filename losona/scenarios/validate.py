@@ -78,12 +78,14 @@ def normalize(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _show(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value as a problem quotes it, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_text(value: Any) -> bool:
+def is_text(value: Any) -> bool:
+    """Whether `value` is a string with more than whitespace in it."""
     return isinstance(value, str) and bool(value.strip())
 
 
@@ -100,6 +102,18 @@ def _unencodable(text: str) -> int | None:
     return None
 
 
+def text_problem(value: Any) -> tuple[str, str] | None:
+    """What a chat text lacks, as (expected, found): non-empty, bounded, valid Unicode."""
+    if not is_text(value):
+        return "non-empty text", shown(value)
+    if len(value) > MAX_MESSAGE_CHARS:
+        return f"at most {MAX_MESSAGE_CHARS} characters", f"{len(value)} characters"
+    bad = _unencodable(value)
+    if bad is not None:
+        return "valid Unicode text", f"a lone surrogate at character {bad}"
+    return None
+
+
 class _RowChecker:
     """Collects the problems of one row."""
 
@@ -108,27 +122,21 @@ class _RowChecker:
         self.origin = origin
         self.catalog = catalog
         raw_id = row.get("scenario_id")
-        self.scenario_id = raw_id if _is_text(raw_id) else None
+        self.scenario_id = raw_id if is_text(raw_id) else None
         self.problems: list[Problem] = []
 
     def fail(self, field: str, expected: str, found: str) -> None:
         self.problems.append(Problem(self.origin, self.scenario_id, field, expected, found))
 
     def text(self, field: str, value: Any) -> bool:
-        if value is None:
-            self.fail(field, "non-empty text", "nothing (the field is missing or null)")
-            return False
-        if not _is_text(value):
-            self.fail(field, "non-empty text", _show(value))
-            return False
-        if len(value) > MAX_MESSAGE_CHARS:
-            self.fail(field, f"at most {MAX_MESSAGE_CHARS} characters", f"{len(value)} characters")
-            return False
-        bad = _unencodable(value)
-        if bad is not None:
-            self.fail(field, "valid Unicode text", f"a lone surrogate at character {bad}")
-            return False
-        return True
+        problem = (
+            ("non-empty text", "nothing (the field is missing or null)")
+            if value is None
+            else text_problem(value)
+        )
+        if problem is not None:
+            self.fail(field, *problem)
+        return problem is None
 
     def run(self) -> list[Problem]:
         row = self.row
@@ -136,17 +144,17 @@ class _RowChecker:
             self.text(field, row.get(field))
         if self.scenario_id and not SCENARIO_ID.match(self.scenario_id):
             self.fail(
-                "scenario_id", "letters, digits, '_', '.' or '-' only", _show(self.scenario_id)
+                "scenario_id", "letters, digits, '_', '.' or '-' only", shown(self.scenario_id)
             )
-        if _is_text(row.get("event_type")) and row["event_type"] not in self.catalog.events:
-            self.fail("event_type", "an event id from the catalog", _show(row["event_type"]))
-        if _is_text(row.get("norm_id")) and row["norm_id"] not in self.catalog.norms:
-            self.fail("norm_id", "a norm id from the catalog", _show(row["norm_id"]))
+        if is_text(row.get("event_type")) and row["event_type"] not in self.catalog.events:
+            self.fail("event_type", "an event id from the catalog", shown(row["event_type"]))
+        if is_text(row.get("norm_id")) and row["norm_id"] not in self.catalog.norms:
+            self.fail("norm_id", "a norm id from the catalog", shown(row["norm_id"]))
         end_goal = row.get("end_goal")
         if end_goal is not None and (
             not isinstance(end_goal, str) or _unencodable(end_goal) is not None
         ):
-            self.fail("end_goal", "text or null", _show(end_goal))
+            self.fail("end_goal", "text or null", shown(end_goal))
         cast_names = self.check_cast(row.get("cast"))
         turns = self.check_turns(row.get("turns"), cast_names)
         self.check_elicitor(turns, cast_names)
@@ -155,12 +163,12 @@ class _RowChecker:
 
     def check_cast(self, cast: Any) -> set[str]:
         if not isinstance(cast, list) or not cast:
-            self.fail("cast", "a non-empty list of {name, bio}", _show(cast))
+            self.fail("cast", "a non-empty list of {name, bio}", shown(cast))
             return set()
         names: list[str] = []
         for i, member in enumerate(cast):
             if not isinstance(member, Mapping):
-                self.fail(f"cast[{i}]", "a mapping with 'name' and 'bio'", _show(member))
+                self.fail(f"cast[{i}]", "a mapping with 'name' and 'bio'", shown(member))
                 continue
             if self.text(f"cast[{i}].name", member.get("name")):
                 names.append(member["name"])
@@ -179,21 +187,21 @@ class _RowChecker:
 
     def check_turns(self, turns: Any, cast_names: set[str]) -> list[Mapping[str, Any]]:
         if not isinstance(turns, list) or not turns:
-            self.fail("turns", "a non-empty list of turns before the elicitor", _show(turns))
+            self.fail("turns", "a non-empty list of turns before the elicitor", shown(turns))
             return []
         subject = self.row.get("subject")
-        speakers = cast_names | ({subject} if _is_text(subject) else set())
+        speakers = cast_names | ({subject} if is_text(subject) else set())
         good: list[Mapping[str, Any]] = []
         previous: int | None = None
         for i, turn in enumerate(turns):
             where = f"turns[{i}]"
             if not isinstance(turn, Mapping):
-                self.fail(where, "a mapping with index, actor, content, is_demo", _show(turn))
+                self.fail(where, "a mapping with index, actor, content, is_demo", shown(turn))
                 continue
             index, actor, is_demo = turn.get("index"), turn.get("actor"), turn.get("is_demo")
             ok = self.text(f"{where}.content", turn.get("content"))
             if not _is_index(index):
-                self.fail(f"{where}.index", f"an integer from 0 to {MAX_INDEX}", _show(index))
+                self.fail(f"{where}.index", f"an integer from 0 to {MAX_INDEX}", shown(index))
                 ok = False
             elif previous is not None and index <= previous:
                 self.fail(
@@ -204,12 +212,12 @@ class _RowChecker:
             else:
                 previous = index
             if not isinstance(is_demo, bool):
-                self.fail(f"{where}.is_demo", "true or false", _show(is_demo))
+                self.fail(f"{where}.is_demo", "true or false", shown(is_demo))
                 ok = False
             if not self.text(f"{where}.actor", actor):
                 ok = False
             elif cast_names and actor not in speakers:
-                self.fail(f"{where}.actor", "the subject or a cast member", _show(actor))
+                self.fail(f"{where}.actor", "the subject or a cast member", shown(actor))
             elif is_demo is True and actor == subject:
                 self.fail(
                     f"{where}.actor",
@@ -225,18 +233,18 @@ class _RowChecker:
     def check_elicitor(self, turns: list[Mapping[str, Any]], cast_names: set[str]) -> None:
         index, actor = self.row.get("elicitor_index"), self.row.get("elicitor_actor")
         if not _is_index(index):
-            self.fail("elicitor_index", f"an integer from 0 to {MAX_INDEX}", _show(index))
+            self.fail("elicitor_index", f"an integer from 0 to {MAX_INDEX}", shown(index))
         elif turns and index <= max(t["index"] for t in turns):
             last = max(t["index"] for t in turns)
             self.fail("elicitor_index", f"an index after the last turn ({last})", str(index))
-        if not _is_text(actor):
+        if not is_text(actor):
             return
         if actor == self.row.get("subject"):
             self.fail(
                 "elicitor_actor", "a cast member other than the subject", f"the subject '{actor}'"
             )
         elif cast_names and actor not in cast_names:
-            self.fail("elicitor_actor", "a member of the cast", _show(actor))
+            self.fail("elicitor_actor", "a member of the cast", shown(actor))
 
     def check_norm_unstated(self, turns: list[Mapping[str, Any]]) -> None:
         statement = self.row.get("norm_statement")
@@ -244,7 +252,7 @@ class _RowChecker:
             return
         needle = normalize(statement)
         spoken = [(f"turns[{i}].content", t["content"]) for i, t in enumerate(turns)]
-        if _is_text(self.row.get("elicitor_content")):
+        if is_text(self.row.get("elicitor_content")):
             spoken.append(("elicitor_content", self.row["elicitor_content"]))
         for field, content in spoken:
             if needle in normalize(content):
@@ -261,7 +269,7 @@ def check_scenarios(rows: Iterable[tuple[str, Mapping[str, Any]]], catalog: Cata
     first_seen: dict[str, str] = {}
     for origin, row in rows:
         if not isinstance(row, Mapping):
-            problems.append(Problem(origin, None, "(row)", "a mapping of fields", _show(row)))
+            problems.append(Problem(origin, None, "(row)", "a mapping of fields", shown(row)))
             continue
         checker = _RowChecker(row, origin, catalog)
         problems.extend(checker.run())
