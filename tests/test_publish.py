@@ -24,9 +24,15 @@ import polars as pl
 import pytest
 from conftest import copy_repo, run_dvc
 
-from losona.core.files import write_parquet
+from losona.core.config import compose_paths
+from losona.core.files import display_path, write_parquet
+from losona.core.layout import RunLayout
 from losona.models import Completion
 from losona.models.call_cache import CallCache
+from losona.pipeline.table import STAGES
+from losona.reproduce.checks import NOT_COMPARED, NOT_RERUN, check_run
+from losona.reproduce.cli import compose
+from losona.reproduce.recorded import RecordedSettings, read_provenance
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
@@ -340,3 +346,39 @@ def test_a_sweep_split_over_two_machines_aggregates_on_a_third_with_no_call(
     assert outputs(repo) == outputs(published.origin)
     checked = run_python(repo, env, "-m", "losona.reproduce")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_reproduce_compares_every_output_of_every_stage_it_runs_again(
+    published: Published, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reproduce is a loop over the pipeline's table: each stage it does not hold to the record
+    instead (NOT_RERUN) runs again on each of its cells, and every file the stage declares,
+    but a drawn figure (NOT_COMPARED), is compared value by value."""
+    monkeypatch.chdir(published.origin)  # reproduce only reads the run
+    layout = RunLayout(compose_paths([]))
+    check = check_run(layout, compose([]))
+    assert check.ok, check.differences
+    # Held to the record instead, each for its reason: no other stage is left out.
+    assert set(NOT_RERUN) == {
+        "preflight",
+        "fetch",
+        "model_config",
+        "judge_config",
+        "panel_config",
+        "provenance",
+    }
+    settings = RecordedSettings(layout, read_provenance(layout.provenance))
+    declared = set()
+    for stage in STAGES:
+        if stage.name in NOT_RERUN:
+            continue
+        for cell in stage.cells_of(settings):
+            for output in stage.outputs(layout, cell):
+                files = sorted(output.rglob("*")) if output.is_dir() else [output]
+                declared |= {
+                    display_path(file)
+                    for file in files
+                    if file.is_file() and not file.name.endswith(tuple(NOT_COMPARED))
+                }
+    assert {CALLS, "reports/index.html", "data/responses/local/naive.parquet"} <= declared
+    assert sorted(declared - set(check.files)) == []

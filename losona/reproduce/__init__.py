@@ -3,9 +3,10 @@
     python -m losona.reproduce                        # from the repository root
     python -m losona.reproduce paths.reports_dir=runs/reports   # any config override
 
-Each stage from render on (sample when the run published its calls) runs again by its own
-function in losona/pipeline/, in a scratch copy of the run, with the settings and configs
-the run recorded and every model call answered from its published calls alone; every file
+Each stage of the pipeline's table (losona/pipeline/table.py) but those checks.NOT_RERUN
+names runs again on each of its cells, by its own function, in a scratch copy of the run,
+with the settings and configs the run recorded (recorded.py) and every model call answered
+from its published calls alone (checks.INSTEAD: what takes a cell's place); every file
 the stage writes is compared value by value with the run's (a drawn figure by the numbers
 beside it: checks.NOT_COMPARED). Beside the stages: the verdicts name the judge models the
 provenance records, the scenario table and templates keep their recorded hashes, every
@@ -16,5 +17,6 @@ Exit status: 0 when everything matches; 3 when anything differs (each difference
 file, line or key, column, expected vs found); 2 when the run cannot be checked.
 
 Modules: `compare` (a value against the one on disk), `replay` (a stage run again in a
-scratch copy), `checks` (what is run again and checked), `cli` (the command).
+scratch copy), `recorded` (the run's settings), `checks` (the loop and the checks beside
+it), `cli` (the command).
 """
