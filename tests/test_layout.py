@@ -95,7 +95,11 @@ def test_dvc_yaml_runs_the_tables_stages_in_its_order_with_their_scripts_and_cel
     assert list(pipeline) == [stage.name for stage in STAGES]
     for stage in STAGES:
         assert pipeline[stage.name]["cmd"].split()[:2] == ["python", stage.command], stage.name
-        assert tuple(pipeline[stage.name].get("matrix", {})) == stage.cells, stage.name
+        matrix = pipeline[stage.name].get("matrix", {})
+        assert tuple(matrix) == stage.cells, stage.name
+        # A dynamic stage's cells expand over the dynamic node's lists, the others' not.
+        over_dynamic = {"${dynamic." in str(names) for names in matrix.values()}
+        assert over_dynamic <= {stage.dynamic}, stage.name
 
 
 def test_each_stage_reads_the_config_groups_the_table_names() -> None:

@@ -25,12 +25,9 @@ from losona.core.contracts import (
 from losona.core.errors import LosonaError
 from losona.core.files import display_path, read_parquet
 from losona.core.layout import RunLayout
-from losona.dynamic.arms import OK
-from losona.dynamic.sample import SEND_ORDER, second_turn_requests
-from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA, DYNAMIC_RESPONSE_SCHEMA
 from losona.judges.kinds import judge_kind
 from losona.judges.run import control_summary
-from losona.models import CallNotFound, PublishedCalls, Request, call_key, read_calls
+from losona.models import CallNotFound, PublishedCalls, Request, call_key
 from losona.models.call_store import LOCK_FILE, recorded_md5
 from losona.pipeline.command import Cell, Settings
 from losona.pipeline.table import STAGES, Stage
@@ -274,7 +271,7 @@ def _plot_instead(
 def _calls_instead(
     check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
 ) -> bool:
-    # A cell's calls file absent is named by check_calls.
+    # A cell's calls file absent is named by the stage that writes it, run again.
     sweep, dynamic = settings.group("sweep"), settings.group("dynamic")
     files = layout.sweep_calls(sweep) + layout.dynamic_call_files(dynamic)
     return not answered or not all(path.is_file() for path in files)
@@ -375,17 +372,16 @@ RESPONSE_FROM_CALL = {
 def check_calls(
     check: Check, settings: RecordedSettings, layout: RunLayout, published: PublishedCalls | None
 ) -> None:
-    """The run's published calls: every cell's calls in the run's file, and every response of
-    both turns the published call its request was answered with."""
+    """Every first-turn response is the published call its request was answered with, even
+    in a run that records no K (so is not sampled again). That every cell's calls are in the
+    run's file, and every second reply its call, the calls and dynamic_sample stages show,
+    run again."""
     if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
         return
     if published is None:
         return  # a run that published no calls, like one without figures: nothing to check
-    sweep, dynamic = settings.group("sweep"), settings.group("dynamic")
-    check_call_files(
-        check, [*layout.sweep_calls(sweep), *layout.dynamic_call_files(dynamic)], published
-    )
+    sweep = settings.group("sweep")
     prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
     for model in sweep["models"]:
         spec = settings.option("model", model)
@@ -403,42 +399,7 @@ def check_calls(
                 for sid, request in zip(ids, sample_requests(rows, trials), strict=True)
             }
             cell = f"subject_model={model}, condition={condition}"
-            check_responses_against_calls(
-                check, published, spec, responses, sent, ("scenario_id", "trial"), cell
-            )
-    for judge in dynamic.judges:
-        for model in dynamic.models:
-            for condition in dynamic.conditions:
-                check_second_replies(
-                    check,
-                    settings.option("model", model),
-                    layout,
-                    (judge, model, condition),
-                    published,
-                )
-
-
-def check_second_replies(
-    check: Check,
-    spec: ModelSpec,
-    layout: RunLayout,
-    cell: tuple[str, str, str],
-    published: PublishedCalls,
-) -> None:
-    """Every second reply of a dynamic cell is the published call its prompt and trial were
-    answered with."""
-    prompts = read_parquet(
-        layout.dynamic_prompts(*cell), DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render"
-    )
-    responses = read_parquet(
-        layout.dynamic_responses(*cell), DYNAMIC_RESPONSE_SCHEMA, made_by="dynamic_sample"
-    )
-    rendered = prompts.filter(pl.col("status") == OK).sort(SEND_ORDER, maintain_order=True)
-    sent = dict(
-        zip(rendered.select(SEND_ORDER).iter_rows(), second_turn_requests(prompts), strict=True)
-    )
-    where = f"dynamic, subject_model={spec.name}"
-    check_responses_against_calls(check, published, spec, responses, sent, SEND_ORDER, where)
+            check_responses_against_calls(check, published, spec, responses, sent, cell)
 
 
 def check_responses_against_calls(
@@ -447,11 +408,11 @@ def check_responses_against_calls(
     spec: ModelSpec,
     responses: pl.DataFrame,
     sent: Mapping[tuple[Any, ...], Request],
-    by: Sequence[str],
     cell: str,
 ) -> None:
-    """Every response row is the published call its request (`sent`, by the columns `by`)
+    """Every response row is the published call its request (`sent`, by scenario and trial)
     was answered with, looked up by the key the stages cache that call under."""
+    by = ("scenario_id", "trial")
     file, by_key, missing = display_path(published.path), published.rows_by_key, "(missing)"
     differences, compared = [], 0
     for row in responses.iter_rows(named=True):
@@ -471,29 +432,6 @@ def check_responses_against_calls(
             if not same(row[response_column], call.get(column, missing))
         ]
     check.add(published.path, compared, differences)
-
-
-def check_call_files(check: Check, files: Sequence[Path], published: PublishedCalls) -> None:
-    """Every call of each cell's calls file is in the run's published calls, as it is there."""
-    file, by_key, missing = display_path(published.path), published.rows_by_key, "(missing)"
-    for cell_file in files:
-        if not cell_file.is_file():
-            check.notes.append(f"{display_path(cell_file)}: absent, not rechecked")
-            continue
-        cell = read_calls(cell_file, remedy="rerun the stage that writes it")
-        differences = [
-            Difference(
-                file,
-                f"key {row['key']} (from {display_path(cell_file)})",
-                column,
-                value,
-                by_key.get(row["key"], {}).get(column, missing),
-            )
-            for row in cell.iter_rows(named=True)
-            for column, value in row.items()
-            if not same(value, by_key.get(row["key"], {}).get(column, missing))
-        ]
-        check.add(cell_file, cell_count(cell), differences)
 
 
 def check_lock(check: Check) -> None:

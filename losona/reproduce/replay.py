@@ -1,15 +1,8 @@
-"""Reproduce's loop: a stage's own function run again in a scratch copy of the run, its
-model calls answered from the run's published calls alone, then its outputs compared with
-the run's by the caller (losona/reproduce/checks.py).
-
-The copy holds every file of the run where the layout places it (the generation project's
-and the call cache aside), so a stage reads there what it read in the run; its layout is
-a replaying one, so every call is answered from the copy's published calls and none is
-made (losona/models/call_store.py). What a stage
-writes in the copy is put back as the run has it once the caller has compared it: the next
-stage reads the run's files again, not the recomputed ones, so a changed verdict is named
-in its verdict file and in each number it moves, by the stage that makes that number. The
-run's own files are only read.
+"""A stage run again in a scratch copy of the run, on a replaying layout (every model call
+answered from the run's published calls alone: losona/models/call_store.py). What it
+writes is put back as the run has it once compared, so the next stage reads the run's
+files, and a changed verdict is named by each stage whose numbers it moves. The run's own
+files are only read.
 """
 
 from __future__ import annotations
