@@ -21,9 +21,9 @@ def number(value: float | None, digits: int = 1) -> str:
     return MISSING if value is None else f"{value:.{digits}f}"
 
 
-def signed(value: float | None, digits: int = 1) -> str:
-    """A difference with its sign always shown (+1.5, -0.3), or n/a."""
-    return MISSING if value is None else f"{value:+.{digits}f}"
+def signed(value: float | None) -> str:
+    """A difference with one decimal and its sign always shown (+1.5, -0.3), or n/a."""
+    return MISSING if value is None else f"{value:+.1f}"
 
 
 def percent(part: float | None, whole: float = 1) -> float | None:

@@ -26,14 +26,11 @@ family's settings from its package: `from losona.dynamic.settings import Dynamic
 
 from __future__ import annotations
 
-from losona.core.config.checker import FROM_CONFIG, Refusal, check
 from losona.core.config.loading import (
     CONF_DIR,
     PANELS_FILE,
     PARAMS_FILE,
-    ROOT_FILE,
     RUN_FILE,
-    dvc_param,
     load_option,
     option_file,
     plain,
@@ -50,21 +47,17 @@ from losona.core.config.schemas import (
     JudgeKindSettings,
     ModelSpec,
     Paths,
-    Price,
     SamplingSettings,
     config_record,
     judge_kind_settings,
     without_password,
 )
-from losona.core.config.values import Schema
 
 __all__ = [
     "CONF_DIR",
-    "FROM_CONFIG",
     "GROUPS",
     "PANELS_FILE",
     "PARAMS_FILE",
-    "ROOT_FILE",
     "RUN_FILE",
     "AggregateSettings",
     "BatchSettings",
@@ -75,16 +68,11 @@ __all__ = [
     "JudgeKindSettings",
     "ModelSpec",
     "Paths",
-    "Price",
-    "Refusal",
     "SamplingSettings",
-    "Schema",
     "Sources",
-    "check",
     "chosen",
     "compose_paths",
     "config_record",
-    "dvc_param",
     "judge_kind_settings",
     "load_option",
     "option",
