@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import table
-from losona.core.errors import LosonaError
 from losona.dynamic.arms import OK
 from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
 from losona.models import (
@@ -70,12 +70,7 @@ def sample_second_turn(
     batch: BatchSettings | None = None,
 ) -> Sampled:
     """One cell's second replies (DYNAMIC_RESPONSE_SCHEMA), with the calls behind them."""
-    models = sorted(prompts["subject_model"].unique().to_list(), key=str)
-    if models != [spec.name]:
-        raise LosonaError(
-            f"{origin}: column 'subject_model' holds {models}, expected only '{spec.name}'; "
-            "rerun dynamic_render"
-        )
+    check_cell_columns(prompts, origin, {"subject_model": spec.name}, "dynamic_render")
     rows = _rendered(prompts)
     requests = second_turn_requests(prompts)
     completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)

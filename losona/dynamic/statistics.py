@@ -28,14 +28,11 @@ import polars as pl
 
 from losona.core.config import AggregateSettings
 from losona.core.errors import LosonaError
-from losona.dynamic.arms import ARMS, CONTROL, OK, RETENTION, SANCTION
-from losona.dynamic.cells import CELL, KEY, Cell
-from losona.dynamic.tables import (
-    DYNAMIC_OUTCOME_SCHEMA,
-)
-from losona.results.metrics import (
-    bootstrap_intervals,
-)
+from losona.dynamic.arms import ARMS, CONTROL, RETENTION, SANCTION
+from losona.dynamic.cells import KEY, Cell, check_one_for_one
+from losona.dynamic.tables import DYNAMIC_OUTCOME_SCHEMA
+from losona.judges.verdicts import CELL
+from losona.results.metrics import bootstrap_intervals
 from losona.results.metrics import scenario_outcomes as majority
 
 
@@ -46,19 +43,13 @@ def trial_rows(cell: Cell, judge: str, scenarios: pl.DataFrame) -> pl.DataFrame:
     misses scenarios of the table.
     """
     where = f"judge '{judge}', model '{cell.model}', condition '{cell.condition}'"
-    rendered = cell.prompts.filter(pl.col("status") == OK).select(KEY)
-    judged = cell.verdicts.select(KEY)
-    for extra, kind in (
-        (judged.join(rendered, on=KEY, how="anti"), "a verdict without a prompt"),
-        (rendered.join(judged, on=KEY, how="anti"), "a prompt without a verdict"),
-    ):
-        if not extra.is_empty():
-            row = extra.sort(KEY).row(0, named=True)
-            raise LosonaError(
-                f"dynamic verdicts of {where}: scenario '{row['scenario_id']}', trial "
-                f"{row['trial']}, arm '{row['arm']}' has {kind}; rerun dynamic_sample and "
-                "dynamic_judge"
-            )
+    check_one_for_one(
+        cell.prompts,
+        cell.verdicts,
+        where=f"dynamic verdicts of {where}",
+        what="verdict",
+        rerun="dynamic_sample and dynamic_judge",
+    )
     missing = sorted(set(scenarios["scenario_id"]) - set(cell.prompts["scenario_id"]))
     if missing:
         raise LosonaError(

@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import VERDICT_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import display_path, read_parquet
@@ -53,13 +54,7 @@ def load_verdicts(verdicts_dir: str | Path) -> pl.DataFrame:
         df = read_parquet(path, VERDICT_SCHEMA, made_by="judge")
         if df.is_empty():
             raise LosonaError(f"{display_path(path)}: no verdicts in the file; rerun judge")
-        for column, expected in zip(CELL, cell, strict=True):
-            found = sorted(df[column].unique().to_list(), key=str)
-            if found != [expected]:
-                raise LosonaError(
-                    f"{display_path(path)}: column '{column}' holds {found}, but the file's "
-                    f"place (<judge>/<model>/<condition>.parquet) says '{expected}'"
-                )
+        check_cell_columns(df, display_path(path), dict(zip(CELL, cell, strict=True)), "judge")
         frames.append(df)
     return pl.concat(frames)
 
@@ -157,6 +152,6 @@ def _cell_name(cell: Cell) -> str:
     return f"judge '{judge}', model '{model}', condition '{condition}'"
 
 
-def _first(names: Sequence[str], shown: int = 3) -> str:
-    more = f", and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+def _first(names: Sequence[str]) -> str:
+    more = f", and {len(names) - 3} more" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
