@@ -40,13 +40,16 @@ LEVELS = {"trial": "Trials (share of the arm's trials)", "scenario": "Scenarios 
 def figure_data(results: pl.DataFrame) -> pl.DataFrame:
     """The numbers the figure shows: one row per model x condition x level x metric."""
     label = pl.concat_str([pl.col("model_label"), pl.col("condition_label")], separator=SEP)
-    return (
-        results.filter(pl.col("metric").is_in(list(SHOWN)))
-        .with_columns(label=label)
-        .select("judge", "subject_model", "condition", "label", "level", "metric")
-        .hstack(
-            results.filter(pl.col("metric").is_in(list(SHOWN))).select("estimate", "low", "high")
-        )
+    return results.filter(pl.col("metric").is_in(list(SHOWN))).select(
+        "judge",
+        "subject_model",
+        "condition",
+        label.alias("label"),
+        "level",
+        "metric",
+        "estimate",
+        "low",
+        "high",
     )
 
 

@@ -78,11 +78,7 @@ def _per_scenario(rows: pl.DataFrame, arm: str, ids: list[str]) -> dict[str, np.
             complying=pl.col("complies").sum(),
         )
     )
-    found = {r["scenario_id"]: r for r in counted.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("trials", "scored", "complying")
-    }
+    return _in_order(counted, ids)
 
 
 def _pairs(rows: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
@@ -102,11 +98,19 @@ def _pairs(rows: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
             hurt=(~pl.col("complies") & pl.col("complies_control")).sum(),
         )
     )
-    found = {r["scenario_id"]: r for r in both.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("pairs", "helped", "hurt")
-    }
+    return _in_order(both, ids)
+
+
+def _in_order(counts: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
+    """Each count column of a per-scenario table in `ids`' order, 0 where a scenario has none."""
+    aligned = _by_id(counts, ids).fill_null(0)
+    return {c: aligned[c].to_numpy().astype(float) for c in counts.columns if c != "scenario_id"}
+
+
+def _by_id(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
+    """A per-scenario table's rows in `ids`' order, null where a scenario has none."""
+    order = pl.Series("scenario_id", ids, dtype=pl.String).to_frame()
+    return order.join(table, on="scenario_id", how="left", maintain_order="left")
 
 
 def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
@@ -121,13 +125,8 @@ def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
 
 def _passes(outcomes: pl.DataFrame, arm: str, ids: list[str]) -> np.ndarray:
     """1/0 per scenario of `ids` whose arm passed/failed; NaN: no trials in it, or undetermined."""
-    passed = {
-        r["scenario_id"]: r["passed"]
-        for r in outcomes.filter(pl.col("arm") == arm).iter_rows(named=True)
-    }
-    return np.array(
-        [np.nan if passed.get(i) is None else float(passed[i]) for i in ids], dtype=float
-    )
+    passed = outcomes.filter(pl.col("arm") == arm).select("scenario_id", "passed")
+    return _by_id(passed, ids)["passed"].cast(pl.Float64).to_numpy()
 
 
 def _share(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -117,25 +117,19 @@ class JudgeCase:
         )
 
 
-class _NormFields(TypedDict):
-    scenario_id: str
-    norm_id: str
-    norm_statement: str
-    example_elicitor: str
-    example_compliant_response: str
-    example_breaching_response: str
+# What every case of a scenario shares: its id, its norm and the catalog's examples.
+_NORM_FIELDS = (
+    "scenario_id",
+    "norm_id",
+    "norm_statement",
+    "example_elicitor",
+    "example_compliant_response",
+    "example_breaching_response",
+)
 
 
-def _norm_fields(scenario: Scenario) -> _NormFields:
-    """What every case of a scenario shares: its id, its norm and the catalog's examples."""
-    return {
-        "scenario_id": scenario.scenario_id,
-        "norm_id": scenario.norm_id,
-        "norm_statement": scenario.norm_statement,
-        "example_elicitor": scenario.example_elicitor,
-        "example_compliant_response": scenario.example_compliant_response,
-        "example_breaching_response": scenario.example_breaching_response,
-    }
+def _norm_fields(scenario: Scenario) -> dict[str, Any]:
+    return {field: getattr(scenario, field) for field in _NORM_FIELDS}
 
 
 def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
