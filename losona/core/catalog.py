@@ -1,8 +1,6 @@
-"""The taxonomy catalog: events, norms, venues and the applicability relation A(n).
-
-The facts live in `losona/data/catalog.yaml`; this module only reads them and checks them
-with the config checker (losona/core/config/), so a broken entry is refused in its words.
-`python -m losona.catalog` prints the number of valid (event, norm) cells and the matrix.
+"""The taxonomy catalog (losona/data/catalog.yaml): events, norms, venues and the
+applicability relation A(n). `python -m losona.catalog` prints the valid (event, norm)
+cells and the matrix.
 """
 
 from __future__ import annotations

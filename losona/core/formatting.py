@@ -1,10 +1,6 @@
-"""How numbers and names read in reports, summaries and console lines, one way everywhere.
-
-Percentages are 0 to 100 with one decimal, as in the paper's Table 1; a value that does
-not exist (no scenario scored, no human label) reads "n/a", never 0. A test double (a
-model or judge served by the project's test server, `test_double: true` in its config)
-carries TEST_DOUBLE in its display label, so every table and figure that names it says so.
-Trials are counted from 1 wherever a person reads them; the tables keep their 0-based index.
+"""How numbers and names read in reports, summaries and console lines, one way everywhere:
+percentages 0 to 100 with one decimal (the paper's Table 1), "n/a" for a value that does
+not exist, a test double's label marked, trials counted from 1.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""dynamic_judge: the same judge scores the subject's second reply, with the same prompt.
-
-The judge reads the second turn's chat (losona/dynamic/chat.py): its transcript is
-everything before the second elicitor, the subject's first reply and the group's
-follow-up included, and its final elicitor is the second elicitor. Cases go through the
-judge's own `judge` method (losona/judges/), so every rule of the first turn's judging
-(the paper's prompt word for word, reading replies, the one repair, the published calls)
-holds for the second turn too.
+"""dynamic_judge: the same judge, through its own `judge` method, scores the subject's
+second reply in the second turn's chat.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """The dynamic extension's figure: recovery after the sanction and after the control, and
 retention, per model and condition, at the trial and the scenario level.
-
-Drawn by dynamic_aggregate beside its tables (reports/dynamic/<judge>/recovery.png, .svg,
-and .csv, the numbers it shows), with the style every figure shares (losona/figures.py)
-so that the same tables give byte-identical files, and by their rules, from their code: the
-judge by its label (a test double's marked), N and K over the figure, and a subset's
-warning above them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""dynamic_render: each first-turn trial of a cell, continued into its second-turn prompt(s).
-
-The first-turn judge's verdict puts a trial in its arms (losona/dynamic/arms.py). Each arm
-gets the group's follow-up (the sanction or the neutral continuation: scripted, from the
-scenario's follow-up material, or written by the group model) and the second elicitor,
-and the subject's prompt is the condition's prompt over the whole chat so far
-(losona/dynamic/chat.py). Trials that get no second turn stay in the table, with their
-status and why, so that every first-turn trial is accounted for.
+"""dynamic_render: each first-turn trial of a cell continued into its second-turn
+prompt(s), the follow-ups scripted or written by the group model; a trial left out stays
+in the table with its status and why.
 """
 
 from __future__ import annotations

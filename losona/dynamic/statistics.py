@@ -1,21 +1,6 @@
-"""The dynamic turn's numbers, with scenario-bootstrap intervals.
-
-Per first-turn judge, model and condition (docs/metrics.md, "The dynamic second turn"):
-
-- recovery after the sanction: the share of first-turn breaches whose second reply
-  complies after the sanction (arm `sanction`);
-- recovery after the control: the same after the neutral continuation (arm `control`);
-- the sanction effect: their paired difference over the breaches whose two second replies
-  were both scored, in points, with an exact McNemar test on the pairs that differ;
-- retention: the share of compliant first replies that comply again after the neutral
-  continuation (arm `retention`).
-
-Each is given at the trial level (a share of trials, pooled over scenarios) and at the
-scenario level with the paper's majority rule: a scenario's arm passes when at least
-ceil(n/2) of its n trials in that arm comply, n being how many of its first-turn trials
-went into the arm; unscored second replies follow the paper's policy (losona/results/metrics.py).
-Intervals resample scenarios, never calls, all from one bootstrap per judge with the
-`aggregate:` settings; trial-level shares weigh each scenario by its trials.
+"""The dynamic turn's numbers with scenario-bootstrap intervals (docs/metrics.md, "The
+dynamic second turn"): recovery after the sanction and after the control, their paired
+difference, and retention, each at the trial and the scenario level.
 """
 
 from __future__ import annotations

@@ -15,14 +15,9 @@ from losona.core.contracts import Scenario, Turn
 from losona.core.files import CHUNK, OnDemand
 from losona.prompts.render import format_transcript
 
-# "ok": scored. The judge answered, but not with a verdict of its own, even after one
-# repair: "unparseable" (no usable JSON verdict in the reply), "placeholder" (the answer
-# template's placeholders, or no reasoning, filled in), "copied_prompt" (its reasoning
-# copied from the prompt), "echoed_message" (the object, or its reasoning, is in the
-# judged message: the subject's words, not the judge's). "failed": a judge call that failed
-# after the model layer's retries, in verdict tables of earlier versions; now such a call
-# fails the judge stage and is no verdict. "no_response": there was no subject message to
-# judge (a null response).
+# "ok": scored; NOT_A_VERDICT: a reply that held no verdict of the judge's own, even after
+# one repair (losona/judges/reply.py); "failed": only in verdict tables of earlier
+# versions (a failed call now fails the stage); "no_response": a null response.
 Status = Literal[
     "ok",
     "unparseable",
@@ -198,11 +193,8 @@ JUDGEMENT_SCHEMA = pl.Schema(
 
 
 class JudgementTable(OnDemand[Judgement]):
-    """Judgements kept as one compact table, a Judgement made of a row when asked for.
-
-    A long run's judgements take a few hundred bytes each here, and a verdict table is made
-    of these columns as they are (`judgement_columns`), without a copy.
-    """
+    """Judgements kept as one compact table, a Judgement made of a row when asked for; a
+    verdict table is made of these columns without a copy (`judgement_columns`)."""
 
     def __init__(self, table: pl.DataFrame) -> None:
         super().__init__(table.height, lambda i: Judgement(**table.row(i, named=True)))

@@ -1,11 +1,6 @@
-"""The lexicon judge's rules: the rules file read and checked, and one rule applied.
-
-The rules live in `losona/data/lexicon.yaml` (its header explains the format); it is
-checked by pydantic schemas through the config checker (losona/core/config/), so a broken rule
-is refused in one line naming the file and the dotted place of the field. A rule
-tests a reply's normalised text (`Text`): a banned or required cue, or a word count; a
-`Scope` says when the speaker negates a cue ("no silver lining", "not sorry"), which then
-does not count; `Uptake` holds what the uptake check (losona/judges/uptake.py) reads.
+"""The lexicon judge's rules (losona/data/lexicon.yaml; its header explains the format),
+read and checked by the config checker, and one rule applied to a reply's normalised text,
+a cue the speaker negates not counting.
 """
 
 from __future__ import annotations

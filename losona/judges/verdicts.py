@@ -1,10 +1,5 @@
-"""The verdict files a run leaves: where they are, reading them, and checking they add up.
-
-The judge stage writes `<verdicts_dir>/<judge>/<model>/<condition>.parquet`. Only files
-exactly that deep are verdicts (a judge may keep other files, such as its validity
-controls, elsewhere in its folder). Before any number is computed from them, verdicts
-must form one complete run over the scenario table: every judge x model x condition,
-every scenario, the same K distinct trials for each.
+"""The verdict files a run leaves (`<judge>/<model>/<condition>.parquet`), read, and checked
+to form one complete run over the scenario table before any number is computed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The one checker: a config node into its pydantic schema, or one message per problem.
-
-    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
-
-pydantic's errors are turned into that line here: the field's own words of what it
-expects (every value type carries them, losona/core/config/values.py), or a schema's own
-`Refusal`; an unknown key names the settings allowed where it stands.
+"""The one checker: a config node into its pydantic schema, or one line per problem,
+`<file or override>: '<dotted.key>': expected <what>, found <value>`.
 """
 
 from __future__ import annotations

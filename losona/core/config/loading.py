@@ -1,8 +1,5 @@
 """Where config lives and reading it raw: params.yaml through the `${dvc_param:...}`
 resolver (registered on import), one option's file, a node as plain values.
-
-DVC expands its stage matrices from params.yaml, and the Hydra config reads the sweep from
-there through this resolver, so stage scripts and DVC see the same sweep.
 """
 
 from __future__ import annotations
