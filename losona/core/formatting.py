@@ -6,6 +6,7 @@ not exist, a test double's label marked, trials counted from 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 MISSING = "n/a"
 # Appended to a test double's label: its numbers are the plumbing's, not a model's or judge's.
@@ -33,6 +34,12 @@ def percent(part: float | None, whole: float = 1) -> float | None:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """A count with its noun in the number it takes: "1 trial", "0 trials", "2 entries"."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def first_of(names: Sequence[str], shown: int) -> str:
+    """The first `shown` names, then how many more: "a, b, c, and 4 more"."""
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def display_label(label: str, test_double: bool) -> str:

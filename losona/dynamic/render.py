@@ -15,6 +15,7 @@ import polars as pl
 from losona.core.cell_tables import check_cell_table
 from losona.core.contracts import Scenario, scenarios_from_table, table
 from losona.core.errors import LosonaError
+from losona.core.formatting import first_of
 from losona.dynamic.arms import (
     CONTINUATION,
     FIRST_TURN_UNSCORED,
@@ -303,5 +304,4 @@ class _Simulated(_Writer):
 
 
 def _named(ids: list[str]) -> str:
-    more = f", and {len(ids) - SHOWN} more" if len(ids) > SHOWN else ""
-    return ", ".join(f"'{sid}'" for sid in ids[:SHOWN]) + more
+    return first_of([f"'{sid}'" for sid in ids], SHOWN)

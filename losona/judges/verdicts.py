@@ -4,7 +4,7 @@ to form one complete run over the scenario table before any number is computed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import VERDICT_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import display_path, read_parquet
-from losona.core.formatting import counted
+from losona.core.formatting import counted, first_of
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
 CELL = ["judge", "subject_model", "condition"]
@@ -112,7 +112,7 @@ def _check_trials(verdicts: pl.DataFrame, scenario_ids: set[str]) -> None:
         if missing:
             raise LosonaError(
                 f"verdicts of {where} miss {len(missing)} of {len(scenario_ids)} "
-                f"scenarios ({_first(missing)}); rerun sample and judge for that cell"
+                f"scenarios ({first_of(missing, 3)}); rerun sample and judge for that cell"
             )
         if counts["trials"].n_unique() > 1:
             ordered = counts.sort("trials", "scenario_id")
@@ -145,8 +145,3 @@ def cell_of(row: Mapping[str, Any]) -> Cell:
 def _cell_name(cell: Cell) -> str:
     judge, model, condition = cell
     return f"judge '{judge}', model '{model}', condition '{condition}'"
-
-
-def _first(names: Sequence[str]) -> str:
-    more = f", and {len(names) - 3} more" if len(names) > 3 else ""
-    return ", ".join(names[:3]) + more

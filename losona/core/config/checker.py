@@ -90,9 +90,9 @@ def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> s
         expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
         found = "an unknown setting"
     elif error["type"] == "missing":
-        expected, found = _described(schema, loc) or "a value", "nothing (it is missing)"
+        expected, found = _walk(schema, loc)[1] or "a value", "nothing (it is missing)"
     else:
-        expected = _described(schema, loc) or error["msg"].removeprefix("Input should be ")
+        expected = _walk(schema, loc)[1] or error["msg"].removeprefix("Input should be ")
     dotted = ".".join(part for part in [key, *loc] if part)
     where = origin(dotted) if callable(origin) else origin
     return f"{where}: '{dotted}': expected {expected}, found {found}"
@@ -145,10 +145,6 @@ def _depth(annotation: Any) -> int:
         return 1 + _depth(get_args(annotation)[-1 if origin is dict else 0])
     # `X | None` or `Annotated[X, ...]`: what X holds.
     return max((_depth(arg) for arg in get_args(annotation)), default=0)
-
-
-def _described(schema: type[BaseModel], loc: list[str]) -> str | None:
-    return _walk(schema, loc)[1]
 
 
 def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:
