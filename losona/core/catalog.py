@@ -1,8 +1,6 @@
-"""The taxonomy catalog: events, norms, venues and the applicability relation A(n).
-
-The facts live in `losona/data/catalog.yaml`; this module only reads them and checks them
-with the config checker (losona/core/config/), so a broken entry is refused in its words.
-`python -m losona.catalog` prints the number of valid (event, norm) cells and the matrix.
+"""The taxonomy catalog (losona/data/catalog.yaml): events, norms, venues and the
+applicability relation A(n). `python -m losona.catalog` prints the valid (event, norm)
+cells and the matrix.
 """
 
 from __future__ import annotations
@@ -102,9 +100,9 @@ class _CatalogFile(Schema):
         return self
 
 
-def parse_catalog(raw: Any, origin: Path = CATALOG_PATH) -> Catalog:
+def parse_catalog(raw: Any) -> Catalog:
     """Build a Catalog from the parsed YAML, refusing anything incomplete or inconsistent."""
-    checked = check(_CatalogFile, raw, origin=str(origin), key="")
+    checked = check(_CatalogFile, raw, origin=str(CATALOG_PATH), key="")
     return Catalog(
         version=checked.version,
         applicability_method=checked.applicability_method,
@@ -118,9 +116,9 @@ def parse_catalog(raw: Any, origin: Path = CATALOG_PATH) -> Catalog:
 
 
 @cache
-def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
+def load_catalog() -> Catalog:
     """The catalog shipped with the package (read once per process)."""
-    return parse_catalog(read_yaml(path), path)
+    return parse_catalog(read_yaml(CATALOG_PATH))
 
 
 def format_matrix(catalog: Catalog) -> str:

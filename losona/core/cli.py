@@ -33,13 +33,8 @@ RESTORE_COMMITTED_RUN = f"touch {RUN_RECORDS} && git checkout HEAD -- {RUN_RECOR
 
 
 def launch(main: Callable[[], None]) -> None:
-    """Run a stage script's Hydra main, with a config Hydra cannot compose as a user error.
-
-    Hydra itself reports an unknown option or a misspelt key, clearly and without a
-    traceback, but exits 1, the code of a crash. It does so before the stage starts, which
-    is how the two are told apart: such an exit becomes 2 like every other user error.
-    Ctrl-C is no crash either: one line saying what was kept, and exit 130 at once.
-    """
+    """Run a stage script's Hydra main: Hydra's own refusal (exit 1 before the stage starts)
+    exits 2 like every user error, and Ctrl-C says what was kept and exits 130 at once."""
     try:
         main()
     except SystemExit as exc:
@@ -54,11 +49,8 @@ def launch(main: Callable[[], None]) -> None:
 def exit_now(code: int) -> NoReturn:
     """End the process with this code without waiting for its threads or its teardown.
 
-    A call in flight when Ctrl-C came is abandoned: its reply would reach no cache, as every
-    completed call is already stored. But a normal exit waits for its thread, and the
-    embedded model's runs in llama.cpp's C code, which nothing interrupts: up to a whole
-    model load and reply (38 s measured on a busy machine), then seconds of unloading
-    litellm's modules.
+    Every completed call is already stored; a normal exit would wait for the call in
+    flight, and the embedded model's runs in llama.cpp's C code, which nothing interrupts.
     """
     logging.shutdown()
     sys.stdout.flush()

@@ -1,13 +1,8 @@
 """The tables the first turn's stages hand each other: their columns, types and row order.
 
-Each stage builds its output through one of these schemas, so a table's shape is
-written down once, and a rerun cannot drift in column order or dtype. A stage family's
-own tables sit in its package (`results/tables.py`, `audit/tables.py`,
-`generation/tables.py`, `dynamic/tables.py`), so that editing one reruns only the stages
-that read it: no first-turn stage depends on the dynamic turn's tables, say.
-docs/contracts.md shows every schema of these files, column by column, with the comment
-written beside each column (docs/hooks.py reads them): say what a column means in that
-comment.
+A stage family's own tables sit in its package, so that editing one reruns only the
+stages that read it. docs/contracts.md shows each schema with the comment beside each
+column (docs/hooks.py reads them): say there what a column means.
 """
 
 from __future__ import annotations

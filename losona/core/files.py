@@ -24,11 +24,8 @@ from losona.core.errors import LosonaError
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; move it into place only if the block succeeds.
-
-    A crash or a kill mid-write therefore never leaves a half-written output behind, and
-    readers (and DVC) only ever see the old file or the complete new one.
-    """
+    """Yield a temporary path beside `path`; move it into place only if the block succeeds,
+    so that a kill mid-write never leaves a half-written output."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -49,11 +46,8 @@ T = TypeVar("T")
 
 
 class OnDemand(Sequence[T]):
-    """A sequence whose items are made when asked for and not kept: `item(i)` for each i.
-
-    For what a run has one of per call (requests, prompts, cases, judgements): a consumer
-    that reads it in order holds one item at a time, however long the run.
-    """
+    """A sequence whose items are made when asked for and not kept: `item(i)` for each i,
+    so that a consumer reading a run's requests or cases in order holds one at a time."""
 
     def __init__(self, length: int, item: Callable[[int], T]) -> None:
         self.length, self.item = length, item
@@ -83,13 +77,9 @@ CHUNK = 1000
 
 @dataclass(frozen=True)
 class Chunks:
-    """A table made a chunk of rows at a time, in its final row order.
-
-    For tables of a size that grows with a run (prompts, responses, verdicts, calls): each
-    chunk is built, handed on and dropped, so no list of every row's Python objects ever
-    exists. `produce` yields DataFrames of `schema` whose heights add up to `height`; each call
-    starts over, so a table can be written and collected alike.
-    """
+    """A table made a chunk of rows at a time, in its final row order, so that no list of
+    every row's Python objects ever exists. `produce` yields DataFrames of `schema` whose
+    heights add up to `height`; each call starts over."""
 
     schema: pl.Schema
     height: int  # its rows, as a DataFrame's height counts them
@@ -116,9 +106,8 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
     """Write a table atomically; same rows and schema give the same bytes, whole or in chunks.
 
-    Chunks are written as they come, a Parquet row group at a time, in exactly the row
-    groups polars cuts the whole table into (see `row_group_sizes`), so the file is byte for
-    byte the one the whole table gives, and only one row group is ever held.
+    Chunks are written a row group at a time, cut as polars cuts the whole table
+    (`row_group_sizes`), so only one row group is ever held.
     """
     with atomic_path(path) as tmp:
         if isinstance(table, pl.DataFrame):
@@ -145,11 +134,10 @@ ONE_ROW_GROUP = 122_880
 
 @functools.cache
 def row_group_sizes(rows: int) -> tuple[int, ...]:
-    """The rows of each row group polars writes a table of `rows` rows in (one chunk).
+    """The rows of each row group polars writes a table of `rows` rows in.
 
-    Past ONE_ROW_GROUP, asked of polars itself by writing a column of that many nulls: how
-    it cuts a table depends on the number of rows alone, not on the columns (tests/test_files.py
-    checks that the chunked writer gives the same bytes).
+    Past ONE_ROW_GROUP, asked of polars by writing a column of that many nulls: how it cuts
+    a table depends on the number of rows alone (tests/test_files.py checks the bytes).
     """
     if rows <= ONE_ROW_GROUP:
         return (rows,)
@@ -228,9 +216,8 @@ def _strict(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
     return loader
 
 
-# libyaml's parser reads a file many times faster than PyYAML's own, and stages read
-# their configs, the catalog, the lexicon and dvc.lock with it. A file libyaml refuses is
-# read again by PyYAML's own, so that the error a user sees is worded as it always was.
+# libyaml's parser is the fast one; a file it refuses is read again by PyYAML's own, so
+# that the error a user sees is worded as it always was.
 _FAST_LOADER = _strict(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 _WORDING_LOADER = _strict(yaml.SafeLoader)
 

@@ -1,15 +1,12 @@
-"""How numbers and names read in reports, summaries and console lines, one way everywhere.
-
-Percentages are 0 to 100 with one decimal, as in the paper's Table 1; a value that does
-not exist (no scenario scored, no human label) reads "n/a", never 0. A test double (a
-model or judge served by the project's test server, `test_double: true` in its config)
-carries TEST_DOUBLE in its display label, so every table and figure that names it says so.
-Trials are counted from 1 wherever a person reads them; the tables keep their 0-based index.
+"""How numbers and names read in reports, summaries and console lines, one way everywhere:
+percentages 0 to 100 with one decimal (the paper's Table 1), "n/a" for a value that does
+not exist, a test double's label marked, trials counted from 1.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 MISSING = "n/a"
 # Appended to a test double's label: its numbers are the plumbing's, not a model's or judge's.
@@ -21,9 +18,9 @@ def number(value: float | None, digits: int = 1) -> str:
     return MISSING if value is None else f"{value:.{digits}f}"
 
 
-def signed(value: float | None, digits: int = 1) -> str:
-    """A difference with its sign always shown (+1.5, -0.3), or n/a."""
-    return MISSING if value is None else f"{value:+.{digits}f}"
+def signed(value: float | None) -> str:
+    """A difference with one decimal and its sign always shown (+1.5, -0.3), or n/a."""
+    return MISSING if value is None else f"{value:+.1f}"
 
 
 def percent(part: float | None, whole: float = 1) -> float | None:
@@ -37,6 +34,12 @@ def percent(part: float | None, whole: float = 1) -> float | None:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """A count with its noun in the number it takes: "1 trial", "0 trials", "2 entries"."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def first_of(names: Sequence[str], shown: int) -> str:
+    """The first `shown` names, then how many more: "a, b, c, and 4 more"."""
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def display_label(label: str, test_double: bool) -> str:

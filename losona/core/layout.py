@@ -1,14 +1,7 @@
 """Where every file of a run lives: one object made from the checked `paths` config.
 
-conf/paths/default.yaml names the folders and the few single files of a run; this module
-alone joins them with a cell's names (`layout.responses(model, condition)`,
-`layout.verdicts(judge, model, condition)`, ...). Stages and the modules that read a run
-ask a `RunLayout` for a file rather than spelling its path; dvc.yaml spells the same
-places with `${paths.*}` for DVC, and tests/test_layout.py holds the two together.
-
-What a layout hands out as a folder (`verdicts_folder`, `reports_folder`, ...) is read or
-written whole by the module that owns its files (losona/judges/verdicts.py,
-losona/results/aggregate.py, ...), under the fixed file names dvc.yaml lists.
+Stages ask a `RunLayout` for a file rather than spelling its path; dvc.yaml spells the
+same places with `${paths.*}`, and tests/test_layout.py holds the two together.
 """
 
 from __future__ import annotations
@@ -47,11 +40,8 @@ class DynamicSweep(Protocol):
 
 @dataclass(frozen=True)
 class GenerationFiles:
-    """Every file the generation stages read or write (generation/dvc.yaml, its own project).
-
-    The folders come from conf/paths/default.yaml; the file names are fixed here and in
-    generation/dvc.yaml.
-    """
+    """Every file the generation stages read or write: folders from conf/paths/, file names
+    fixed here and in generation/dvc.yaml."""
 
     candidates: Path  # generate's candidate table
     screened: Path  # the candidate table with screening outcomes

@@ -15,7 +15,7 @@ from losona.core.contracts import table
 from losona.core.errors import LosonaError
 from losona.core.formatting import percent
 from losona.dynamic.arms import ARMS, CONTROL, FIRST_TURN_UNSCORED, OK, SANCTION
-from losona.dynamic.cells import CELL, KEY, Cell
+from losona.dynamic.cells import KEY, Cell
 from losona.dynamic.group import GROUP_TEMPLATE_VERSION, group_template_sha256
 from losona.dynamic.statistics import (
     cell_intervals,
@@ -30,6 +30,7 @@ from losona.dynamic.tables import (
     DYNAMIC_OUTCOME_SCHEMA,
     DYNAMIC_RESULT_SCHEMA,
 )
+from losona.judges.verdicts import CELL
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (

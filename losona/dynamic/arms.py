@@ -1,10 +1,6 @@
-"""The arms of the second turn, and which first-turn trial goes into which.
-
-A breach is continued twice, in parallel: once with the sanction (arm `sanction`) and
-once with the neutral continuation (arm `control`), so each breaching trial is its own
-pair and the sanction effect has a paired estimate per scenario. A compliant first reply
-is continued once, with the neutral continuation (arm `retention`). A trial the judge
-left unscored has no arm: it is left out and counted.
+"""The arms of the second turn: a breach is continued twice, with the sanction (`sanction`)
+and with the neutral continuation (`control`), a pass once (`retention`); an unscored
+first turn has no arm.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The second turn's chat: everything said so far, then the second elicitor.
-
-The subject's second prompt is the same condition's prompt (Appendix C, unchanged
-wording) over this chat, and the judge reads the same chat (its transcript is everything
-before the second elicitor), so both see the subject's own first reply as a message of the
-chat, `<subject>: <reply>`, exactly as the other members' messages are shown.
+"""The second turn's chat: everything said so far, the subject's own first reply shown as
+a member's message, then the second elicitor.
 """
 
 from __future__ import annotations

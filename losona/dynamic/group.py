@@ -1,18 +1,7 @@
-"""The group model of `dynamic.source: simulated`: the members' reaction to the actual reply.
-
-With scripted follow-ups every trial of a scenario hears the same sanction; a group model
-instead reacts to what the subject actually said, in character. It is asked for one or two
-messages, one line each as `Name: message`: a sanction after a breach, a neutral
-continuation otherwise (the control and the retention arms). When a scenario has no
-scripted second elicitor (a dataset without follow-up material), the group model writes
-one too, once per scenario and before seeing any reply, so that both arms of a pair, and
-every model and condition, are asked the same thing.
-
-The model is told the norm: it could not sanction a breach of a norm it does not know.
-What it writes is checked like scripted material (losona/scenarios/followups.py: cast members only,
-never the subject, the norm never named, nothing only the judge may see); a reply that
-fails a check leaves its trial out (status `no_followup`, with the reason), counted, never
-guessed. The prompt is a constant with a version, written into every row it produced.
+"""The group model of `dynamic.source: simulated`: the members' reaction to the subject's
+actual reply (a sanction after a breach, a neutral continuation otherwise), and a second
+elicitor for a scenario without a scripted one. What it writes is checked like scripted
+material; a reply that fails leaves its trial out, never guessed.
 """
 
 from __future__ import annotations

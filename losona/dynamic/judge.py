@@ -1,11 +1,5 @@
-"""dynamic_judge: the same judge scores the subject's second reply, with the same prompt.
-
-The judge reads the second turn's chat (losona/dynamic/chat.py): its transcript is
-everything before the second elicitor, the subject's first reply and the group's
-follow-up included, and its final elicitor is the second elicitor. Cases go through the
-judge's own `judge` method (losona/judges/), so every rule of the first turn's judging
-(the paper's prompt word for word, reading replies, the one repair, the published calls)
-holds for the second turn too.
+"""dynamic_judge: the same judge, through its own `judge` method, scores the subject's
+second reply in the second turn's chat.
 """
 
 from __future__ import annotations
@@ -15,13 +9,12 @@ import polars as pl
 from losona.core.contracts import scenarios_from_table, table
 from losona.core.errors import LosonaError
 from losona.dynamic.arms import OK
+from losona.dynamic.cells import KEY, check_one_for_one
 from losona.dynamic.chat import SecondTurn
 from losona.dynamic.tables import DYNAMIC_VERDICT_SCHEMA
 from losona.judges.base import Judge
 from losona.judges.run import verdict_fields
 from losona.scenarios.followups import Message
-
-KEY = ["scenario_id", "trial", "arm"]
 
 
 def judge_second_turn(
@@ -38,28 +31,20 @@ def judge_second_turn(
     Every rendered prompt must have exactly its one response (`origin` names the
     responses file in errors).
     """
+    check_one_for_one(
+        prompts,
+        responses,
+        where=origin,
+        what="reply",
+        rerun="dynamic_sample",
+        same=["prompt_sha256"],
+    )
     rendered = prompts.filter(pl.col("status") == OK).select(
-        *KEY, "first_response", "followup", "elicitor_actor", "elicitor_content", "prompt_sha256"
+        *KEY, "first_response", "followup", "elicitor_actor", "elicitor_content"
     )
     joined = rendered.join(
-        responses.select(*KEY, "response", "condition", "subject_model", "prompt_sha256"),
-        on=KEY,
-        how="full",
-        coalesce=True,
-        suffix="_sent",
+        responses.select(*KEY, "response", "condition", "subject_model"), on=KEY, how="inner"
     )
-    unmatched = joined.filter(
-        pl.col("prompt_sha256").is_null()
-        | pl.col("prompt_sha256_sent").is_null()
-        | (pl.col("prompt_sha256") != pl.col("prompt_sha256_sent"))
-    )
-    if not unmatched.is_empty():
-        row = unmatched.sort(KEY).row(0, named=True)
-        raise LosonaError(
-            f"{origin}: scenario '{row['scenario_id']}', trial {row['trial']}, arm "
-            f"'{row['arm']}' does not answer a prompt of the dynamic prompt table (or is "
-            "missing); rerun dynamic_sample"
-        )
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
     rows = list(joined.sort(KEY).iter_rows(named=True))
     cases, keys = [], []

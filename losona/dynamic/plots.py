@@ -1,11 +1,5 @@
 """The dynamic extension's figure: recovery after the sanction and after the control, and
 retention, per model and condition, at the trial and the scenario level.
-
-Drawn by dynamic_aggregate beside its tables (reports/dynamic/<judge>/recovery.png, .svg,
-and .csv, the numbers it shows), with the style every figure shares (losona/figures.py)
-so that the same tables give byte-identical files, and by their rules, from their code: the
-judge by its label (a test double's marked), N and K over the figure, and a subset's
-warning above them.
 """
 
 from __future__ import annotations
@@ -40,13 +34,16 @@ LEVELS = {"trial": "Trials (share of the arm's trials)", "scenario": "Scenarios 
 def figure_data(results: pl.DataFrame) -> pl.DataFrame:
     """The numbers the figure shows: one row per model x condition x level x metric."""
     label = pl.concat_str([pl.col("model_label"), pl.col("condition_label")], separator=SEP)
-    return (
-        results.filter(pl.col("metric").is_in(list(SHOWN)))
-        .with_columns(label=label)
-        .select("judge", "subject_model", "condition", "label", "level", "metric")
-        .hstack(
-            results.filter(pl.col("metric").is_in(list(SHOWN))).select("estimate", "low", "high")
-        )
+    return results.filter(pl.col("metric").is_in(list(SHOWN))).select(
+        "judge",
+        "subject_model",
+        "condition",
+        label.alias("label"),
+        "level",
+        "metric",
+        "estimate",
+        "low",
+        "high",
     )
 
 

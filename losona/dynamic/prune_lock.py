@@ -1,19 +1,9 @@
 """`python -m losona.dynamic.prune_lock`: drop the dvc.lock entries of stages dvc.yaml no
 longer has, so that turning the extension off leaves dvc.lock as it was before.
 
-Turning the extension off (`dynamic.judges=[]`) removes its stages from dvc.yaml (a matrix
-over an empty list is no stage), and every output of the run goes back to what it was,
-but DVC never removes a stage's entry from dvc.lock by itself: `dvc repro`, `dvc exp run`
-and `dvc commit` only write the entries of stages that exist, and `dvc remove` only
-removes stages that dvc.yaml still has (and refuses one of a matrix). DVC leaves it so on
-purpose (treeverse/dvc#5293, closed without a change). The stale entries record outputs
-that no stage writes any more, so the one lock check of `losona.publishable` and
-`losona.reproduce` (losona/provenance/lock.py) refuses the run, and rightly: dvc.lock
-does not describe it.
-
-This drops exactly those entries, with DVC's own YAML writer, so every other entry keeps
-its bytes: after on, off and this, dvc.lock is byte for byte the one before the extension
-was turned on. It changes nothing else, neither outputs nor the cache.
+DVC never drops such entries itself (treeverse/dvc#5293), and the lock check of
+`losona.publishable` and `losona.reproduce` refuses them. DVC's own YAML writer keeps
+every other entry's bytes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""dynamic_render: each first-turn trial of a cell, continued into its second-turn prompt(s).
-
-The first-turn judge's verdict puts a trial in its arms (losona/dynamic/arms.py). Each arm
-gets the group's follow-up (the sanction or the neutral continuation: scripted, from the
-scenario's follow-up material, or written by the group model) and the second elicitor,
-and the subject's prompt is the condition's prompt over the whole chat so far
-(losona/dynamic/chat.py). Trials that get no second turn stay in the table, with their
-status and why, so that every first-turn trial is accounted for.
+"""dynamic_render: each first-turn trial of a cell continued into its second-turn
+prompt(s), the follow-ups scripted or written by the group model; a trial left out stays
+in the table with its status and why.
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ import polars as pl
 from losona.core.cell_tables import check_cell_table
 from losona.core.contracts import Scenario, scenarios_from_table, table
 from losona.core.errors import LosonaError
+from losona.core.formatting import first_of
 from losona.dynamic.arms import (
     CONTINUATION,
     FIRST_TURN_UNSCORED,
@@ -308,5 +304,4 @@ class _Simulated(_Writer):
 
 
 def _named(ids: list[str]) -> str:
-    more = f", and {len(ids) - SHOWN} more" if len(ids) > SHOWN else ""
-    return ", ".join(f"'{sid}'" for sid in ids[:SHOWN]) + more
+    return first_of([f"'{sid}'" for sid in ids], SHOWN)

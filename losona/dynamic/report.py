@@ -1,13 +1,6 @@
-"""The HTML report's "Dynamic second turn" section, from dynamic_aggregate's files.
-
-plot passes `dynamic_section(...)` to `build_report(..., extra=[...])` when the extension
-is on (conf/dynamic/default.yaml: `dynamic.judges`), and nothing when it is off, so the
-report of a run without it is what it always was. The functions here pick and format the
-values; the template (losona/pages/templates/report/dynamic.html) lays them out and
-escapes every one of them, model-written text above all. It follows the first turn's
-rules with the first turn's code: a judge named by its heading (losona/results/table1.py:
-its label, a test double's marked), the run's subset warning, and N and K as the
-figures say them (losona/dynamic/plots.py's `scope`).
+"""The HTML report's "Dynamic second turn" section, from dynamic_aggregate's files; plot
+adds it only when the extension is on. The template
+(losona/pages/templates/report/dynamic.html) escapes every value.
 """
 
 from __future__ import annotations

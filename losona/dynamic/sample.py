@@ -1,16 +1,8 @@
 """dynamic_sample: the subject's second reply to every second-turn prompt of one cell.
 
-The same road as the first turn's sample stage (losona/sampling/sample.py): one request per
-prompt, keyed by the prompt and the first turn's trial index (so a trial keeps its seed
-for models that take one), through the call cache, failed calls refused.
-
-The calls go out in SEND_ORDER: a scenario's trials together, each trial's arms (its
-sanction and control twins) one after the other. With one worker (the embedded model)
-calls run in that order, and each prompt follows the one it shares the most with: twins
-share all but the group's follow-up, and a scenario's trials share the first turn's chat
-up to the subject's reply, so the embedded model reads each shared prefix once
-(losona/models/smollm2.py). The order changes no output: the responses are sorted when
-written, the calls by key.
+The calls go out in SEND_ORDER, so that each prompt follows the one it shares the longest
+prefix with and the embedded model reads each shared prefix once; the outputs are sorted
+whatever the order.
 """
 
 from __future__ import annotations
@@ -19,8 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import table
-from losona.core.errors import LosonaError
 from losona.dynamic.arms import OK
 from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
 from losona.models import (
@@ -70,12 +62,7 @@ def sample_second_turn(
     batch: BatchSettings | None = None,
 ) -> Sampled:
     """One cell's second replies (DYNAMIC_RESPONSE_SCHEMA), with the calls behind them."""
-    models = sorted(prompts["subject_model"].unique().to_list(), key=str)
-    if models != [spec.name]:
-        raise LosonaError(
-            f"{origin}: column 'subject_model' holds {models}, expected only '{spec.name}'; "
-            "rerun dynamic_render"
-        )
+    check_cell_columns(prompts, origin, {"subject_model": spec.name}, "dynamic_render")
     rows = _rendered(prompts)
     requests = second_turn_requests(prompts)
     completions = complete_all(spec, requests, options, to=f"'{spec.name}'", batch=batch)

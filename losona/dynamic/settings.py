@@ -11,7 +11,6 @@ from losona.core.config.checker import Refusal
 from losona.core.config.values import Schema, Text
 from losona.core.errors import LosonaError
 
-DYNAMIC_SOURCES = ("scripted", "simulated")
 OptionNames = Annotated[
     tuple[Text, ...], Field(description="a list of option names without repeats (may be empty)")
 ]

@@ -1,21 +1,6 @@
-"""The dynamic turn's numbers, with scenario-bootstrap intervals.
-
-Per first-turn judge, model and condition (docs/metrics.md, "The dynamic second turn"):
-
-- recovery after the sanction: the share of first-turn breaches whose second reply
-  complies after the sanction (arm `sanction`);
-- recovery after the control: the same after the neutral continuation (arm `control`);
-- the sanction effect: their paired difference over the breaches whose two second replies
-  were both scored, in points, with an exact McNemar test on the pairs that differ;
-- retention: the share of compliant first replies that comply again after the neutral
-  continuation (arm `retention`).
-
-Each is given at the trial level (a share of trials, pooled over scenarios) and at the
-scenario level with the paper's majority rule: a scenario's arm passes when at least
-ceil(n/2) of its n trials in that arm comply, n being how many of its first-turn trials
-went into the arm; unscored second replies follow the paper's policy (losona/results/metrics.py).
-Intervals resample scenarios, never calls, all from one bootstrap per judge with the
-`aggregate:` settings; trial-level shares weigh each scenario by its trials.
+"""The dynamic turn's numbers with scenario-bootstrap intervals (docs/metrics.md, "The
+dynamic second turn"): recovery after the sanction and after the control, their paired
+difference, and retention, each at the trial and the scenario level.
 """
 
 from __future__ import annotations
@@ -28,14 +13,11 @@ import polars as pl
 
 from losona.core.config import AggregateSettings
 from losona.core.errors import LosonaError
-from losona.dynamic.arms import ARMS, CONTROL, OK, RETENTION, SANCTION
-from losona.dynamic.cells import CELL, KEY, Cell
-from losona.dynamic.tables import (
-    DYNAMIC_OUTCOME_SCHEMA,
-)
-from losona.results.metrics import (
-    bootstrap_intervals,
-)
+from losona.dynamic.arms import ARMS, CONTROL, RETENTION, SANCTION
+from losona.dynamic.cells import KEY, Cell, check_one_for_one
+from losona.dynamic.tables import DYNAMIC_OUTCOME_SCHEMA
+from losona.judges.verdicts import CELL
+from losona.results.metrics import bootstrap_intervals
 from losona.results.metrics import scenario_outcomes as majority
 
 
@@ -46,19 +28,13 @@ def trial_rows(cell: Cell, judge: str, scenarios: pl.DataFrame) -> pl.DataFrame:
     misses scenarios of the table.
     """
     where = f"judge '{judge}', model '{cell.model}', condition '{cell.condition}'"
-    rendered = cell.prompts.filter(pl.col("status") == OK).select(KEY)
-    judged = cell.verdicts.select(KEY)
-    for extra, kind in (
-        (judged.join(rendered, on=KEY, how="anti"), "a verdict without a prompt"),
-        (rendered.join(judged, on=KEY, how="anti"), "a prompt without a verdict"),
-    ):
-        if not extra.is_empty():
-            row = extra.sort(KEY).row(0, named=True)
-            raise LosonaError(
-                f"dynamic verdicts of {where}: scenario '{row['scenario_id']}', trial "
-                f"{row['trial']}, arm '{row['arm']}' has {kind}; rerun dynamic_sample and "
-                "dynamic_judge"
-            )
+    check_one_for_one(
+        cell.prompts,
+        cell.verdicts,
+        where=f"dynamic verdicts of {where}",
+        what="verdict",
+        rerun="dynamic_sample and dynamic_judge",
+    )
     missing = sorted(set(scenarios["scenario_id"]) - set(cell.prompts["scenario_id"]))
     if missing:
         raise LosonaError(
@@ -87,11 +63,7 @@ def _per_scenario(rows: pl.DataFrame, arm: str, ids: list[str]) -> dict[str, np.
             complying=pl.col("complies").sum(),
         )
     )
-    found = {r["scenario_id"]: r for r in counted.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("trials", "scored", "complying")
-    }
+    return _in_order(counted, ids)
 
 
 def _pairs(rows: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
@@ -111,11 +83,19 @@ def _pairs(rows: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
             hurt=(~pl.col("complies") & pl.col("complies_control")).sum(),
         )
     )
-    found = {r["scenario_id"]: r for r in both.iter_rows(named=True)}
-    return {
-        column: np.array([found[i][column] if i in found else 0 for i in ids], dtype=float)
-        for column in ("pairs", "helped", "hurt")
-    }
+    return _in_order(both, ids)
+
+
+def _in_order(counts: pl.DataFrame, ids: list[str]) -> dict[str, np.ndarray]:
+    """Each count column of a per-scenario table in `ids`' order, 0 where a scenario has none."""
+    aligned = _by_id(counts, ids).fill_null(0)
+    return {c: aligned[c].to_numpy().astype(float) for c in counts.columns if c != "scenario_id"}
+
+
+def _by_id(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
+    """A per-scenario table's rows in `ids`' order, null where a scenario has none."""
+    order = pl.Series("scenario_id", ids, dtype=pl.String).to_frame()
+    return order.join(table, on="scenario_id", how="left", maintain_order="left")
 
 
 def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
@@ -130,13 +110,8 @@ def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
 
 def _passes(outcomes: pl.DataFrame, arm: str, ids: list[str]) -> np.ndarray:
     """1/0 per scenario of `ids` whose arm passed/failed; NaN: no trials in it, or undetermined."""
-    passed = {
-        r["scenario_id"]: r["passed"]
-        for r in outcomes.filter(pl.col("arm") == arm).iter_rows(named=True)
-    }
-    return np.array(
-        [np.nan if passed.get(i) is None else float(passed[i]) for i in ids], dtype=float
-    )
+    passed = outcomes.filter(pl.col("arm") == arm).select("scenario_id", "passed")
+    return _by_id(passed, ids)["passed"].cast(pl.Float64).to_numpy()
 
 
 def _share(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:

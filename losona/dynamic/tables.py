@@ -6,10 +6,7 @@ import polars as pl
 
 from losona.core.contracts import MESSAGE
 
-# The dynamic extension (losona/dynamic/, docs/dynamic.md): a second turn after each
-# first-turn trial of a cell, under paths.dynamic_dir/<judge>/, where <judge> is the
-# first-turn judge whose verdict put the trial in an arm. A breach is continued twice
-# (arm "sanction" and its control, arm "control"); a compliant reply once (arm "retention").
+# Under paths.dynamic_dir/<judge>/, <judge> being the first-turn judge that chose the arms.
 CHAT_MESSAGE = pl.Struct({"actor": pl.String(), "content": pl.String()})
 
 DYNAMIC_PROMPT_SCHEMA = pl.Schema(  # prompts/<model>/<condition>.parquet: written by dynamic_render

@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -15,14 +15,9 @@ from losona.core.contracts import Scenario, Turn
 from losona.core.files import CHUNK, OnDemand
 from losona.prompts.render import format_transcript
 
-# "ok": scored. The judge answered, but not with a verdict of its own, even after one
-# repair: "unparseable" (no usable JSON verdict in the reply), "placeholder" (the answer
-# template's placeholders, or no reasoning, filled in), "copied_prompt" (its reasoning
-# copied from the prompt), "echoed_message" (the object, or its reasoning, is in the
-# judged message: the subject's words, not the judge's). "failed": a judge call that failed
-# after the model layer's retries, in verdict tables of earlier versions; now such a call
-# fails the judge stage and is no verdict. "no_response": there was no subject message to
-# judge (a null response).
+# "ok": scored; NOT_A_VERDICT: a reply that held no verdict of the judge's own, even after
+# one repair (losona/judges/reply.py); "failed": only in verdict tables of earlier
+# versions (a failed call now fails the stage); "no_response": a null response.
 Status = Literal[
     "ok",
     "unparseable",
@@ -117,25 +112,19 @@ class JudgeCase:
         )
 
 
-class _NormFields(TypedDict):
-    scenario_id: str
-    norm_id: str
-    norm_statement: str
-    example_elicitor: str
-    example_compliant_response: str
-    example_breaching_response: str
+# What every case of a scenario shares: its id, its norm and the catalog's examples.
+_NORM_FIELDS = (
+    "scenario_id",
+    "norm_id",
+    "norm_statement",
+    "example_elicitor",
+    "example_compliant_response",
+    "example_breaching_response",
+)
 
 
-def _norm_fields(scenario: Scenario) -> _NormFields:
-    """What every case of a scenario shares: its id, its norm and the catalog's examples."""
-    return {
-        "scenario_id": scenario.scenario_id,
-        "norm_id": scenario.norm_id,
-        "norm_statement": scenario.norm_statement,
-        "example_elicitor": scenario.example_elicitor,
-        "example_compliant_response": scenario.example_compliant_response,
-        "example_breaching_response": scenario.example_breaching_response,
-    }
+def _norm_fields(scenario: Scenario) -> dict[str, Any]:
+    return {field: getattr(scenario, field) for field in _NORM_FIELDS}
 
 
 def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
@@ -204,11 +193,8 @@ JUDGEMENT_SCHEMA = pl.Schema(
 
 
 class JudgementTable(OnDemand[Judgement]):
-    """Judgements kept as one compact table, a Judgement made of a row when asked for.
-
-    A long run's judgements take a few hundred bytes each here, and a verdict table is made
-    of these columns as they are (`judgement_columns`), without a copy.
-    """
+    """Judgements kept as one compact table, a Judgement made of a row when asked for; a
+    verdict table is made of these columns without a copy (`judgement_columns`)."""
 
     def __init__(self, table: pl.DataFrame) -> None:
         super().__init__(table.height, lambda i: Judgement(**table.row(i, named=True)))

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import polars as pl
 
-from losona.core.files import (
-    write_parquet,
-)
+from losona.core.files import write_parquet
 from losona.judges.base import CallingJudge, Judge
-from losona.judges.run import (
-    call_sources,
-    judge_calls,
-    unscored_notes,
-)
+from losona.judges.run import call_sources, judge_calls, unscored_notes
 from losona.models.runlog import record_table
 
 # What a judging stage's account reads of its table once the table is written.
@@ -36,13 +30,11 @@ def finish_judging(
     closing: Iterable[str] = (),
 ) -> None:
     """A judging stage's end: its table written, then the calls it was built from, then its
-    account (`headline` and `warnings` of the table's outcomes, where the answers came
-    from, the unscored replies, `closing`).
+    account (`headline` and `warnings` of the outcomes, the answers' sources, the unscored
+    replies, `closing`).
 
-    The table goes as soon as it is written, before the calls table is made: pass it as an
-    expression, so that no name of the caller's keeps it (tests/test_scale.py bounds a judge
-    cell's peak memory). The calls are collected rather than streamed: a cell's calls fit
-    one row group, which the writer would hold whole anyway.
+    Pass the table as an expression, so that no name of the caller's keeps it once it is
+    written (tests/test_scale.py bounds a judge cell's peak memory).
     """
     write_parquet(table, out)
     for log in judge.run_logs if isinstance(judge, CallingJudge) else ():

@@ -1,12 +1,6 @@
-"""Whether a judge's verdicts in one cell say anything: the degenerate-verdicts flag.
-
-A judge can answer every request in the right shape and still say nothing: the same verdict
-for every response while it misjudges its own validity controls, or no reasoning, or one
-reasoning copied onto most replies. Such a cell's numbers measure the judge, not the model,
-so the judge stage warns about it and aggregate flags it by name in results.csv, in Table
-1's notes and in the report, beside the judge's validity controls.
-
-Plain polars in, plain values out: no model, no config.
+"""Whether a judge's verdicts in one cell say anything: the degenerate-verdicts flag (the
+same verdict while its validity controls fail, no reasoning, one reasoning copied onto
+most replies), and whether its controls show it cannot judge at all.
 """
 
 from __future__ import annotations
@@ -84,14 +78,9 @@ def uniform_verdict(verdicts: pl.DataFrame) -> bool | None:
 
 
 def cannot_judge(controls: pl.DataFrame) -> list[str]:
-    """Why a judge's validity controls show it cannot judge at all, one phrase per sign.
-
-    Its controls are the catalog's example responses, half compliant and half breaching:
-    a judge that leaves most of them unscored, or gives every one it scores the same verdict,
-    cannot tell a kept norm from a broken one, and its cells would cost their calls for
-    numbers that measure the judge. A judge that is merely wrong on some is left to the
-    accuracy warning and the audit.
-    """
+    """Why a judge's validity controls show it cannot judge at all, one phrase per sign:
+    most of them unscored, or every scored one the same verdict (half the examples comply
+    and half breach). A judge merely wrong on some is left to the accuracy warning."""
     if controls.is_empty():
         return []
     signs = []

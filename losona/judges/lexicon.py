@@ -1,15 +1,6 @@
-"""The lexicon judge: transparent rules per norm, offline, no model.
-
-The rules live in `losona/data/lexicon.yaml` (its header explains the format), read and
-checked by losona/judges/rules.py; the uptake check is losona/judges/uptake.py; this module
-is the judge. Like Appendix C's judge, it first asks whether the reply takes up the final
-elicitor at all: an empty reply, filler, an echo of the chat, a script of other members'
-turns, talk to the judge, another language or a message that shares nothing with the chat
-and reacts to nothing complies with no norm (a non-answer). A reply that does take it up,
-however terse (Appendix C rule 5), is then judged by its norm's rules, where a cue the
-speaker negates or denies ("no silver lining", "not sorry") does not count. The verdict
-records the uptake found in `elicitor_uptake`, the spans that decided it as evidence and a
-one-line reasoning.
+"""The lexicon judge: transparent rules per norm, offline, no model. A reply that takes up
+the elicitor (losona/judges/uptake.py) is judged by its norm's rules
+(losona/data/lexicon.yaml, read by losona/judges/rules.py).
 """
 
 from __future__ import annotations

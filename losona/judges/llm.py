@@ -1,13 +1,6 @@
 """The paper's LLM judge: a judge model called through the model layer, with one bounded
-repair of a reply that holds no verdict.
-
-Its prompt is losona/judges/prompt.py, and how a reply is read losona/judges/reply.py. A
-reply without a verdict gets one repair request (the conversation so far plus what was
-wrong); if that reply has none either, the case is unscored, its status saying why
-(base.NOT_A_VERDICT), with both raw replies kept in `evidence`, never guessed. A call that
-fails after the model layer's retries is not a verdict: the judge raises CallsFailed
-(counted by kind) after the round of repairs, so the stage writes nothing and a rerun sends
-only the failed calls; every completed call, repairs included, is in the call cache.
+repair of a reply that holds no verdict; a reply still without one is unscored with both
+raw replies kept, and a call that failed after retries fails the stage (CallsFailed).
 """
 
 from __future__ import annotations
@@ -46,9 +39,8 @@ from losona.models import (
 # Joins the two raw replies of an unparseable case in `evidence`.
 REPAIR_SEPARATOR = "\n--- reply to the repair request ---\n"
 
-# litellm's response_format for each `structured_output` setting of a judge config: the
-# five Appendix C fields as a JSON schema, JSON mode without a schema, or nothing (the
-# paper's setting: the prompt alone asks for the JSON object).
+# litellm's response_format for each `structured_output` setting of a judge config ("none":
+# the paper's setting, the prompt alone asks for the JSON object).
 RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {
     "none": None,
     "json_schema": {
@@ -65,18 +57,14 @@ STRUCTURED_ADVICE = (
     "prompt alone asks for the same JSON object"
 )
 
-# What llama-cpp-python's server (`python -m llama_cpp.server`) says of a response_format
-# it does not take. It answers HTTP 500, not 400: its request validation fails inside the
-# handler. Its types are "text" and "json_object"; the schema goes inside JSON mode.
+# What llama-cpp-python's server says of a response_format it does not take (with an HTTP
+# 500, not 400: its validation fails inside the handler).
 LLAMA_CPP_PYTHON_FORMATS = "'text' or 'json_object'"
 
 
 def structured_output_advice(structured_output: str, failure: str) -> str | None:
-    """What to do when calls that asked for structured output failed, or None if unrelated.
-
-    A server that refuses the request itself (400), or names response_format in its
-    error whatever its status, may be refusing the schema.
-    """
+    """What to do when calls that asked for structured output failed (a 400, or an error
+    naming response_format), or None if unrelated."""
     if structured_output == "none":
         return None
     if LLAMA_CPP_PYTHON_FORMATS in failure:
@@ -141,21 +129,15 @@ class LLMJudge:
                 )
         self.structured_output = structured_output
         self.spec = spec
-        # Latency, cache hits and spend of each round of calls (the options' run log, then
-        # `<its name without .log.json>.repair.log.json` beside it), kept out of the
-        # verdicts: they differ between runs.
         self.options = options
         self.repair_options = dataclasses.replace(options, run_log=repair_log(options.run_log))
-        # What its progress lines call the cell it judges (judges.run.name_cell sets it to
-        # the judge, model and condition); each round of calls adds which round it is.
+        # What its progress lines call the cell it judges (judges.run.name_cell sets it).
         self.progress = options.progress or f"judge ({spec.model})"
-        # Batch mode fills the call cache first; it needs the cache, so a run that bypasses
-        # it (the determinism audit) calls the model directly.
+        # Batch mode fills the call cache first, so a run that bypasses the cache (the
+        # determinism audit) calls the model directly.
         self.batch = batch if batch is not None and batch.enabled and options.use_cache else None
-        # Every round of calls the judgements were read from, first rounds and repairs: the
-        # judge's calls, published with the run (losona.models.calls_table).
+        # Each round of calls (first, repairs), published with the run, and its run log.
         self.calls: list[Sequence[Completion]] = []
-        # The run logs this judge wrote, one per round of calls it made (first, repairs).
         self.run_logs: list[Path] = []
 
     @property
@@ -194,14 +176,11 @@ class LLMJudge:
     def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
         """One judgement per case: parsed, repaired once, or unparseable with the reason kept.
 
-        Every call is made here; the judgements are read from the replies as they are asked
-        for, so judging holds no prompt and no reply of its own (a cell of any size).
         Raises CallsFailed when any call still failed after the model layer's retries.
         """
         asked = [i for i, case in enumerate(cases) if case.response is not None]
         conversations = OnDemand(len(asked), lambda n: judge_messages(cases[asked[n]]))
-        # The time left a round's progress lines give is that round's: the first round
-        # says so, since the repairs it leads to are known only when its replies are read.
+        # A round's progress lines give that round's time left: the repairs are not known yet.
         first_round = dataclasses.replace(self.options, progress=f"{self.progress}, first round")
         first = self._complete(conversations, first_round) if asked else []
 
@@ -258,6 +237,5 @@ class LLMJudge:
                     evidence=(first[number].text or "") + REPAIR_SEPARATOR + (repair.text or ""),
                 )
 
-        # Every judgement now, kept as compact columns: the cases, and the scenarios and
-        # prompts behind them, need not be kept for as long as the verdicts are.
+        # Compact columns now, so that the cases need not outlive the judging.
         return JudgementTable.of(map(judgement, range(len(cases))))

@@ -1,26 +1,7 @@
-"""Judge panels: several judges' verdicts combined into one, with no model call.
-
-A panel (`conf/judge/<name>.yaml`, `kind: panel`) names its `members` (judges of the
-sweep), a `rule` and what an unscored member's verdict does (`unscored_members`):
-
-- Counted votes: under `abstain` the members that scored the response; under `void` every
-  member, and a single unscored member leaves the panel's verdict unscored
-  (`member_unscored`). A response no member scored is unscored (`no_votes`).
-- `majority`: complies when more than half of the counted votes say complies, breaches
-  when more than half say breach; an even split is a `tie`, left unscored.
-- `unanimous`: a verdict only when every counted vote is the same; otherwise a `split`,
-  left unscored.
-
-Unscored verdicts are never read as a breach or a pass (losona/results/metrics.py), so a tie or a
-split is counted as such by aggregate, like an unparseable judge reply. A null response is
-`no_response`, as every judge marks it. Members must have judged exactly the same
-responses (the same scenarios, trials and texts, so the same K); anything else is refused,
-naming the member and the first response that differs. Panels of panels are refused: a
-member is a judge that scored the responses itself.
-
-Panels follow Verga et al. 2024, "Replacing Judges with Juries": judges of different model
-families, pooled, as a remedy for a single judge's bias. The panel's validity controls
-come from its members' control tables by the same rule.
+"""Judge panels: several judges' verdicts combined into one by a rule (majority or
+unanimous), with no model call (docs/judges.md, "Judge panels"; Verga et al. 2024,
+"Replacing Judges with Juries"). Members must have judged exactly the same responses;
+ties, splits and unscored votes leave the panel's verdict unscored.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The judge's prompt: the paper's Appendix C judge prompt word for word, the JSON object it
-asks for, the fence around the judged message, our additional judge instructions and the
-one repair request, and the chat messages they make for one case.
-
-Sent by losona/judges/llm.py. The version string is written into every verdict built
-from these texts: change a text, bump its version.
+"""The judge's prompt: Appendix C word for word, the fence around the judged message, our
+additional instructions and the one repair request. Change a text, bump its version.
 """
 
 from __future__ import annotations

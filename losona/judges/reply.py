@@ -1,12 +1,6 @@
-"""How a judge's reply is read: a verdict of the judge's own, or a reason it is none.
-
-A reply is a JSON object alone, in a code fence, or with text around it, with the five
-fields of Appendix C; "true"/"false" written as strings are accepted. The object must be the
-judge's own: one that the judged message holds, or whose reasoning is the judged message's
-words, is the subject speaking (a judge that echoes the message hands over whatever JSON
-the subject wrote); one whose reasoning is copied from the prompt, or whose fields are the
-answer template's placeholders or left without reasoning, says nothing. Such an object is
-no verdict.
+"""How a judge's reply is read: the five Appendix C fields of the judge's own JSON object,
+or the reason it is no verdict (unparseable, echoed from the judged message, copied from
+the prompt, or placeholders).
 """
 
 from __future__ import annotations

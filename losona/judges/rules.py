@@ -1,11 +1,6 @@
-"""The lexicon judge's rules: the rules file read and checked, and one rule applied.
-
-The rules live in `losona/data/lexicon.yaml` (its header explains the format); it is
-checked by pydantic schemas through the config checker (losona/core/config/), so a broken rule
-is refused in one line naming the file and the dotted place of the field. A rule
-tests a reply's normalised text (`Text`): a banned or required cue, or a word count; a
-`Scope` says when the speaker negates a cue ("no silver lining", "not sorry"), which then
-does not count; `Uptake` holds what the uptake check (losona/judges/uptake.py) reads.
+"""The lexicon judge's rules (losona/data/lexicon.yaml; its header explains the format),
+read and checked by the config checker, and one rule applied to a reply's normalised text,
+a cue the speaker negates not counting.
 """
 
 from __future__ import annotations
@@ -370,16 +365,16 @@ def _uptake(entry: _UptakeEntry, lists: Mapping[str, Sequence[str]]) -> Uptake:
     )
 
 
-def parse_rules(raw: Any, catalog: Catalog, origin: Path = RULES_PATH) -> Rulebook:
+def parse_rules(raw: Any, catalog: Catalog) -> Rulebook:
     """Build the rulebook, refusing a malformed rule or a norm without rules."""
-    checked = check(_RulesFile, raw, origin=str(origin), key="")
+    checked = check(_RulesFile, raw, origin=str(RULES_PATH), key="")
     # The rules cover exactly the catalog's norms (one line per norm, as the checker writes).
     problems = [
-        f"{origin}: 'norms.{norm_id}': expected a norm of the catalog, found a norm it lacks"
+        f"{RULES_PATH}: 'norms.{norm_id}': expected a norm of the catalog, found a norm it lacks"
         for norm_id in checked.norms
         if norm_id not in catalog.norms
     ] + [
-        f"{origin}: 'norms.{norm_id}': expected the rules of this norm of the catalog, "
+        f"{RULES_PATH}: 'norms.{norm_id}': expected the rules of this norm of the catalog, "
         "found nothing (it is missing)"
         for norm_id in catalog.norms
         if norm_id not in checked.norms
@@ -400,6 +395,6 @@ def parse_rules(raw: Any, catalog: Catalog, origin: Path = RULES_PATH) -> Rulebo
 
 
 @cache
-def load_rules(path: Path = RULES_PATH) -> Rulebook:
+def load_rules() -> Rulebook:
     """The rules file shipped with the package (read once per process)."""
-    return parse_rules(read_yaml(path), load_catalog(), path)
+    return parse_rules(read_yaml(RULES_PATH), load_catalog())

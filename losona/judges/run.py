@@ -1,8 +1,5 @@
-"""Judging a table: a judge from its config, verdicts for a responses table, validity controls.
-
-Judging never resamples: it reads the subject's responses and writes verdicts. Each
-judge run also scores every scenario's example compliant and breaching responses (the
-validity controls), so a broken judge shows itself before anyone reads its numbers.
+"""Judging a table: a judge from its config, verdicts for a responses table, and the
+validity controls (each scenario's example responses judged, so a broken judge shows).
 """
 
 from __future__ import annotations
@@ -111,10 +108,8 @@ def judge_responses(
 ) -> pl.DataFrame:
     """The verdict table for one responses table (one subject model x condition), sorted.
 
-    `origin` names the responses file in error messages; every row must belong to the
-    cell (`model`, `condition`) and to a scenario of the scenario table. Each case is built
-    when its judge asks for it, and the table is made of the judgements' own columns
-    beside the responses', so a cell of any size holds no prompt, and no row twice.
+    `origin` names the responses file in errors. Cases are built as the judge asks for
+    them, so a cell of any size holds no prompt, and no row twice.
     """
     check_cell_table(
         responses,

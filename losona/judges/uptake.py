@@ -1,9 +1,5 @@
-"""Whether a reply takes up the final elicitor at all (Appendix C, step 1).
-
-An empty reply, filler, an echo of the chat, a script of other members' turns, talk to
-the judge, another language or a message that shares nothing with the chat and reacts to
-nothing takes up nothing: it complies with no norm (a non-answer). A reply that does take
-it up, however terse (Appendix C rule 5), is then judged by its norm's rules.
+"""Whether a reply takes up the final elicitor at all (Appendix C, step 1): an empty reply,
+filler, an echo, another language or an off-topic message complies with no norm.
 """
 
 from __future__ import annotations

@@ -1,24 +1,20 @@
-"""The verdict files a run leaves: where they are, reading them, and checking they add up.
-
-The judge stage writes `<verdicts_dir>/<judge>/<model>/<condition>.parquet`. Only files
-exactly that deep are verdicts (a judge may keep other files, such as its validity
-controls, elsewhere in its folder). Before any number is computed from them, verdicts
-must form one complete run over the scenario table: every judge x model x condition,
-every scenario, the same K distinct trials for each.
+"""The verdict files a run leaves (`<judge>/<model>/<condition>.parquet`), read, and checked
+to form one complete run over the scenario table before any number is computed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import VERDICT_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import display_path, read_parquet
-from losona.core.formatting import counted
+from losona.core.formatting import counted, first_of
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
 CELL = ["judge", "subject_model", "condition"]
@@ -53,13 +49,7 @@ def load_verdicts(verdicts_dir: str | Path) -> pl.DataFrame:
         df = read_parquet(path, VERDICT_SCHEMA, made_by="judge")
         if df.is_empty():
             raise LosonaError(f"{display_path(path)}: no verdicts in the file; rerun judge")
-        for column, expected in zip(CELL, cell, strict=True):
-            found = sorted(df[column].unique().to_list(), key=str)
-            if found != [expected]:
-                raise LosonaError(
-                    f"{display_path(path)}: column '{column}' holds {found}, but the file's "
-                    f"place (<judge>/<model>/<condition>.parquet) says '{expected}'"
-                )
+        check_cell_columns(df, display_path(path), dict(zip(CELL, cell, strict=True)), "judge")
         frames.append(df)
     return pl.concat(frames)
 
@@ -122,7 +112,7 @@ def _check_trials(verdicts: pl.DataFrame, scenario_ids: set[str]) -> None:
         if missing:
             raise LosonaError(
                 f"verdicts of {where} miss {len(missing)} of {len(scenario_ids)} "
-                f"scenarios ({_first(missing)}); rerun sample and judge for that cell"
+                f"scenarios ({first_of(missing, 3)}); rerun sample and judge for that cell"
             )
         if counts["trials"].n_unique() > 1:
             ordered = counts.sort("trials", "scenario_id")
@@ -155,8 +145,3 @@ def cell_of(row: Mapping[str, Any]) -> Cell:
 def _cell_name(cell: Cell) -> str:
     judge, model, condition = cell
     return f"judge '{judge}', model '{model}', condition '{condition}'"
-
-
-def _first(names: Sequence[str], shown: int = 3) -> str:
-    more = f", and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more

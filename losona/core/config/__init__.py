@@ -1,39 +1,19 @@
 """Every config group's typed schema, and the one checker that reads config into them.
 
-Stage scripts compose the config with Hydra, then ask this module for the groups they use
-(`chosen(cfg, "sampling")`), or read one option of a group on its own (`option("model",
-"gpt_5_5")`). Either way the node is checked here, once, against a pydantic schema, and
-the library receives a typed, frozen object. A wrong value is refused with one message:
-
-    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
-
-Numbers are never NaN or infinite (a NaN cost cap would compare false and never trip),
-and unknown keys are refused, so a misspelt setting cannot silently do nothing.
-
-The sweep (which models, conditions and judges a run covers) lives in params.yaml,
-because dvc.yaml expands its stage matrices from there. The Hydra config reads it through
-the `dvc_param` resolver (registered on import), so stage scripts and DVC see the same
-sweep.
-
-One module a job: `loading` (where config lives, params.yaml's resolver, an option's file),
-`values` (the value types and the base `Schema`), `schemas` (the first turn's groups'
-schemas; a stage family's own sit in its package: `audit/settings.py`, ...),
-`checker` (the one checker, pydantic's errors as one-line messages), `origins` (which
-file or override each value came from), `reading` (a group of the composed config, or one
-option, checked). Import from here: `from losona.core.config import ModelSpec, chosen`; a
-family's settings from its package: `from losona.dynamic.settings import DynamicSettings`.
+A stage asks for a group of the composed config (`chosen(cfg, "sampling")`) or one option
+on its own (`option("model", "gpt_5_5")`) and gets a frozen, checked object; a wrong value
+is one line: `<file or override>: '<dotted.key>': expected <what>, found <value>`.
+Importing it registers the `dvc_param` resolver, through which Hydra reads params.yaml's
+sweep, so stage scripts and DVC see the same sweep.
 """
 
 from __future__ import annotations
 
-from losona.core.config.checker import FROM_CONFIG, Refusal, check
 from losona.core.config.loading import (
     CONF_DIR,
     PANELS_FILE,
     PARAMS_FILE,
-    ROOT_FILE,
     RUN_FILE,
-    dvc_param,
     load_option,
     option_file,
     plain,
@@ -50,21 +30,17 @@ from losona.core.config.schemas import (
     JudgeKindSettings,
     ModelSpec,
     Paths,
-    Price,
     SamplingSettings,
     config_record,
     judge_kind_settings,
     without_password,
 )
-from losona.core.config.values import Schema
 
 __all__ = [
     "CONF_DIR",
-    "FROM_CONFIG",
     "GROUPS",
     "PANELS_FILE",
     "PARAMS_FILE",
-    "ROOT_FILE",
     "RUN_FILE",
     "AggregateSettings",
     "BatchSettings",
@@ -75,16 +51,11 @@ __all__ = [
     "JudgeKindSettings",
     "ModelSpec",
     "Paths",
-    "Price",
-    "Refusal",
     "SamplingSettings",
-    "Schema",
     "Sources",
-    "check",
     "chosen",
     "compose_paths",
     "config_record",
-    "dvc_param",
     "judge_kind_settings",
     "load_option",
     "option",

@@ -1,10 +1,5 @@
-"""The one checker: a config node into its pydantic schema, or one message per problem.
-
-    <file or command-line override>: '<dotted.key>': expected <what>, found <value>
-
-pydantic's errors are turned into that line here: the field's own words of what it
-expects (every value type carries them, losona/core/config/values.py), or a schema's own
-`Refusal`; an unknown key names the settings allowed where it stands.
+"""The one checker: a config node into its pydantic schema, or one line per problem,
+`<file or override>: '<dotted.key>': expected <what>, found <value>`.
 """
 
 from __future__ import annotations
@@ -95,9 +90,9 @@ def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> s
         expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
         found = "an unknown setting"
     elif error["type"] == "missing":
-        expected, found = _described(schema, loc) or "a value", "nothing (it is missing)"
+        expected, found = _walk(schema, loc)[1] or "a value", "nothing (it is missing)"
     else:
-        expected = _described(schema, loc) or error["msg"].removeprefix("Input should be ")
+        expected = _walk(schema, loc)[1] or error["msg"].removeprefix("Input should be ")
     dotted = ".".join(part for part in [key, *loc] if part)
     where = origin(dotted) if callable(origin) else origin
     return f"{where}: '{dotted}': expected {expected}, found {found}"
@@ -150,10 +145,6 @@ def _depth(annotation: Any) -> int:
         return 1 + _depth(get_args(annotation)[-1 if origin is dict else 0])
     # `X | None` or `Annotated[X, ...]`: what X holds.
     return max((_depth(arg) for arg in get_args(annotation)), default=0)
-
-
-def _described(schema: type[BaseModel], loc: list[str]) -> str | None:
-    return _walk(schema, loc)[1]
 
 
 def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:

@@ -1,8 +1,5 @@
 """Where config lives and reading it raw: params.yaml through the `${dvc_param:...}`
 resolver (registered on import), one option's file, a node as plain values.
-
-DVC expands its stage matrices from params.yaml, and the Hydra config reads the sweep from
-there through this resolver, so stage scripts and DVC see the same sweep.
 """
 
 from __future__ import annotations
@@ -31,13 +28,21 @@ PANELS_FILE = CONF_DIR / "panels.yaml"
 
 def dvc_param(key: str) -> Any:
     """The value at a dotted key of params.yaml (for the `${dvc_param:...}` resolver)."""
-    value: Any = read_yaml(PARAMS_FILE)
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise LosonaError(f"{PARAMS_FILE}: missing key '{key}'")
-        value = value[part]
+    try:
+        value = at_dotted(read_yaml(PARAMS_FILE), key)
+    except KeyError:
+        raise LosonaError(f"{PARAMS_FILE}: missing key '{key}'") from None
     # Wrapped so that `cfg.sweep.conditions` works like any other config node.
     return OmegaConf.create(value) if isinstance(value, dict | list) else value
+
+
+def at_dotted(value: Any, dotted: str) -> Any:
+    """The value at a dotted key of nested mappings; KeyError when it is not there."""
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(dotted)
+        value = value[part]
+    return value
 
 
 if not OmegaConf.has_resolver("dvc_param"):

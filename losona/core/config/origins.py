@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from losona.core.config.loading import ROOT_FILE, RUN_FILE, option_file
+from losona.core.config.loading import ROOT_FILE, RUN_FILE, at_dotted, option_file
 from losona.core.files import display_path, read_yaml
 
 GLOBAL_NODES = {"generation": ("generate", "screen", "curate")}
@@ -78,9 +77,8 @@ class Sources:
 
 def _sets(path: Path, dotted: str) -> bool:
     """Whether a YAML file sets the value at a dotted key (or a node above it)."""
-    value: Any = read_yaml(path) if path.is_file() else None
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return False
-        value = value[part]
+    try:
+        at_dotted(read_yaml(path) if path.is_file() else None, dotted)
+    except KeyError:
+        return False
     return True

@@ -1,7 +1,5 @@
-"""Reading the composed config: each group's schema, and a group's node checked, naming
-its file or override (`chosen(cfg, "sampling")`), or one option read on its own
-(`option("model", "gpt_5_5")`); outside a stage, the paths composed with overrides
-(`compose_paths`, for the commands that read a finished run).
+"""Reading the composed config: a group's node checked (`chosen`), one option on its own
+(`option`), and, outside a stage, the paths with overrides (`compose_paths`).
 """
 
 from __future__ import annotations

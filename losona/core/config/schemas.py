@@ -1,10 +1,7 @@
-"""The first turn's config groups' typed schemas: model, batch mode, sampling, judge
-controls, aggregate, judge, condition, dataset and paths; and what a run records of a
-model or judge config (no password).
-
-A stage family's own settings sit in its package (`audit/settings.py`,
-`dynamic/settings.py`, `generation/settings.py`), so that editing them reruns no
-first-turn stage; losona/core/config/reading.py's GROUPS names where each group's schema is.
+"""The first turn's config groups' schemas (model, batch mode, sampling, judge controls,
+aggregate, judge, condition, dataset, paths), and what a run records of a model or judge.
+A stage family's own settings sit in its package, so that editing them reruns no
+first-turn stage.
 """
 
 from __future__ import annotations
@@ -533,11 +530,8 @@ def without_password(url: str) -> str:
 
 
 def config_record(checked: ModelSpec | JudgeConfig) -> dict[str, Any]:
-    """A checked model or judge config as plain values, defaults filled in, no password.
-
-    What a run used of the option, for the files that stand for it in the pipeline (the
-    config stage, losona/pipeline/config.py).
-    """
+    """A checked model or judge config as plain values, defaults filled in, no password:
+    what the config stage records of an option."""
     record: dict[str, Any] = checked.model_dump(mode="json")
     node = record if isinstance(checked, ModelSpec) else record.get("model")
     if node is not None:

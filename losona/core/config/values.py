@@ -1,8 +1,4 @@
-"""The value types every config schema is made of, and `Schema`, the base of every node.
-
-Strict: a config's "3" is text, not a number, and `true` is not 1; numbers are never NaN
-or infinite; unknown keys are refused.
-"""
+"""The value types every config schema is made of, and `Schema`, the base of every node."""
 
 from __future__ import annotations
 
@@ -26,7 +22,6 @@ from pydantic import (
 
 from losona.core.config.checker import FROM_CONFIG, Refusal, check
 
-# -- the value types every schema is made of ---------------------------------------------
 # Strict: a config's "3" is text, not a number, and `true` is not 1. Each type carries the
 # words of what it expects, which is what a refusal says.
 
