@@ -50,6 +50,10 @@ USER_GITCONFIG = Path.home() / ".gitconfig"
 # into the code it imports: a machine that tells Python not to (CI's) once hid that
 # publishable refused every run with a __pycache__/ in losona/.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Every DVC command a test starts, itself or through the code under test (losona's own `dvc ...
+# --json` calls), would otherwise leave a daemon behind to send DVC's usage report: a Python
+# process importing DVC, per command, that nothing of ours reads.
+os.environ["DVC_NO_ANALYTICS"] = "1"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

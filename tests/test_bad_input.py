@@ -31,8 +31,9 @@ from losona.core.files import write_parquet
 from losona.generation.tables import CANDIDATE_SCHEMA
 from losona.scenarios.datasets import fetch_scenarios
 
-# About a hundred stage runs, on a run built once per module.
-pytestmark = pytest.mark.slow
+# About a hundred stage runs, on a run built once per module: on one worker (make test's
+# --dist loadgroup), so it is built once per test run, not once per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bad_input")]
 
 Mutation = Callable[[Path], object]
 SID = BASE_ROW["scenario_id"]

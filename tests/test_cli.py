@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -167,6 +168,25 @@ def entry_points() -> list[str]:
     return modules
 
 
+# Runs a module as `python -m` runs it (runpy, as __main__, sys.argv[0] its file) once per flag
+# in one process, so a module's imports are paid once, not once per flag; each run's exit code,
+# stdout and stderr are kept apart.
+RUN_AS_MAIN = """
+import contextlib, io, json, runpy, sys
+module, flags, runs = sys.argv[1], sys.argv[2:], []
+for flag in flags:
+    sys.argv = [module, flag]
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+    runs.append([flag, code, out.getvalue(), err.getvalue()])
+print(json.dumps(runs))
+"""
+
+
 @pytest.mark.slow
 def test_every_python_m_losona_command_prints_its_usage_for_help_and_exits_0(
     tmp_path: Path,
@@ -174,10 +194,11 @@ def test_every_python_m_losona_command_prints_its_usage_for_help_and_exits_0(
     modules = entry_points()
     assert {"losona.reproduce", "losona.run_logs", "losona.publishable"} <= set(modules)
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    flags = ("--help", "-h")
     # All at once, from a folder that is no run: help needs neither a run nor the others.
     started = {
-        (module, flag): subprocess.Popen(
-            [sys.executable, "-m", module, flag],
+        module: subprocess.Popen(
+            [sys.executable, "-c", RUN_AS_MAIN, module, *flags],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -185,12 +206,15 @@ def test_every_python_m_losona_command_prints_its_usage_for_help_and_exits_0(
             text=True,
         )
         for module in modules
-        for flag in ("--help", "-h")
     }
-    for (module, flag), process in started.items():
+    for module, process in started.items():
         out, err = process.communicate(timeout=120)
-        assert (process.returncode, err) == (0, ""), f"{module} {flag}"
-        assert out.startswith(f"usage: python -m {module} "), f"{module} {flag}: {out}"
+        assert (process.returncode, err) == (0, ""), module
+        runs = json.loads(out)
+        assert [flag for flag, *_ in runs] == list(flags), module
+        for flag, code, usage, said in runs:
+            assert (code, said) == (0, ""), f"{module} {flag}"
+            assert usage.startswith(f"usage: python -m {module} "), f"{module} {flag}: {usage}"
 
 
 def test_a_refusal_under_dvc_ends_with_the_way_back_to_the_committed_run() -> None:

@@ -22,6 +22,10 @@ from losona.report.plots import draw_figures
 from losona.results.aggregate import Reports, aggregate
 from losona.results.presentation import Presentation
 
+# The module's pages and figures are drawn once per module: its tests share a worker
+# (make test's --dist loadgroup), so they are drawn once per test run, not once per worker.
+pytestmark = pytest.mark.xdist_group("report")
+
 BOOTSTRAP = AggregateSettings(resamples=500, seed=0, confidence=0.95)
 INJECTED = "<script>alert('pwned')</script> & <b>bold</b>"
 COUNTS = {"naive": [3, 0, 2, 0], "norm_informed": [0, 3, 3, 1]}  # s00 regresses, s01 recovers
