@@ -125,11 +125,12 @@ def check_stages(
 
 
 def _rerun(check: Check, stage: Stage, settings: Settings, cell: Cell, replay: Replay) -> None:
-    assert stage.run is not None
+    run = stage.run
+    assert run is not None  # NOT_RERUN holds the stages only their command runs
     rejudged = stage.name == "audit" and _rejudged(replay.scratch)
     skip = {"skip_files": DETERMINISM_FILES, "skip_keys": ("determinism",)} if rejudged else {}
     try:
-        with replay.rerun(lambda scratch: stage.run(settings, scratch, cell)):  # type: ignore[misc]
+        with replay.rerun(lambda scratch: run(settings, scratch, cell)):
             compare_written(check, replay, **skip)
     except CallNotFound as exc:
         at = ", ".join(f"{key}={value}" for key, value in cell.items())
