@@ -10,9 +10,11 @@ module file: the file itself or a folder above it. Both pipelines are checked:
 module may import one that imports it back (before #24: models' batch, calls and runlog,
 and the test server with the scripted judge). A config reader's call naming a group
 (`chosen(cfg, "dynamic")`) counts as an import of the group's schema module, which
-losona.core.config's GROUPS imports only then. And no first-turn stage depends on the tables or
-settings of another stage family (before #31 they all sat in losona/core/contracts.py and
-losona/core/config/schemas.py, so an edit of the dynamic turn's tables marked every cell changed).
+losona.core.config's GROUPS imports only then; a call to `judge_kind`, as an import of each
+kind's module that JUDGE_KINDS names, which losona.judges.kinds imports only then. And no
+first-turn stage depends on the tables or settings of another stage family (before #31 they
+all sat in losona/core/contracts.py and losona/core/config/schemas.py, so an edit of the
+dynamic turn's tables marked every cell changed).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import yaml
 from conftest import GoldenRun, run_dvc
 
 from losona.core.config import GROUPS
+from losona.core.config.schemas import JUDGE_KINDS
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = {"dvc.yaml": REPO, "generation/dvc.yaml": REPO / "generation"}
@@ -72,6 +75,7 @@ def _imports(tree: ast.AST) -> Iterator[str]:
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Call):
             yield from schema_modules(node)
+            yield from kind_modules(node)
 
 
 # The config readers and the argument that names the group: `chosen(cfg, "dynamic")`,
@@ -94,6 +98,18 @@ def schema_modules(call: ast.Call) -> Iterator[str]:
     group = call.args[index]
     if isinstance(group, ast.Constant) and group.value in GROUPS:
         yield GROUPS.module(group.value)
+
+
+def kind_modules(call: ast.Call) -> Iterator[str]:
+    """The modules of every kind's behaviour, for a call to judge_kind.
+
+    JUDGE_KINDS names each kind's module and losona.judges.kinds imports it only when a
+    judge's kind is asked for, so no import statement says that `judge_kind(config)` runs
+    losona/judges/kinds/llm.py: the call does.
+    """
+    func = call.func
+    if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "judge_kind":
+        yield from (kind.behaviour for kind in JUDGE_KINDS.values())
 
 
 def closure(script: Path, root: Path = REPO) -> set[Path]:
@@ -157,6 +173,10 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
     # reproduce imports losona.report.plots inside a function (matplotlib only when needed).
     assert "losona/report/plots.py" in {
         f.relative_to(REPO).as_posix() for f in closure(REPO / "losona" / "reproduce" / "checks.py")
+    }
+    # judge_kind imports the module of each kind's behaviour that JUDGE_KINDS names.
+    assert "losona/judges/kinds/llm.py" in {
+        f.relative_to(REPO).as_posix() for f in closure(REPO / "stages" / "judge.py")
     }
     # A package's __init__ runs on import: losona.models pins litellm's price map there.
     assert "losona/models/__init__.py" in {

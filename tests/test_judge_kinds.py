@@ -1,18 +1,21 @@
 """Judge kinds: one registry, a kind added the way docs/judges.md says, and no kind asked
 about anywhere else.
 
-The docs' example kind is the code block of "Adding a judge kind", run here as it stands;
-registered in this process, it judges, is recorded in provenance and is judged again by
-reproduce. The stage scripts are processes of their own, which a registration here does not
-reach, so the kind is exercised through the functions they call.
+The docs' example kind is the code block of "Adding a judge kind", run here as it stands as
+a module of its own; registered in this process, it judges, is recorded in provenance and is
+judged again by reproduce. The stage scripts are processes of their own, which a registration
+here does not reach, so the kind is exercised through the functions they call.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import polars as pl
@@ -26,7 +29,7 @@ from losona.core.config import AggregateSettings, JudgeConfig
 from losona.core.config.schemas import JUDGE_KINDS, judge_kind_settings
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
-from losona.judges.kinds import KINDS, JudgeKind, judge_kind, register
+from losona.judges.kinds import JudgeKind, judge_kind, register
 from losona.judges.run import judge_responses, make_judge
 from losona.models import CallOptions
 from losona.provenance.record import provenance
@@ -49,16 +52,16 @@ def docs_example() -> str:
 
 
 @pytest.fixture
-def length_kind() -> Iterator[JudgeKind]:
-    """The docs' example kind, registered as the docs say; the registry as it was after."""
-    kinds, settings = dict(KINDS), dict(JUDGE_KINDS)
-    namespace: dict[str, Any] = {}
+def length_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The docs' example kind, a module registered as the docs say; the registry as it was
+    after."""
+    settings = dict(JUDGE_KINDS)
+    module = ModuleType("length_kind")
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # as if imported
     try:
-        exec(compile(docs_example(), str(DOCS), "exec"), namespace)
-        yield namespace["LENGTH"]
+        exec(compile(docs_example(), str(DOCS), "exec"), module.__dict__)
+        yield module
     finally:
-        KINDS.clear()
-        KINDS.update(kinds)
         JUDGE_KINDS.clear()
         JUDGE_KINDS.update(settings)
 
@@ -66,12 +69,28 @@ def length_kind() -> Iterator[JudgeKind]:
 # -- the registry ------------------------------------------------------------------------------
 
 
-def test_every_kind_has_its_settings() -> None:
-    assert list(KINDS) == list(JUDGE_KINDS) == ["lexicon", "llm", "panel"]
-    for name, kind in KINDS.items():
-        assert kind.name == name
-        assert kind.settings is JUDGE_KINDS[name]
-    assert judge_kind(JudgeConfig.from_config({"name": "x", "kind": "lexicon"})) is KINDS["lexicon"]
+def test_every_kind_is_registered_once_with_the_module_of_its_behaviour() -> None:
+    assert list(JUDGE_KINDS) == ["lexicon", "llm", "panel"]
+    for name, settings in JUDGE_KINDS.items():
+        assert settings.behaviour == f"losona.judges.kinds.{name}"
+        assert isinstance(judge_kind(name), JudgeKind)
+    lexicon = JudgeConfig.from_config({"name": "x", "kind": "lexicon"})
+    assert judge_kind(lexicon) is judge_kind("lexicon")
+
+
+@pytest.mark.slow  # a fresh Python process, to see what checking imports
+def test_every_judge_config_is_checked_without_loading_any_judge_code() -> None:
+    names = sorted(path.stem for path in (REPO / "conf" / "judge").glob("*.yaml"))
+    check = (
+        "import sys\n"
+        "from losona.core.config import option\n"
+        f"print(sorted({{option('judge', name).kind for name in {names!r}}}))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('losona.judges')))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert run.stdout.splitlines() == [str(sorted(JUDGE_KINDS)), "[]"]
 
 
 def test_an_unknown_kind_is_refused_by_name() -> None:
@@ -79,16 +98,17 @@ def test_an_unknown_kind_is_refused_by_name() -> None:
         judge_kind("oracle")
 
 
-def test_a_kind_is_registered_once(length_kind: JudgeKind) -> None:
+def test_a_kind_is_registered_once(length_kind: ModuleType) -> None:
     with pytest.raises(LosonaError, match="a judge kind named 'length' is registered already"):
-        register(length_kind)
+        register("length", JUDGE_KINDS["length"])
+    assert judge_kind("length") is length_kind.KIND
 
 
 # -- a kind added as the docs say ----------------------------------------------------------------
 
 
 def test_a_config_may_name_a_registered_kind_and_is_held_to_its_settings(
-    length_kind: JudgeKind,
+    length_kind: ModuleType,
 ) -> None:
     assert JudgeConfig.from_config({"name": "wordy", "kind": "length"}).kind == "length"
     with pytest.raises(LosonaError, match="expected 'lexicon', 'llm', 'panel' or 'length'"):
@@ -101,7 +121,7 @@ def test_a_config_may_name_a_registered_kind_and_is_held_to_its_settings(
 
 
 def test_the_added_kind_judges_is_recorded_and_is_judged_again_by_reproduce(
-    length_kind: JudgeKind, workdir: Path, scenario_row: Callable[..., dict[str, Any]]
+    length_kind: ModuleType, workdir: Path, scenario_row: Callable[..., dict[str, Any]]
 ) -> None:
     config = {"name": "wordy", "kind": "length"}
     judge = make_judge(config, CallOptions(cache_path=workdir / "calls.sqlite"))
@@ -226,7 +246,7 @@ def kind_questions(
     ],
 )
 def test_the_search_finds_a_kind_asked_about(asks: str) -> None:
-    assert kind_questions(asks, set(KINDS), judge_classes()) != []
+    assert kind_questions(asks, set(JUDGE_KINDS), judge_classes()) != []
 
 
 @pytest.mark.parametrize(
@@ -239,7 +259,7 @@ def test_the_search_finds_a_kind_asked_about(asks: str) -> None:
     ],
 )
 def test_the_search_leaves_other_kinds_alone(asks_not: str) -> None:
-    assert kind_questions(asks_not, set(KINDS), judge_classes()) == []
+    assert kind_questions(asks_not, set(JUDGE_KINDS), judge_classes()) == []
 
 
 def test_no_module_outside_the_registry_asks_which_kind_a_judge_is() -> None:
@@ -251,7 +271,7 @@ def test_no_module_outside_the_registry_asks_which_kind_a_judge_is() -> None:
         if where.startswith(REGISTRY):
             continue
         source = path.read_text(encoding="utf-8")
-        questions = kind_questions(source, set(KINDS), classes, tables=where != SETTINGS)
+        questions = kind_questions(source, set(JUDGE_KINDS), classes, tables=where != SETTINGS)
         found += [f"{where}: {q}" for q in questions]
     assert found == []
 

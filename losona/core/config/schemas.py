@@ -334,16 +334,20 @@ class JudgeConfig(_Batched):
 
 @dataclass(frozen=True)
 class JudgeKindSettings:
-    """What a kind of judge asks of its config, and what is known of its judges by kind alone.
+    """A kind of judge, as registered: what it asks of its config, what is known of its judges
+    by kind alone, and the module that holds the rest, its behaviour.
 
-    Every JudgeConfig is checked against its kind's. The rest of a kind, how its judge is
-    made, judged again and recorded, is its JudgeKind (losona/judges/kinds/), which holds
-    these settings too; they sit here because a config is read and checked without any
-    judge code (preflight, the config stages) and aggregate reads `own_words` without it.
+    Every JudgeConfig is checked against its kind's. How its judge is made and recorded is its
+    JudgeKind (losona/judges/kinds/), which this names but never imports: a config is read and
+    checked without any judge code (preflight, the config stages), and aggregate reads
+    `own_words` without it.
     """
 
     # How a refusal names a judge of the kind ("the lexicon judge", "a panel").
     called: str
+    # The module whose KIND is its JudgeKind, imported when a judge of the kind is made or
+    # recorded (losona.judges.kinds.judge_kind).
+    behaviour: str
     # The model settings it refuses, with batch mode, since it calls no model (None: it calls
     # one, and takes them).
     refuses_model_settings: tuple[str, ...] | None = None
@@ -382,17 +386,24 @@ def _panel_needs_its_members(config: JudgeConfig) -> None:
         raise Refusal("other judges than the panel itself", config.name, "members")
 
 
-# Every kind of judge a config may name, by name (docs/judges.md, "Adding a judge kind");
-# losona.judges.kinds.register adds one.
+# Every kind of judge a config may name, by name, each registered once (docs/judges.md,
+# "Adding a judge kind"); losona.judges.kinds.register adds one.
 JUDGE_KINDS: dict[str, JudgeKindSettings] = {
     "lexicon": JudgeKindSettings(
         called="the lexicon judge",
+        behaviour="losona.judges.kinds.lexicon",
         refuses_model_settings=("model", "structured_output"),
         determinism="rules",
     ),
-    "llm": JudgeKindSettings(called="an LLM judge", check=_llm_needs_a_model, own_words=True),
+    "llm": JudgeKindSettings(
+        called="an LLM judge",
+        behaviour="losona.judges.kinds.llm",
+        check=_llm_needs_a_model,
+        own_words=True,
+    ),
     "panel": JudgeKindSettings(
         called="a panel",
+        behaviour="losona.judges.kinds.panel",
         refuses_model_settings=("model", "structured_output", "max_cost_usd"),
         own_settings=("members", "rule", "unscored_members"),
         check=_panel_needs_its_members,

@@ -1,45 +1,39 @@
-"""Every kind of judge, in one registry: the `kind` of a judge config names one of KINDS.
+"""Every kind of judge's behaviour: how its judge is made from its config, what provenance
+records of it and how that reads back.
 
-A kind is a module here holding its JudgeKind: how its judge is made from its config, what
-provenance records of it and how that reads back. Its settings, what its config must hold
-and what is known of it by kind alone (whether its reasoning is its own words, whether it
-combines other judges' verdicts), are its JudgeKindSettings in losona/core/config/schemas.py
-(JUDGE_KINDS), since a config is checked without any judge code. Nothing outside this
-package and those settings asks which kind a judge is (`tests/test_judge_kinds.py`);
-docs/judges.md, "Adding a judge kind".
+A kind is registered once, in JUDGE_KINDS (losona/core/config/schemas.py): its settings,
+what its config must hold and what is known of it by kind alone, and the name of the module
+whose KIND is its JudgeKind. Core only names that module, since a config is checked without
+any judge code; `judge_kind` imports it. Nothing outside this package and those settings asks
+which kind a judge is (`tests/test_judge_kinds.py`); docs/judges.md, "Adding a judge kind".
 
-- `kind`: JudgeKind, what a kind says.
-- `lexicon`, `llm`, `panel`: the kinds.
+- `kind`: JudgeKind, what a kind does.
+- `lexicon`, `llm`, `panel`: the kinds' behaviour.
 """
 
 from __future__ import annotations
 
-from losona.core.config import JudgeConfig
+import importlib
+
+from losona.core.config import JudgeConfig, JudgeKindSettings, judge_kind_settings
 from losona.core.config.schemas import JUDGE_KINDS
 from losona.core.errors import LosonaError
 from losona.judges.kinds.kind import JudgeKind
-from losona.judges.kinds.lexicon import LEXICON
-from losona.judges.kinds.llm import LLM
-from losona.judges.kinds.panel import PANEL
 
-__all__ = ["KINDS", "JudgeKind", "judge_kind", "register"]
-
-KINDS: dict[str, JudgeKind] = {kind.name: kind for kind in (LEXICON, LLM, PANEL)}
+__all__ = ["JudgeKind", "judge_kind", "register"]
 
 
 def judge_kind(judge: JudgeConfig | str) -> JudgeKind:
     """A judge config's kind, or the kind of that name (as a provenance record names it)."""
-    name = judge.kind if isinstance(judge, JudgeConfig) else judge
-    if name not in KINDS:
-        raise LosonaError(
-            f"unknown judge kind {name!r}: expected one of {list(KINDS)} (losona/judges/kinds/)"
-        )
-    return KINDS[name]
+    settings = judge_kind_settings(judge.kind if isinstance(judge, JudgeConfig) else judge)
+    # Imported once: later askings find the module in sys.modules.
+    kind: JudgeKind = importlib.import_module(settings.behaviour).KIND
+    return kind
 
 
-def register(kind: JudgeKind) -> None:
-    """Add a kind of judge: from now on, in this process, a judge config may name it."""
-    if kind.name in KINDS or kind.name in JUDGE_KINDS:
-        raise LosonaError(f"a judge kind named {kind.name!r} is registered already")
-    JUDGE_KINDS[kind.name] = kind.settings
-    KINDS[kind.name] = kind
+def register(name: str, settings: JudgeKindSettings) -> None:
+    """Add a kind of judge: from now on, in this process, a judge config may name it, and its
+    JudgeKind is the KIND of the module its settings name."""
+    if name in JUDGE_KINDS:
+        raise LosonaError(f"a judge kind named {name!r} is registered already")
+    JUDGE_KINDS[name] = settings

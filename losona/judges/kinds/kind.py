@@ -1,4 +1,4 @@
-"""What a kind of judge says: how its judge is made and recorded."""
+"""What a kind of judge does: how its judge is made and recorded."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from losona.core.config import JudgeConfig, JudgeKindSettings
+from losona.core.config import JudgeConfig
 from losona.judges.base import Judge
 from losona.models import CallOptions
 
@@ -20,13 +20,9 @@ def model_and_template(entry: Mapping[str, Any], templates: Mapping[str, Any]) -
 
 @dataclass(frozen=True)
 class JudgeKind:
-    """One kind of judge (`kind:` in conf/judge/*.yaml): all the pipeline asks of it."""
+    """What a kind of judge (`kind:` in conf/judge/*.yaml) does; what it asks of its config
+    and is known by kind alone are its settings (losona/core/config/schemas.py, JUDGE_KINDS)."""
 
-    name: str
-    # What its config must and must not hold, and what is known of it by kind alone: whether
-    # its reasoning is its own words, whether it combines other judges' verdicts, why the
-    # determinism audit need not judge it again (losona/core/config/schemas.py, JUDGE_KINDS).
-    settings: JudgeKindSettings
     # Its judge, from its checked config and the run's call options.
     make: Callable[[JudgeConfig, CallOptions], Judge]
     # What provenance records of a judge of the kind, beside its name, label, kind and the

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from losona.core.config import judge_kind_settings
 from losona.core.files import read_yaml
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.lexicon import LexiconJudge
@@ -22,9 +21,7 @@ def _identity(entry: Mapping[str, Any], templates: Mapping[str, Any]) -> str:
     return f"lexicon (rules {entry.get('rules_version')}, sha256 {str(rules)[:12]})"
 
 
-LEXICON = JudgeKind(
-    name="lexicon",
-    settings=judge_kind_settings("lexicon"),
+KIND = JudgeKind(
     make=lambda config, options: LexiconJudge(),
     record=lambda config: {"rules_version": str(read_yaml(RULES_PATH)["version"])},
     verdict_origin=_verdict_origin,

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from losona.core.config import JudgeConfig, judge_kind_settings
+from losona.core.config import JudgeConfig
 from losona.judges import prompt
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.llm import LLMJudge
@@ -57,9 +57,7 @@ def _verdict_origin(entry: Mapping[str, Any], origin: str) -> dict[str, Any]:
     }
 
 
-LLM = JudgeKind(
-    name="llm",
-    settings=judge_kind_settings("llm"),
+KIND = JudgeKind(
     make=_make,
     record=_record,
     verdict_origin=_verdict_origin,

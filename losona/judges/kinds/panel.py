@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from losona.core.config import JudgeConfig, judge_kind_settings
+from losona.core.config import JudgeConfig
 from losona.core.errors import LosonaError
 from losona.judges.base import Judge
 from losona.judges.kinds.kind import JudgeKind
@@ -46,9 +46,7 @@ def _identity(entry: Mapping[str, Any], templates: Mapping[str, Any]) -> str:
     )
 
 
-PANEL = JudgeKind(
-    name="panel",
-    settings=judge_kind_settings("panel"),
+KIND = JudgeKind(
     make=_make,
     record=_record,
     verdict_origin=_verdict_origin,
