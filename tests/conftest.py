@@ -36,7 +36,7 @@ import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolve
 from losona.core.config import Paths, load_option
 from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
-from losona.reproduce.checks import check_stages
+from losona.reproduce.checks import Run, check_stages, published_calls
 from losona.reproduce.compare import Check
 from losona.reproduce.recorded import RecordedSettings
 from losona.reproduce.replay import replaying
@@ -514,7 +514,7 @@ def loaded_dom(html: str, folder: Path, *flags: str) -> str:
 
 def rerun_stages(layout: RunLayout, record: dict[str, Any], *stages: str) -> Check:
     """The stages named, run again by reproduce on the run `layout` places, as `record` says."""
-    check = Check()
+    run = Run(Check(), RecordedSettings(layout, record), layout, published_calls(layout))
     with replaying(layout) as replay:
-        check_stages(check, RecordedSettings(layout, record), layout, replay, only=stages)
-    return check
+        check_stages(run, replay, only=stages)
+    return run.check

@@ -30,9 +30,10 @@ from losona.core.layout import RunLayout
 from losona.models import Completion
 from losona.models.call_cache import CallCache
 from losona.pipeline.table import STAGES
+from losona.provenance.record import read_provenance
 from losona.reproduce.checks import NOT_COMPARED, NOT_RERUN, check_run
 from losona.reproduce.cli import compose
-from losona.reproduce.recorded import RecordedSettings, read_provenance
+from losona.reproduce.recorded import RecordedSettings
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
@@ -246,10 +247,15 @@ def test_a_tampered_output_or_calls_file_is_named(
         r"condition=naive\), compliance: expected [\d.]+, found [\d.]+",
         checked.stdout,
     ), checked.stdout
+    # The edited call is named by its key, and the response sampled again from it by its row.
     assert re.search(
-        rf"differs: {re.escape(CALLS)}, key \w+ \(subject_model=local, condition=naive, "
-        rf"scenario_id={responses['scenario_id'][0]}, trial=0\), text: expected .*, "
-        r"found 'edited'",
+        rf"differs: {re.escape(CALLS)}, row \d+ \(key=\w+\), text: expected .*, found 'edited'",
+        checked.stdout,
+    ), checked.stdout
+    assert re.search(
+        r"differs: data/responses/local/naive\.parquet, row 1 \(subject_model=local, "
+        rf"condition=naive, scenario_id={responses['scenario_id'][0]}, trial=0\), response: "
+        r"expected 'edited', found .*",
         checked.stdout,
     ), checked.stdout
     assert "Traceback" not in checked.stderr

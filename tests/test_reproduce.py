@@ -109,9 +109,9 @@ def test_a_fresh_run_reproduces(run: RunLayout) -> None:
 def test_the_published_calls_are_read_once_for_every_check(
     run: RunLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A published calls file that answers none of the run's responses: every check that
-    # looks at calls (the verdicts, the calls themselves) reads it, from one reading. The
-    # fixture's model 'm' is the one its provenance records.
+    # A published calls file that answers none of the run's responses: every stage run again
+    # reads it (the replay's copy of it), from one reading. The fixture's model 'm' is the one
+    # its provenance records.
     assert run.calls is not None
     scenarios = pl.read_parquet(run.scenarios)
     write_parquet(render_prompts(scenarios, SWEEP["conditions"]), run.prompts)
@@ -125,7 +125,7 @@ def test_the_published_calls_are_read_once_for_every_check(
 
     monkeypatch.setattr(pl, "read_parquet", counted)
     check = check_run(run)
-    assert reads.count(str(run.calls)) == 1
+    assert [Path(read).name for read in reads].count(run.calls.name) == 1
     assert {d.file for d in check.differences} == {str(run.calls)}  # and it was checked
 
 

@@ -22,8 +22,8 @@ from losona.core.errors import LosonaError
 from losona.core.files import read_yaml
 from losona.core.layout import RunLayout
 from losona.judges.kinds import judge_kind
+from losona.provenance.record import read_provenance
 from losona.reproduce.checks import check_run
-from losona.reproduce.recorded import read_provenance
 from losona.results.aggregate import read_reports
 
 PATHS_FILE = Path("conf/paths/default.yaml")

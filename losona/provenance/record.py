@@ -12,13 +12,23 @@ import json
 import platform
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from losona.core.catalog import CATALOG_PATH
 from losona.core.config import AggregateSettings, JudgeConfig, without_password
-from losona.core.files import read_yaml, sha256_file, sha256_text
+from losona.core.errors import LosonaError
+from losona.core.files import (
+    display_path,
+    read_json_object,
+    read_yaml,
+    require_outputs,
+    sha256_file,
+    sha256_text,
+)
+from losona.core.layout import RunLayout
 from losona.generation import prompt as generator_prompt
 from losona.judges import prompt as judge_prompt
 from losona.judges.kinds import judge_kind
@@ -182,3 +192,48 @@ def provenance(
             },
         },
     }
+
+
+# What every provenance record holds, each a mapping.
+SECTIONS = ("dataset", "templates", "sweep", "judges", "aggregate")
+
+
+def read_provenance(path: str | Path) -> dict[str, Any]:
+    """The run's provenance record, refusing a missing or malformed file."""
+    path = Path(path)
+    require_outputs(path.parent, [path.name], "provenance")
+    record = read_json_object(path, SECTIONS, remedy="rerun the provenance stage")
+    for key in SECTIONS:
+        if not isinstance(record[key], dict):
+            raise LosonaError(
+                f"{display_path(path)}: '{key}' is no mapping; rerun the provenance stage"
+            )
+    return record
+
+
+def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, name: str) -> Any:
+    """A model or judge option as the run used it: the config stage's checked copy
+    (data/configs/<group>/<name>.json), else what the provenance records of it; never
+    conf/ as it is now."""
+    path = layout.config(group, name)
+    schema = ModelSpec if group == "model" else JudgeConfig
+    key = f"{group}s"
+    if path.is_file():
+        node, origin = json.loads(path.read_text(encoding="utf-8")), display_path(path)
+    elif (node := record.get(key, {}).get(name)) is not None:
+        origin = f"{display_path(layout.provenance)} ({key}.{name})"
+    else:
+        raise LosonaError(
+            f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
+            "the run does not record the config it used; rerun the config and provenance stages"
+        )
+    return schema.from_config(_settings(node, schema), origin)
+
+
+def _settings(node: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+    """A recorded config's settings: what the schema has and a value was given for (a record
+    writes out unset ones as null and adds facts of its own, such as a judge's versions)."""
+    settings = {k: v for k, v in node.items() if k in schema.model_fields and v is not None}
+    if isinstance(settings.get("model"), Mapping):  # a judge's model
+        settings["model"] = _settings(settings["model"], ModelSpec)
+    return settings

@@ -5,34 +5,26 @@ held to its provenance record.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from losona.audit.files import DETERMINISM_FILES, read_audit
 from losona.audit.inputs import audit_inputs
-from losona.core.config import ModelSpec
-from losona.core.contracts import (
-    CONTROL_SCHEMA,
-    PROMPT_SCHEMA,
-    RESPONSE_SCHEMA,
-    SCENARIO_SCHEMA,
-    VERDICT_SCHEMA,
-)
+from losona.core.contracts import CONTROL_SCHEMA, RESPONSE_SCHEMA, SCENARIO_SCHEMA, VERDICT_SCHEMA
 from losona.core.errors import LosonaError
-from losona.core.files import display_path, read_parquet
+from losona.core.files import display_path, read_json_object, read_parquet
 from losona.core.layout import RunLayout
 from losona.judges.kinds import judge_kind
 from losona.judges.run import control_summary
-from losona.models import CallNotFound, PublishedCalls, Request, call_key
+from losona.models import CallNotFound
 from losona.models.call_store import LOCK_FILE, recorded_md5
 from losona.pipeline.command import Cell, Settings
 from losona.pipeline.table import STAGES, Stage
 from losona.provenance.lock import check_lock as lock_check
-from losona.provenance.record import scenarios_sha256, template_hashes
+from losona.provenance.record import read_provenance, scenarios_sha256, template_hashes
 from losona.reproduce.compare import (
     Check,
     Difference,
@@ -42,10 +34,9 @@ from losona.reproduce.compare import (
     compare_tables,
     same,
 )
-from losona.reproduce.recorded import RecordedSettings, read_provenance
+from losona.reproduce.recorded import RecordedSettings
 from losona.reproduce.replay import Replay, replaying
 from losona.results.bundle import METRICS
-from losona.sampling.sample import condition_prompts, sample_requests
 
 # The stages not run again, and why.
 NOT_RERUN = {
@@ -65,6 +56,17 @@ NOT_COMPARED = {
     ".svg": "a figure as drawn: the numbers it shows are its .csv, compared",
     ".log.json": "a run log: its latency and timing differ on every run, so it is no output",
 }
+
+
+@dataclass(frozen=True)
+class Run:
+    """The run being checked: what was found so far, its settings and files, and whether it
+    published calls to answer a model call."""
+
+    check: Check
+    settings: RecordedSettings
+    layout: RunLayout
+    answered: bool
 
 
 def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
@@ -93,49 +95,41 @@ def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
         check.notes.append(
             f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
-    published = published_calls(layout)
-    if published is not None and settings.trials is None:
+    if layout.calls is None:
+        check.notes.append("paths.calls is null: the run's calls are not rechecked")
+    elif settings.trials is None and published_calls(layout):
         check.notes.append(f"{provenance_file} records no K: the responses are not sampled again")
     with replaying(layout) as replay:
-        check_stages(check, settings, layout, replay)
-    check_calls(check, settings, layout, published)
+        check_stages(Run(check, settings, layout, published_calls(layout)), replay)
     check_lock(check)
     return check
 
 
-def check_stages(
-    check: Check,
-    settings: RecordedSettings,
-    layout: RunLayout,
-    replay: Replay,
-    only: Collection[str] = (),
-) -> None:
+def check_stages(run: Run, replay: Replay, only: Collection[str] = ()) -> None:
     """Each stage of the table but NOT_RERUN (`only`: those named), on each of its cells, run
     again in `replay` and every file it writes compared with the run's; where the run has no
     file to start from, or published no calls to answer a model call, as INSTEAD says."""
-    answered = published_calls(layout) is not None
     for stage in STAGES:
         if stage.name in NOT_RERUN or (only and stage.name not in only):
             continue
-        for cell in stage.cells_of(settings):
+        for cell in stage.cells_of(run.settings):
             instead = INSTEAD.get(stage.name)
-            if instead is not None and instead(check, settings, layout, cell, answered):
-                continue
-            _rerun(check, stage, settings, cell, replay)
+            if instead is None or not instead(run, cell):
+                _rerun(run, stage, cell, replay)
 
 
-def _rerun(check: Check, stage: Stage, settings: Settings, cell: Cell, replay: Replay) -> None:
-    run = stage.run
-    assert run is not None  # NOT_RERUN holds the stages only their command runs
+def _rerun(run: Run, stage: Stage, cell: Cell, replay: Replay) -> None:
+    stage_run = stage.run
+    assert stage_run is not None  # NOT_RERUN holds the stages only their command runs
     rejudged = stage.name == "audit" and _rejudged(replay.scratch)
     skip = {"skip_files": DETERMINISM_FILES, "skip_keys": ("determinism",)} if rejudged else {}
     try:
-        with replay.rerun(lambda scratch: run(settings, scratch, cell)):
-            compare_written(check, replay, **skip)
+        with replay.rerun(lambda scratch: stage_run(run.settings, scratch, cell)):
+            compare_written(run.check, replay, **skip)
     except CallNotFound as exc:
         at = ", ".join(f"{key}={value}" for key, value in cell.items())
         file = display_path(replay.original(replay.scratch.calls)) if replay.scratch.calls else ""
-        check.add(
+        run.check.add(
             file, 1, [Difference(file, f"{stage.name} {at}", "calls", "all present", str(exc))]
         )
 
@@ -162,35 +156,26 @@ def compare_written(
 # Each returns True when it took the cell's place: no run's file to start from, or a model
 # call that only the run's published calls could answer, and the run published none.
 
-Instead = Callable[[Check, RecordedSettings, RunLayout, Cell, bool], bool]
+
+Instead = Callable[[Run, Cell], bool]
 
 
-def _render_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    return not layout.prompts.is_file()  # a run made from its responses on (tests' runs)
-
-
-def _sample_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
+def _sample_instead(run: Run, cell: Cell) -> bool:
     # Only published calls answer it; an absent responses file is named by the judge's check.
-    responses = layout.responses(cell["model"], cell["condition"])
-    return not answered or settings.trials is None or not responses.is_file()
+    responses = run.layout.responses(cell["model"], cell["condition"])
+    return not run.answered or run.settings.trials is None or not responses.is_file()
 
 
-def _judge_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    path = layout.verdicts(cell["judge"], cell["model"], cell["condition"])
-    responses_path = layout.responses(cell["model"], cell["condition"])
+def _judge_instead(run: Run, cell: Cell) -> bool:
+    path = run.layout.verdicts(cell["judge"], cell["model"], cell["condition"])
+    responses_path = run.layout.responses(cell["model"], cell["condition"])
     if not responses_path.is_file():
-        check.notes.append(
+        run.check.notes.append(
             f"{display_path(path)}: not rechecked against responses "
             f"({display_path(responses_path)} is absent)"
         )
         return True
-    if answered or settings.option("judge", cell["judge"]).model is None or not path.is_file():
+    if run.answered or _calls_no_model(run, cell) or not path.is_file():
         return False
     # An LLM judge with no published calls to answer it: each verdict quotes its response.
     found = read_parquet(path, VERDICT_SCHEMA, made_by="judge").sort("scenario_id", "trial")
@@ -199,58 +184,51 @@ def _judge_instead(
         responses.select("scenario_id", "trial", "response"), on=["scenario_id", "trial"]
     )
     file = display_path(path)
-    check.add(
+    run.check.add(
         file, cell_count(expected), compare_tables(file, expected.select(found.columns), found)
     )
     return True
 
 
-def _controls_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
+def _controls_instead(run: Run, cell: Cell) -> bool:
     judge = cell["judge"]
-    table_path, summary_path = layout.controls(judge), layout.controls_summary(judge)
+    table_path, summary_path = run.layout.controls(judge), run.layout.controls_summary(judge)
     if not table_path.is_file():
-        check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
+        run.check.notes.append(f"{display_path(table_path)}: no validity controls for '{judge}'")
         return True
-    if answered or settings.option("judge", judge).model is None:
+    if run.answered or _calls_no_model(run, cell):
         return False
     # An LLM judge with no published calls to answer it: its summary, from its verdicts.
     found = read_parquet(table_path, CONTROL_SCHEMA, made_by="judge_controls")
+    summary = read_json_object(summary_path, (judge,), "run the judge_controls stage (dvc repro)")
     file = display_path(summary_path)
-    check.add(file, *compare_json(file, {judge: control_summary(found)}, _json_of(summary_path)))
+    run.check.add(file, *compare_json(file, {judge: control_summary(found)}, summary))
     return True
 
 
-def _dynamic_sample_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    return not answered  # as the first turn's: only published calls answer it
-
-
-def _dynamic_judge_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    if answered or settings.option("judge", cell["judge"]).model is None:
+def _dynamic_judge_instead(run: Run, cell: Cell) -> bool:
+    if run.answered or _calls_no_model(run, cell):
         return False
-    verdicts = layout.dynamic_verdicts(cell["judge"], cell["model"], cell["condition"])
-    check.notes.append(
+    verdicts = run.layout.dynamic_verdicts(cell["judge"], cell["model"], cell["condition"])
+    run.check.notes.append(
         f"{display_path(verdicts)}: not judged again (an LLM judge, and no published calls "
         "to answer it)"
     )
     return True
 
 
-def _audit_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    if not (layout.audit_folder / METRICS).is_file():
-        check.notes.append(f"{display_path(layout.audit_folder)}: no audit in this run")
+def _calls_no_model(run: Run, cell: Cell) -> bool:
+    return run.settings.option("judge", cell["judge"]).model is None
+
+
+def _audit_instead(run: Run, cell: Cell) -> bool:
+    if not (run.layout.audit_folder / METRICS).is_file():
+        run.check.notes.append(f"{display_path(run.layout.audit_folder)}: no audit in this run")
         return True
-    if rejudged := _rejudged(layout):
-        check.notes.append(
-            f"{display_path(layout.audit_folder / 'determinism.csv')}: judges {rejudged} were "
-            "re-judged by model calls; those figures are not rechecked"
+    if rejudged := _rejudged(run.layout):
+        run.check.notes.append(
+            f"{display_path(run.layout.audit_folder / 'determinism.csv')}: judges {rejudged} "
+            "were re-judged by model calls; those figures are not rechecked"
         )
     return False
 
@@ -263,45 +241,28 @@ def _rejudged(layout: RunLayout) -> list[str]:
     return judges
 
 
-def _plot_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
-    return not layout.figures_folder.is_dir()
-
-
-def _calls_instead(
-    check: Check, settings: RecordedSettings, layout: RunLayout, cell: Cell, answered: bool
-) -> bool:
+def _calls_instead(run: Run, cell: Cell) -> bool:
     # A cell's calls file absent is named by the stage that writes it, run again.
-    sweep, dynamic = settings.group("sweep"), settings.group("dynamic")
-    files = layout.sweep_calls(sweep) + layout.dynamic_call_files(dynamic)
-    return not answered or not all(path.is_file() for path in files)
+    sweep, dynamic = run.settings.group("sweep"), run.settings.group("dynamic")
+    files = run.layout.sweep_calls(sweep) + run.layout.dynamic_call_files(dynamic)
+    return not run.answered or not all(path.is_file() for path in files)
 
 
 INSTEAD: dict[str, Instead] = {
-    "render": _render_instead,
+    # A run made from its responses on (tests' runs) has no prompt table to start from.
+    "render": lambda run, cell: not run.layout.prompts.is_file(),
     "sample": _sample_instead,
     "judge": _judge_instead,
     "judge_controls": _controls_instead,
-    "dynamic_sample": _dynamic_sample_instead,
+    "dynamic_sample": lambda run, cell: not run.answered,  # as sample: only published calls
     "dynamic_judge": _dynamic_judge_instead,
     "audit": _audit_instead,
-    "plot": _plot_instead,
+    "plot": lambda run, cell: not run.layout.figures_folder.is_dir(),
     "calls": _calls_instead,
 }
 
 
-def _json_of(path: Path) -> Any:
-    file = display_path(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LosonaError(f"{file} not found: run the judge_controls stage (dvc repro)") from None
-    except json.JSONDecodeError as exc:
-        raise LosonaError(f"{file}: not a JSON file ({exc})") from None
-
-
-# -- the run's inputs and calls against its record -------------------------------------------
+# -- the run's inputs and dvc.lock against its record -------------------------------------------
 
 
 def check_inputs(
@@ -343,96 +304,19 @@ def check_verdict_origins(
     return compared, differences
 
 
-def published_calls(layout: RunLayout) -> PublishedCalls | None:
-    """The run's published calls, if it has any; a file dvc.lock records must be there."""
+def published_calls(layout: RunLayout) -> bool:
+    """Whether the run published calls; a file dvc.lock records must be there. (Its bytes are
+    held against dvc.lock by check_lock, and an edited file is read by the stages run again,
+    so that what differs is named value by value too.)"""
     published = layout.calls
-    if published is None:
-        return None
-    file = display_path(published)
-    if not published.is_file():
-        if recorded_md5(published) is not None:
-            raise LosonaError(
-                f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
-            )
-        return None
-    # Its bytes are held against dvc.lock by check_lock: an edited file is read here, so
-    # that what differs is named value by value too.
-    return PublishedCalls(published, None, remedy=f"get the run's own with `dvc pull {file}`")
-
-
-# What a response row holds of the call it came from, by the calls table's column.
-RESPONSE_FROM_CALL = {
-    "text": "response",
-    "finish_reason": "finish_reason",
-    "prompt_tokens": "prompt_tokens",
-    "completion_tokens": "completion_tokens",
-    "cost_usd": "cost_usd",
-}
-
-
-def check_calls(
-    check: Check, settings: RecordedSettings, layout: RunLayout, published: PublishedCalls | None
-) -> None:
-    """Every first-turn response is the published call its request was answered with, even
-    in a run that records no K (so is not sampled again). That every cell's calls are in the
-    run's file, and every second reply its call, the calls and dynamic_sample stages show,
-    run again."""
-    if layout.calls is None:
-        check.notes.append("paths.calls is null: the run's calls are not rechecked")
-        return
-    if published is None:
-        return  # a run that published no calls, like one without figures: nothing to check
-    sweep = settings.group("sweep")
-    prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
-    for model in sweep["models"]:
-        spec = settings.option("model", model)
-        for condition in sweep["conditions"]:
-            path = layout.responses(model, condition)
-            if not path.is_file():
-                continue  # named by the verdict checks, which need it too
-            responses = read_parquet(path, RESPONSE_SCHEMA, made_by="sample")
-            # The requests the sample stage sends, K trials of each prompt in turn.
-            rows = condition_prompts(prompts, condition)
-            trials: int = responses.select(pl.col("trial").max() + 1).item()
-            ids = [sid for sid in rows["scenario_id"] for _ in range(trials)]
-            sent = {
-                (sid, request.trial): request
-                for sid, request in zip(ids, sample_requests(rows, trials), strict=True)
-            }
-            cell = f"subject_model={model}, condition={condition}"
-            check_responses_against_calls(check, published, spec, responses, sent, cell)
-
-
-def check_responses_against_calls(
-    check: Check,
-    published: PublishedCalls,
-    spec: ModelSpec,
-    responses: pl.DataFrame,
-    sent: Mapping[tuple[Any, ...], Request],
-    cell: str,
-) -> None:
-    """Every response row is the published call its request (`sent`, by scenario and trial)
-    was answered with, looked up by the key the stages cache that call under."""
-    by = ("scenario_id", "trial")
-    file, by_key, missing = display_path(published.path), published.rows_by_key, "(missing)"
-    differences, compared = [], 0
-    for row in responses.iter_rows(named=True):
-        at = tuple(row[c] for c in by)
-        request = sent.get(at, Request(messages=(), trial=row["trial"]))
-        key = call_key(spec, request)
-        call = by_key.get(key, {})
-        where = (
-            f"key {key} ({cell}, "
-            + ", ".join(f"{c}={v}" for c, v in zip(by, at, strict=True))
-            + ")"
+    if published is None or published.is_file():
+        return published is not None
+    if recorded_md5(published) is not None:
+        file = display_path(published)
+        raise LosonaError(
+            f"{file} not found, though dvc.lock records it: get it with `dvc pull {file}`"
         )
-        compared += len(RESPONSE_FROM_CALL)
-        differences += [
-            Difference(file, where, column, row[response_column], call.get(column, missing))
-            for column, response_column in RESPONSE_FROM_CALL.items()
-            if not same(row[response_column], call.get(column, missing))
-        ]
-    check.add(published.path, compared, differences)
+    return False
 
 
 def check_lock(check: Check) -> None:

@@ -35,6 +35,7 @@ ROW_KEYS = (
     "norm_id",
     "scenario_id",
     "trial",
+    "key",  # a calls table's
 )
 
 
