@@ -1,6 +1,5 @@
 """The verdict files a run leaves (`<judge>/<model>/<condition>.parquet`), read, and checked
-to form one complete run over the scenario table before any number is computed.
-"""
+to form one complete run over the scenario table before any number is computed."""
 
 from __future__ import annotations
 
