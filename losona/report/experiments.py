@@ -16,14 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.core.cli import USER_ERROR_EXIT
-from losona.core.config import (
-    PANELS_FILE,
-    PARAMS_FILE,
-    RUN_FILE,
-    Paths,
-    load_option,
-    option_file,
-)
+from losona.core.config import PANELS_FILE, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.core.errors import LosonaError
 from losona.core.formatting import MISSING, number, signed
 from losona.core.layout import RunLayout

@@ -8,10 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_args, get_origin
 
 from omegaconf import OmegaConf
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, ValidationError
 
 from losona.core.errors import LosonaError
 
