@@ -31,10 +31,8 @@ CORRECTED = "corrected"
 
 
 def rogan_gladen(observed: Any, sensitivity: Any, specificity: Any) -> Any:
-    """True compliance from observed compliance and the judge's error rates, clipped to [0, 1].
-
-    Works on numbers and numpy arrays alike; NaN where sens + spec - 1 <= 0 (not identifiable).
-    """
+    """True compliance from observed compliance and the judge's error rates, clipped to [0, 1],
+    on numbers or numpy arrays; NaN where sens + spec - 1 <= 0 (not identifiable)."""
     youden = np.asarray(sensitivity + specificity - 1.0, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         raw = (observed + specificity - 1.0) / youden
@@ -80,9 +78,8 @@ class JudgeError:
 
 def judge_error(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> JudgeError:
     """The labelled items the judge scored: people's label and the judge's, side by side."""
-    scored = labelled_verdicts(labelled, verdicts, judge).filter(
-        pl.col("judge_complies").is_not_null()
-    )
+    rows = labelled_verdicts(labelled, verdicts, judge)
+    scored = rows.filter(pl.col("judge_complies").is_not_null())
     return JudgeError(
         human=scored["human"].to_numpy().astype(bool),
         judge=scored["judge_complies"].to_numpy().astype(bool),
@@ -96,12 +93,9 @@ def corrected_compliance(
     presentation: Presentation,
     bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
-
-    `labelled` is the sheet's key with people's labels (losona.audit.labelling.load_labels). Judges
-    whose correction is not identifiable have a correction.csv row that says why, and no
-    corrected figures.
-    """
+    """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run, from
+    `labelled`, the sheet's key with people's labels; a judge whose correction is not
+    identifiable has a correction.csv row that says why, and no corrected figures."""
     basis, corrected, deltas = [], [], []
     outcomes = scenario_outcomes(verdicts)
     for judge in judges:

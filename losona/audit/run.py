@@ -41,11 +41,9 @@ def audit(
     rejudge: Callable[[str], Judge],
     families: Families | None = None,
 ) -> ReportBundle:
-    """The judge audit of one run: every table and the headline figures as DVC metrics.
+    """The judge audit of one run: every table and the headline figures as DVC metrics;
+    without `families` (each judge's and subject's model family) self-preference is empty."""
 
-    `families` names each judge's and subject's model family, for the self-preference
-    check; without it (or with too few families) that table is empty.
-    """
     judges = judge_names(verdicts, presentation)
     missing = sorted(set(judges) - set(controls))
     if missing:
