@@ -42,20 +42,18 @@ def panel_vote(
     counted = [v for v in votes if v is not None]
     if not counted:
         return None, "no_votes"
-    yes, no = counted.count(True), counted.count(False)
     if rule == "majority":
-        if 2 * yes > len(counted):
-            return True, "ok"
-        if 2 * no > len(counted):
-            return False, "ok"
-        return None, "tie"
-    if rule == "unanimous":
-        if yes == len(counted):
-            return True, "ok"
-        if no == len(counted):
-            return False, "ok"
-        return None, "split"
-    raise LosonaError(f"unknown panel rule {rule!r}: expected majority or unanimous")
+        needed, undecided = len(counted) // 2 + 1, "tie"
+    elif rule == "unanimous":
+        needed, undecided = len(counted), "split"
+    else:
+        raise LosonaError(f"unknown panel rule {rule!r}: expected majority or unanimous")
+    if counted.count(True) >= needed:
+        return True, "ok"
+    if counted.count(False) >= needed:
+        return False, "ok"
+    return None, undecided
+
 
 
 def combine_verdicts(panel: JudgeConfig, votes: Mapping[str, pl.DataFrame]) -> pl.DataFrame:

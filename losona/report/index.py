@@ -1,9 +1,6 @@
-"""reports/index.html: one self-contained page from the numbers down to every chat.
-
-Each function here computes the data of one `Section`; its template
-(losona/pages/templates/report/) lays it out. Figures are embedded as data URIs and styles
-are inline, so the file opens offline.
-"""
+"""reports/index.html: one self-contained page from the numbers down to every chat, which
+opens offline. Each function here computes the data of one `Section`; its template
+(losona/pages/templates/report/) lays it out."""
 
 from __future__ import annotations
 
@@ -376,12 +373,9 @@ def browser_section(view: _View) -> Section:
 def scenario_passes(
     reports: Reports, scenario_ids: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per scenario, per judge in the reports' order: its label, and in how many model x
-    condition cells it passes out of how many.
-
-    Never pooled over judges: a test double's or a panel's passes would count as the other
-    judges' (issue 30).
-    """
+    """Per scenario, per judge in the reports' order (never pooled: a test double's passes
+    would count as the others'): its label, and in how many model x condition cells it passes
+    out of how many."""
     judges = reports["results.csv"].select("judge", "judge_label").unique(maintain_order=True)
     counts = {
         (sid, judge): (passed, cells)

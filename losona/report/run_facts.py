@@ -1,9 +1,6 @@
-"""What each cell of a run cost, as the report shows it.
-
-Only the facts that are the same on every rerun (calls, tokens, list cost, from the calls
-files), so that a warm rerun writes the report byte for byte; what differs between runs
-is in the run logs (losona/report/run_logs.py).
-"""
+"""What each cell of a run cost, as the report shows it: only the facts that are the same on
+every rerun (calls, tokens, list cost, from the calls files), so that a warm rerun writes the
+report byte for byte; what differs between runs is in the run logs (run_logs.py)."""
 
 from __future__ import annotations
 
@@ -64,10 +61,9 @@ def cell_calls(calls_dir: str | Path) -> pl.DataFrame:
 
 
 def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
-    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof).
+    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof), in the
+    reports' order: `labels` lists names as results.csv does."""
 
-    Cells come in the reports' order: `labels` lists names as results.csv does.
-    """
     order = {name: i for i, name in enumerate(labels)}
 
     def rank(name: str | None) -> tuple[int, str]:

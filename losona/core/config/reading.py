@@ -117,5 +117,5 @@ def compose_paths(overrides: Sequence[str]) -> Paths:
     chosen_paths = next(
         (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
     )
-    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-    return checked
+    return Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
+
