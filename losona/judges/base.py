@@ -130,22 +130,10 @@ def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
         if not turn.is_demo or position == 0:
             continue
         before, elicitor = scenario.turns[: position - 1], scenario.turns[position - 1]
-        cases.append(
-            JudgeCase(
-                **_norm_fields(scenario),
-                prior_transcript=format_transcript(before) or NO_EARLIER_MESSAGES,
-                elicitor_actor=elicitor.actor,
-                elicitor_content=elicitor.content,
-                subject=turn.actor,
-                response=turn.content,
-                members=tuple(
-                    name
-                    for name in (scenario.subject, *(m.name for m in scenario.cast))
-                    if name != turn.actor
-                ),
-                earlier_messages=tuple(earlier.content for earlier in before),
-            )
-        )
+        case = JudgeCase.in_chat(scenario, before, elicitor.actor, elicitor.content, turn.content)
+        everyone = (scenario.subject, *(m.name for m in scenario.cast))
+        members = tuple(name for name in everyone if name != turn.actor)
+        cases.append(dataclasses.replace(case, subject=turn.actor, members=members))
     return cases
 
 
