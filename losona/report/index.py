@@ -196,8 +196,8 @@ def figures_section(figures: Sequence[Figure]) -> Section:
 
 
 def effects_section(reports: Reports) -> Section:
-    """Paired effects against naive: delta with interval, McNemar test, the scenarios that
-    flip."""
+    """Paired effects against naive: delta with interval, McNemar test, scenarios that flip."""
+
     ids: defaultdict[tuple[str, ...], list[str]] = defaultdict(list)
     for r in reports["flips.csv"].iter_rows(named=True):
         ids[(*_cell(r), r["flip"])].append(r["scenario_id"])
