@@ -55,7 +55,6 @@ def panel_vote(
     return None, undecided
 
 
-
 def combine_verdicts(panel: JudgeConfig, votes: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """The panel's verdicts (VERDICT_SCHEMA) from each member's, sorted by cell and trial."""
     rows = _combine(panel, votes, VERDICT_KEY, VERDICT_SAME, "verdict")

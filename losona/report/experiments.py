@@ -62,7 +62,6 @@ def default_paths() -> Paths:
     return Paths.from_config(node.paths, origin=str(option_file("paths", "default")))
 
 
-
 @dataclass(frozen=True)
 class Experiment:
     """One column: an experiment (or the workspace, or a commit) and what it recorded."""

@@ -31,7 +31,6 @@ class Presentation:
         orders = (self.judges, self.models, self.conditions)
         return tuple(_rank(order, name) for order, name in zip(orders, cell, strict=True))
 
-
     def model_label(self, name: str) -> str:
         """A model's display name, e.g. "Gemini 3.1 Pro"."""
         return self.model_labels.get(name, name)

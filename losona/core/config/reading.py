@@ -118,4 +118,3 @@ def compose_paths(overrides: Sequence[str]) -> Paths:
         (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
     )
     return Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-
