@@ -13,6 +13,7 @@ import polars as pl
 from losona.core.contracts import CALL_SCHEMA
 from losona.core.files import read_parquet
 from losona.core.layout import CONTROLS_CALLS, JUDGE_CALLS, SAMPLE_CALLS
+from losona.judges.verdicts import CELL
 from losona.pages import Section, section
 
 
@@ -71,14 +72,9 @@ def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
 
     stages = {SAMPLE_CALLS: 0, JUDGE_CALLS: 1, CONTROLS_CALLS: 2}
     ordered = sorted(
-        calls.iter_rows(named=True),
-        key=lambda r: (
-            stages[r["stage"]],
-            rank(r["judge"]),
-            rank(r["subject_model"]),
-            rank(r["condition"]),
-        ),
+        calls.iter_rows(named=True), key=lambda r: (stages[r["stage"]], [rank(r[k]) for k in CELL])
     )
+
     rows = [
         {
             "cell": cell_name(r, labels),
