@@ -265,10 +265,7 @@ def read_parquet(
     `where`, only the rows it selects are read."""
     path = Path(path)
     if not path.is_file():
-        raise LosonaError(
-            f"{path} not found: run the {made_by} stage first "
-            f"(python stages/{made_by}.py, or dvc repro)"
-        )
+        raise LosonaError(f"{path} not found: {run_first(made_by)}")
     try:
         if where is None:
             df = pl.read_parquet(path)
@@ -283,14 +280,16 @@ def read_parquet(
     return df
 
 
+def run_first(stage: str) -> str:
+    """What makes a stage's missing output, as every refusal of one says it."""
+    return f"run the {stage} stage first (python stages/{stage}.py, or dvc repro)"
+
+
 def require_outputs(root: Path, names: Iterable[str], stage: str) -> None:
     """Refuse, saying how to make it, the first of a stage's output files that is missing."""
     for name in names:
         if not (root / name).is_file():
-            raise LosonaError(
-                f"{display_path(root / name)} not found: run the {stage} stage first "
-                f"(python stages/{stage}.py, or dvc repro)"
-            )
+            raise LosonaError(f"{display_path(root / name)} not found: {run_first(stage)}")
 
 
 def read_text(path: str | Path, remedy: str) -> str:
