@@ -72,11 +72,7 @@ class Confusion:
         return {
             "agree": self.agree,
             "agreement": percent(self.agreement),
-            "kappa": _round(self.kappa),
+            "kappa": None if self.kappa is None else round(self.kappa, 3),
             "a_compliance": percent(self.a_rate),
             "b_compliance": percent(self.b_rate),
         }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)

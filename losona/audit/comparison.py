@@ -13,6 +13,7 @@ from losona.audit.agreement import RESPONSE_KEY, Confusion
 from losona.audit.tables import JUDGE_PAIR_SCHEMA, PAIR_BREAKDOWN_SCHEMA, STABILITY_SCHEMA
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
+from losona.core.formatting import signed
 from losona.results.presentation import Presentation
 
 BREAKDOWNS = ("subject_model", "condition", "norm_id")
@@ -116,11 +117,8 @@ def _ordered_groups(groups: list[str], by: str, presentation: Presentation) -> l
 def headline_stability(
     results: pl.DataFrame, deltas: pl.DataFrame, judges: Sequence[str]
 ) -> pl.DataFrame:
-    """headline_stability.csv: each model's best condition and each effect's sign, judge by judge.
-
-    Both come from aggregate's tables (accuracy-at-K and paired effects against naive), so
-    they are the very numbers each judge's report shows.
-    """
+    """headline_stability.csv: each model's best condition and each effect's sign, judge by
+    judge, from aggregate's tables: the very numbers each judge's report shows."""
     rows = []
     for a, b in itertools.combinations(judges, 2):
         models = [
@@ -144,8 +142,9 @@ def headline_stability(
                     if delta_a is None or delta_b is None
                     else bool(np.sign(delta_a) == np.sign(delta_b))
                 )
+
                 rows.append(
-                    _check(a, b, model, EFFECT, condition, _signed(delta_a), _signed(delta_b))
+                    _check(a, b, model, EFFECT, condition, signed(delta_a), signed(delta_b))
                     | {"same": same}
                 )
     return table(rows, STABILITY_SCHEMA, sort_by=[])
@@ -181,7 +180,3 @@ def _best_conditions(results: pl.DataFrame, judge: str, model: str) -> list[str]
 def _effects(deltas: pl.DataFrame, judge: str, model: str) -> dict[str, float | None]:
     rows = deltas.filter((pl.col("judge") == judge) & (pl.col("subject_model") == model))
     return dict(rows.select("condition", "delta").iter_rows())
-
-
-def _signed(value: float | None) -> str:
-    return "" if value is None else f"{value:+.1f}"

@@ -31,10 +31,8 @@ CORRECTED = "corrected"
 
 
 def rogan_gladen(observed: Any, sensitivity: Any, specificity: Any) -> Any:
-    """True compliance from observed compliance and the judge's error rates, clipped to [0, 1].
-
-    Works on numbers and numpy arrays alike; NaN where sens + spec - 1 <= 0 (not identifiable).
-    """
+    """True compliance from observed compliance and the judge's error rates, clipped to [0, 1],
+    on numbers or numpy arrays; NaN where sens + spec - 1 <= 0 (not identifiable)."""
     youden = np.asarray(sensitivity + specificity - 1.0, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         raw = (observed + specificity - 1.0) / youden
@@ -80,9 +78,8 @@ class JudgeError:
 
 def judge_error(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> JudgeError:
     """The labelled items the judge scored: people's label and the judge's, side by side."""
-    scored = labelled_verdicts(labelled, verdicts, judge).filter(
-        pl.col("judge_complies").is_not_null()
-    )
+    rows = labelled_verdicts(labelled, verdicts, judge)
+    scored = rows.filter(pl.col("judge_complies").is_not_null())
     return JudgeError(
         human=scored["human"].to_numpy().astype(bool),
         judge=scored["judge_complies"].to_numpy().astype(bool),
@@ -96,12 +93,9 @@ def corrected_compliance(
     presentation: Presentation,
     bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run.
-
-    `labelled` is the sheet's key with people's labels (losona.audit.labelling.load_labels). Judges
-    whose correction is not identifiable have a correction.csv row that says why, and no
-    corrected figures.
-    """
+    """correction.csv, corrected.csv and corrected_deltas.csv for every judge of the run, from
+    `labelled`, the sheet's key with people's labels; a judge whose correction is not
+    identifiable has a correction.csv row that says why, and no corrected figures."""
     basis, corrected, deltas = [], [], []
     outcomes = scenario_outcomes(verdicts)
     for judge in judges:
@@ -228,45 +222,32 @@ def _corrected_rows(
         high = np.concatenate([b[1] for b in bounds])
         unidentified = np.isnan(distribution).sum(axis=-1)
 
-    def figure(k: int) -> tuple[float | None, float | None, float | None]:
-        return percent(float(point[k])), percent(float(low[k])), percent(float(high[k]))
+    def figures(column: str, k: int) -> dict[str, float | None]:
+        """`column`, `column`_low and `column`_high: the k-th statistic and its interval."""
+        values = (percent(float(v[k])) for v in (point, low, high))
+        return dict(zip((column, f"{column}_low", f"{column}_high"), values, strict=True))
 
-    rows = []
-    for i, (model, condition) in enumerate(cells):
-        observed, obs_low, obs_high = figure(layout[0] + i)
-        fixed, fixed_low, fixed_high = figure(layout[1] + i)
-        rows.append(
-            {
-                **_names(judge, model, condition, presentation),
-                "scenarios": len(scenario_ids),
-                "scored_trials": int(scored[i].sum()),
-                "compliance": observed,
-                "compliance_low": obs_low,
-                "compliance_high": obs_high,
-                "corrected": fixed,
-                "corrected_low": fixed_low,
-                "corrected_high": fixed_high,
-                "unidentified_resamples": int(unidentified[layout[1] + i]),
-            }
-        )
-    paired = []
-    for k, (i, _) in enumerate(pairs):
-        model, condition = cells[i]
-        delta, delta_low, delta_high = figure(layout[2] + k)
-        fixed, fixed_low, fixed_high = figure(layout[3] + k)
-        paired.append(
-            {
-                **_names(judge, model, condition, presentation),
-                "scenarios": len(scenario_ids),
-                "compliance_delta": delta,
-                "compliance_delta_low": delta_low,
-                "compliance_delta_high": delta_high,
-                "corrected_delta": fixed,
-                "corrected_delta_low": fixed_low,
-                "corrected_delta_high": fixed_high,
-                "unidentified_resamples": int(unidentified[layout[3] + k]),
-            }
-        )
+    rows = [
+        {
+            **_names(judge, cell, presentation),
+            "scenarios": len(scenario_ids),
+            "scored_trials": int(scored[i].sum()),
+            **figures("compliance", layout[0] + i),
+            **figures("corrected", layout[1] + i),
+            "unidentified_resamples": int(unidentified[layout[1] + i]),
+        }
+        for i, cell in enumerate(cells)
+    ]
+    paired = [
+        {
+            **_names(judge, cells[i], presentation),
+            "scenarios": len(scenario_ids),
+            **figures("compliance_delta", layout[2] + k),
+            **figures("corrected_delta", layout[3] + k),
+            "unidentified_resamples": int(unidentified[layout[3] + k]),
+        }
+        for k, (i, _) in enumerate(pairs)
+    ]
     return rows, paired
 
 
@@ -296,7 +277,8 @@ def _per_scenario(
     return np.array([by_id.get(s, 0) for s in scenario_ids], dtype=float)
 
 
-def _names(judge: str, model: str, condition: str, presentation: Presentation) -> dict[str, str]:
+def _names(judge: str, cell: tuple[str, str], presentation: Presentation) -> dict[str, str]:
+    model, condition = cell
     return {
         "judge": judge,
         "subject_model": model,

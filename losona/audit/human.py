@@ -22,11 +22,8 @@ def human_agreement(
     judges: Sequence[str],
     bootstrap: AggregateSettings,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """human_agreement.csv and human_items.csv: each judge against people's labels.
-
-    `labelled` is the sheet's key with a `human` column (losona.audit.labelling.load_labels). An
-    item a judge has no verdict for, or left unscored, is counted and left out.
-    """
+    """human_agreement.csv and human_items.csv: each judge against people's labels (`labelled`:
+    the sheet's key with a `human` column); an item a judge did not score is counted, left out."""
     summary, items = [], []
     for judge in judges:
         mine = verdicts.filter(pl.col("judge") == judge)
@@ -35,6 +32,7 @@ def human_agreement(
         confusion = Confusion.of(scored["judge_complies"], scored["human"])
         low, high = _agreement_interval(scored["judge_complies"] == scored["human"], bootstrap)
         figures = confusion.figures()
+
         summary.append(
             {
                 "judge": judge,
@@ -71,11 +69,8 @@ def human_agreement(
 
 
 def labelled_verdicts(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> pl.DataFrame:
-    """Every labelled item with the judge's verdict on it: `judge_complies`, `judged`.
-
-    `judge_complies` is null where the judge left the item unscored or has no verdict for
-    it (`judged` null). A verdict on another text than the one labelled is refused.
-    """
+    """Every labelled item with the judge's verdict on it: `judge_complies` (null: unscored or
+    no verdict), `judged` (null: no verdict); a verdict on another text is refused."""
     mine = verdicts.filter(pl.col("judge") == judge)
     rows = labelled.join(
         mine.select(*RESPONSE_KEY, "response", judge_complies="complies", judged=pl.lit(True)),

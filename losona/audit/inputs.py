@@ -31,10 +31,9 @@ def audit_inputs(
     sweep: Mapping[str, Sequence[str]],
     recorded_kinds: Mapping[str, str] | None = None,
 ) -> AuditInputs:
-    """Assemble the audit's inputs one way, for the audit stage and for reproduce's check.
+    """Assemble the audit's inputs one way, for the audit stage and for reproduce's check; a
+    judge's kind is the recorded one (a run's provenance) when given, else its config's."""
 
-    A judge's kind is the recorded one (a run's provenance) when given, else its config's.
-    """
     verdicts = load_verdicts(verdicts_dir)
     presentation = presentation_for(verdicts, sweep)
     judges = judge_names(verdicts, presentation)

@@ -2,9 +2,7 @@
 
 The sheet shows what the judge sees and nothing that could sway a labeller (no verdict,
 model or condition); item ids hash a response's identity and text, so they reveal neither
-and stay the same in any later sheet. `load_labels` reads the labels back, refusing any
-item it cannot match, each named with its file and line.
-"""
+and stay the same in any later sheet."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -75,15 +72,13 @@ def labelling_sheet(
             f"responses name scenario '{unknown[0]}', which is not in the scenario table: "
             "rerun sample after fetch"
         )
+    norm_of = {sid: s.norm_id for sid, s in by_id.items()}
     pool = (
         responses.filter(pl.col("response").is_not_null())
-        .with_columns(
-            norm_id=pl.col("scenario_id").replace_strict(
-                {sid: s.norm_id for sid, s in by_id.items()}
-            )
-        )
+        .with_columns(norm_id=pl.col("scenario_id").replace_strict(norm_of))
         .sort("subject_model", "condition", "scenario_id", "trial")
     )
+
     norms, conditions = sorted(set(pool["norm_id"])), sorted(set(pool["condition"]))
     needed = max(len(norms), len(conditions))
     if items < needed:
@@ -175,21 +170,9 @@ def write_sheet(
 
 
 def sheet_html(sheet: Sheet) -> str:
-    """The sheet as one readable, self-contained page (no script, opens offline)."""
-    cards = sheet_cards(sheet)
-    return render_page(
-        "LoSoNA labelling sheet",
-        fragment("sheet/lead.html"),
-        [
-            section("how", "How to label", "sheet/how.html"),
-            section("items", f"The {len(cards)} items", "sheet/items.html", cards=cards),
-        ],
-    )
-
-
-def sheet_cards(sheet: Sheet) -> list[dict[str, Any]]:
-    """Each item as the sheet shows it, its chat lines split into speaker and text."""
-    return [
+    """The sheet as one readable, self-contained page (no script, opens offline), each item's
+    chat lines split into speaker and text."""
+    cards = [
         {
             "item": row["item"],
             "item_id": row["item_id"],
@@ -201,6 +184,14 @@ def sheet_cards(sheet: Sheet) -> list[dict[str, Any]]:
         }
         for row in sheet.items.iter_rows(named=True)
     ]
+    return render_page(
+        "LoSoNA labelling sheet",
+        fragment("sheet/lead.html"),
+        [
+            section("how", "How to label", "sheet/how.html"),
+            section("items", f"The {len(cards)} items", "sheet/items.html", cards=cards),
+        ],
+    )
 
 
 def _line(line: str) -> tuple[str | None, str]:

@@ -40,12 +40,10 @@ def determinism(
     kinds: Mapping[str, str],
     rejudge: Callable[[str], Judge],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset.
+    """determinism.csv and determinism_flips.csv: each judge re-judging a seeded subset, with
+    `rejudge(name)` (the call cache bypassed); a judge whose kind cannot vary is not re-judged,
+    its `method` saying why."""
 
-    A judge whose kind cannot vary (`kinds`; JudgeKindSettings.determinism) is not
-    re-judged, its `method` saying why. `rejudge(name)` gives the judge to call again with the
-    call cache bypassed, only when `settings.repeats` is above 0.
-    """
     summary: list[dict[str, Any]] = []
     flips: list[dict[str, Any]] = []
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}

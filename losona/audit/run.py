@@ -10,18 +10,13 @@ import polars as pl
 from losona.audit.comparison import compare_judges, headline_stability, judge_names
 from losona.audit.controls import control_results
 from losona.audit.correction import corrected_compliance
+from losona.audit.files import AUDIT_FILES
 from losona.audit.human import human_agreement
 from losona.audit.labelling import Labels
 from losona.audit.rejudging import determinism
 from losona.audit.self_preference import ESTIMATED, Families, self_preference
 from losona.audit.settings import DeterminismSettings
-from losona.audit.tables import (
-    CORRECTED_DELTA_SCHEMA,
-    CORRECTED_SCHEMA,
-    CORRECTION_SCHEMA,
-    HUMAN_AGREEMENT_SCHEMA,
-    HUMAN_ITEM_SCHEMA,
-)
+from losona.audit.tables import HUMAN_AGREEMENT_SCHEMA
 from losona.core.config import AggregateSettings
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
@@ -46,11 +41,9 @@ def audit(
     rejudge: Callable[[str], Judge],
     families: Families | None = None,
 ) -> ReportBundle:
-    """The judge audit of one run: every table and the headline figures as DVC metrics.
+    """The judge audit of one run: every table and the headline figures as DVC metrics;
+    without `families` (each judge's and subject's model family) self-preference is empty."""
 
-    `families` names each judge's and subject's model family, for the self-preference
-    check; without it (or with too few families) that table is empty.
-    """
     judges = judge_names(verdicts, presentation)
     missing = sorted(set(judges) - set(controls))
     if missing:
@@ -66,11 +59,11 @@ def audit(
             labels.human, verdicts, judges, presentation, bootstrap
         )
     else:
-        human = table([], HUMAN_AGREEMENT_SCHEMA, sort_by=[])
-        human_items = table([], HUMAN_ITEM_SCHEMA, sort_by=[])
-        correction = table([], CORRECTION_SCHEMA, sort_by=[])
-        corrected = table([], CORRECTED_SCHEMA, sort_by=[])
-        corrected_deltas = table([], CORRECTED_DELTA_SCHEMA, sort_by=[])
+        human = table([], AUDIT_FILES["human_agreement.csv"], sort_by=[])
+        human_items = table([], AUDIT_FILES["human_items.csv"], sort_by=[])
+        correction = table([], AUDIT_FILES["correction.csv"], sort_by=[])
+        corrected = table([], AUDIT_FILES["corrected.csv"], sort_by=[])
+        corrected_deltas = table([], AUDIT_FILES["corrected_deltas.csv"], sort_by=[])
     preference = self_preference(verdicts, judges, kinds, families or Families(), bootstrap)
     stable, flips = determinism(verdicts, scenarios, judges, determinism_settings, kinds, rejudge)
     control_table, misses = control_results({j: controls[j] for j in judges})

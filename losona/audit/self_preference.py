@@ -69,17 +69,13 @@ def self_preference(
             reference = [
                 r for r in rated if r != judge and not _same(families.judges.get(r), family)
             ]
-        status = _why_not(family, own, other, reference)
+        status = _why_not(family, own, other, reference) or ESTIMATED
         plans.append(
-            {
-                "judge": judge,
-                "family": family,
-                "own": own,
-                "other": other,
-                "reference": reference,
-                "status": status or ESTIMATED,
-            }
+            dict(
+                judge=judge, family=family, own=own, other=other, reference=reference, status=status
+            )
         )
+
     estimated = [p for p in plans if p["status"] == ESTIMATED]
     # Each figure is a weighted sum of the c(j, m): three rows of weights per judge.
     weights = np.zeros((3 * len(estimated), len(pairs)))
@@ -89,9 +85,7 @@ def self_preference(
         reference_gap = _gap(
             dict.fromkeys(plan["reference"], share), plan["own"], plan["other"], column, len(pairs)
         )
-        weights[3 * k] = judge_gap
-        weights[3 * k + 1] = reference_gap
-        weights[3 * k + 2] = judge_gap - reference_gap
+        weights[3 * k : 3 * k + 3] = judge_gap, reference_gap, judge_gap - reference_gap
 
     def statistic(scenario_counts: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -168,16 +162,9 @@ def _per_scenario(
     counted = verdicts.group_by("judge", "subject_model", "scenario_id").agg(
         complying=pl.col("complies").sum(), scored=pl.col("complies").is_not_null().sum()
     )
-    found = {
-        (j, m, s): (c, n)
-        for j, m, s, c, n in counted.select(
-            "judge", "subject_model", "scenario_id", "complying", "scored"
-        ).iter_rows()
-    }
-    complying = np.array(
-        [[found.get((j, m, s), (0, 0))[0] for s in scenario_ids] for j, m in pairs], dtype=float
-    )
-    scored = np.array(
-        [[found.get((j, m, s), (0, 0))[1] for s in scenario_ids] for j, m in pairs], dtype=float
+    found = {(j, m, s): (c, n) for j, m, s, c, n in counted.iter_rows()}
+    complying, scored = (
+        np.array([[found.get((j, m, s), (0, 0))[i] for s in scenario_ids] for j, m in pairs], float)
+        for i in (0, 1)
     )
     return complying, scored

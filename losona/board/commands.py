@@ -1,7 +1,6 @@
 """A submission's stage commands, read as data (never run): one that would write outside the
 run's tree if it were run costs the run its row, since whoever rechecks it by hand would
-run it.
-"""
+run it."""
 
 from __future__ import annotations
 

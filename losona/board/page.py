@@ -1,9 +1,6 @@
 """The board stage (`python -m losona.board.page`): every submission's rows merged into
-reports/board.parquet, the page and reports/metrics.json.
-
-Rows are ranked only with rows they can be compared with (`GROUP_KEYS`); a submission not
-verified is listed with its reason and never ranked.
-"""
+reports/board.parquet, the page and reports/metrics.json. Rows are ranked only with rows
+they can be compared with (`GROUP_KEYS`); a submission not verified is never ranked."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The outputs a submission's dvc.lock records, fetched from its DVC remote and held to
-their md5; only the remote's url is read from the run's .dvc/config, as data.
-"""
+their md5; only the remote's url is read from the run's .dvc/config, as data."""
 
 from __future__ import annotations
 
@@ -106,7 +105,7 @@ class Remote:
             )
 
     def _open_local(self, md5: str, name: str) -> Any:
-        path = self.root / self.object_path(md5.removesuffix(".dir") + _dir_suffix(md5))
+        path = self.root / self.object_path(md5)
         try:
             # Not followed if a symlink: the remote's own files only.
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -117,21 +116,16 @@ class Remote:
         return os.fdopen(fd, "rb")
 
     def _open_http(self, md5: str, name: str) -> Any:
-        url = f"{self.url}/{self.object_path(md5.removesuffix('.dir') + _dir_suffix(md5))}"
+        url = f"{self.url}/{self.object_path(md5)}"
         try:
-            return urllib.request.urlopen(
-                url, timeout=REMOTE_TIMEOUT_S
-            )  # http(s) only: see __init__
+            # http(s) only: see __init__
+            return urllib.request.urlopen(url, timeout=REMOTE_TIMEOUT_S)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 raise Refused(f"{name}: not in the remote {self.url} (md5 {md5})") from None
             raise Refused(f"{name}: the remote {self.url} answered {exc.code}") from None
         except (urllib.error.URLError, TimeoutError) as exc:
             raise Refused(f"remote {self.url} does not answer ({exc})") from None
-
-
-def _dir_suffix(md5: str) -> str:
-    return ".dir" if md5.endswith(".dir") else ""
 
 
 def fetch_outputs(

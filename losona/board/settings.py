@@ -1,9 +1,6 @@
-"""A board's own files: its submissions (board/submissions.yaml) and its settings
-(board/params.yaml), read strictly; and where each of its outputs lives.
-
-Both are the board maintainers' files, not a submission's: a submission's own files are
-only ever read as data (losona/board/tree.py).
-"""
+"""A board's own files, its maintainers' (never a submission's): its submissions
+(board/submissions.yaml) and its settings (board/params.yaml), read strictly; and where
+each of its outputs lives."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A submission's tree at its revision, as data: cloned bare with nothing of it run, its
 files written from git's blobs, so a symlink, a submodule or a path that leaves the tree
-is never followed: it costs the submission its row (`Refused`).
-"""
+is never followed: it costs the submission its row (`Refused`)."""
 
 from __future__ import annotations
 
@@ -17,6 +16,8 @@ ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
 REGULAR_FILE_MODES = ("100644", "100755")
 SYMLINK_MODE = "120000"
 SUBMODULE_MODE = "160000"
+# Every git command the board runs: no hook of the submission's can run.
+GIT = ("git", "-c", "core.hooksPath=/dev/null")
 
 
 class Refused(LosonaError):
@@ -64,7 +65,7 @@ def git_environment(home: Path) -> dict[str, str]:
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "--git-dir", str(git_dir), *args],
+        [*GIT, "--git-dir", str(git_dir), *args],
         capture_output=True,
         env=git_environment(git_dir),
         check=False,
@@ -82,18 +83,7 @@ def _last_line(stderr: bytes) -> str:
 def clone_at(repo: str, rev: str, git_dir: Path) -> str:
     """The commit `rev` names in the submission `repo`, cloned bare into `git_dir`."""
     clone = subprocess.run(
-        [
-            "git",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "clone",
-            "--bare",
-            "--quiet",
-            "--no-recurse-submodules",
-            "--",
-            repo,
-            str(git_dir),
-        ],
+        [*GIT, "clone", "--bare", "--quiet", "--no-recurse-submodules", "--", repo, str(git_dir)],
         capture_output=True,
         env=git_environment(git_dir.parent),
         check=False,

@@ -1,9 +1,6 @@
 """The board's verify stage (`python -m losona.board.verify <name>`): one submission fetched
-as data and rechecked by the board's own pipeline, with no model call.
-
-A submission's problem costs only its own row (exit 0, so that the board is made); exit 2
-is only for the board's own files.
-"""
+as data and rechecked by the board's own pipeline, with no model call. A submission's
+problem costs only its own row (exit 0); exit 2 is only for the board's own files."""
 
 from __future__ import annotations
 

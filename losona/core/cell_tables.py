@@ -1,10 +1,6 @@
-"""The one check that a table read for one cell of the sweep is that cell's table.
-
-A file is named after its cell (model, condition, judge), but its rows say whose they are:
-a file copied to the wrong place, or two cells' rows written into one, must not be read as
-the cell's own. Each refusal names the file, the column or the scenario, and the stage to
-rerun.
-"""
+"""The one check that a table read for one cell of the sweep is that cell's table: a file
+copied to the wrong place, or two cells' rows written into one, is refused, naming the file,
+the column or the scenario, and the stage to rerun."""
 
 from __future__ import annotations
 
@@ -18,10 +14,8 @@ from losona.core.errors import LosonaError
 def check_cell_columns(
     table: pl.DataFrame, origin: str, cell: Mapping[str, str], rerun: str
 ) -> None:
-    """Refuse a table whose cell columns hold anything but the cell's values.
-
-    `cell` maps each cell column to the cell's value; `rerun` is the stage that writes it.
-    """
+    """Refuse a table whose cell columns hold anything but the cell's values (`cell`: column
+    to value); `rerun` is the stage that writes it."""
     for column, expected in cell.items():
         found = sorted(table[column].unique().to_list(), key=str)
         if found != [expected]:
@@ -40,11 +34,9 @@ def check_cell_table(
     rerun: str,
     rerun_duplicates: str | None = None,
 ) -> None:
-    """Refuse a table that is not one cell's: empty, another cell's rows, a trial twice.
+    """Refuse a table that is not one cell's: empty, another cell's rows, a trial twice;
+    `rows` names what the rows are, `rerun_duplicates` what mends a trial written twice."""
 
-    `rows` names what the rows are ("responses"); `rerun_duplicates` is what mends a trial
-    written twice (default: `rerun`).
-    """
     if table.is_empty():
         raise LosonaError(f"{origin}: holds no {rows}; rerun {rerun}")
     check_cell_columns(table, origin, cell, rerun)

@@ -47,11 +47,8 @@ def launch(main: Callable[[], None]) -> None:
 
 
 def exit_now(code: int) -> NoReturn:
-    """End the process with this code without waiting for its threads or its teardown.
-
-    Every completed call is already stored; a normal exit would wait for the call in
-    flight, and the embedded model's runs in llama.cpp's C code, which nothing interrupts.
-    """
+    """End the process with this code without waiting for its threads or its teardown: every
+    completed call is stored, and the call in flight may be llama.cpp's, which nothing stops."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -125,11 +122,9 @@ def _losona_error_in_chain(exc: BaseException) -> LosonaError | None:
 
 
 def overrides_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The command line of a command that takes a stage's config overrides (key=value).
+    """The command line of a command that takes a stage's config overrides (key=value),
+    parsed before Hydra's compose API, which would take `--help` for a bad override."""
 
-    Hydra's compose API reads every argument as an override and takes `--help` for a bad
-    one, so the command parses its own line first: -h prints the usage and exits 0.
-    """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument(
         "overrides",

@@ -58,13 +58,8 @@ def subset_source(source: str, total: int, how: str) -> str:
 def subset_note(scenarios: pl.DataFrame) -> str | None:
     """For a run on part of a dataset, e.g. "5 of 44 scenarios (limit 5 stratified by norm,
     seed 0)", read from the `source` column; None when the run covers the whole dataset."""
-    subsets = sorted(
-        {
-            tuple(source.rpartition(SUBSET_MARK)[2].split(": ", 1))
-            for source in scenarios["source"].unique()
-            if SUBSET_MARK in source
-        }
-    )
+    marked = [source for source in scenarios["source"].unique() if SUBSET_MARK in source]
+    subsets = sorted({tuple(s.rpartition(SUBSET_MARK)[2].split(": ", 1)) for s in marked})
     if not subsets:
         return None
     # fetch writes one subset note; a table put together from several says each.
@@ -169,10 +164,9 @@ def table(rows: Sequence[Mapping[str, Any]], schema: pl.Schema, sort_by: list[st
 
 
 def row_order(keys: pl.DataFrame, sort_by: list[str]) -> pl.Series:
-    """The order `table(rows, schema, sort_by)` puts rows in, from their sort columns alone.
+    """The order `table(rows, schema, sort_by)` puts rows in, from their sort columns alone
+    (a table made a chunk at a time, files.Chunks, makes its rows in this order)."""
 
-    For a table made a chunk at a time (files.Chunks): its rows are made in this order.
-    """
     return keys.with_row_index("row").sort(sort_by, maintain_order=True)["row"]
 
 

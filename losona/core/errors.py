@@ -6,11 +6,9 @@ class LosonaError(Exception):
 
 
 def causes(exc: BaseException) -> list[BaseException]:
-    """The exception and every exception it was raised from or while handling, each once.
+    """The exception and every exception it was raised from or while handling, each once,
+    depth first: a `raise ... from` cause before the context, the nearest cause first."""
 
-    Depth first, a `raise ... from` cause before the exception being handled when it was
-    raised, so the nearest cause comes first.
-    """
     found: list[BaseException] = []
     todo: list[BaseException | None] = [exc]
     while todo:

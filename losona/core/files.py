@@ -105,10 +105,7 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 
 def write_parquet(table: pl.DataFrame | Chunks, path: str | Path) -> None:
     """Write a table atomically; same rows and schema give the same bytes, whole or in chunks.
-
-    Chunks are written a row group at a time, cut as polars cuts the whole table
-    (`row_group_sizes`), so only one row group is ever held.
-    """
+    Chunks are written a row group at a time, cut as polars cuts the whole table."""
     with atomic_path(path) as tmp:
         if isinstance(table, pl.DataFrame):
             table.write_parquet(tmp, **_PARQUET_OPTIONS)
@@ -134,11 +131,8 @@ ONE_ROW_GROUP = 122_880
 
 @functools.cache
 def row_group_sizes(rows: int) -> tuple[int, ...]:
-    """The rows of each row group polars writes a table of `rows` rows in.
-
-    Past ONE_ROW_GROUP, asked of polars by writing a column of that many nulls: how it cuts
-    a table depends on the number of rows alone (tests/test_files.py checks the bytes).
-    """
+    """The rows of each row group polars writes a table of `rows` rows in; past ONE_ROW_GROUP
+    asked of polars by writing that many nulls (its cuts depend on the number of rows alone)."""
     if rows <= ONE_ROW_GROUP:
         return (rows,)
     # Only here: importing pyarrow costs more memory than most stages' tables.
@@ -267,17 +261,11 @@ def sha256_file(path: str | Path) -> str:
 def read_parquet(
     path: str | Path, schema: pl.Schema, made_by: str, where: pl.Expr | None = None
 ) -> pl.DataFrame:
-    """Read a stage's input table, refusing a missing file or one of another shape.
-
-    With `where`, only the rows it selects are read (a stage that needs part of a table
-    does not hold all of it).
-    """
+    """Read a stage's input table, refusing a missing file or one of another shape; with
+    `where`, only the rows it selects are read."""
     path = Path(path)
     if not path.is_file():
-        raise LosonaError(
-            f"{path} not found: run the {made_by} stage first "
-            f"(python stages/{made_by}.py, or dvc repro)"
-        )
+        raise LosonaError(f"{path} not found: {run_first(made_by)}")
     try:
         if where is None:
             df = pl.read_parquet(path)
@@ -292,14 +280,16 @@ def read_parquet(
     return df
 
 
+def run_first(stage: str) -> str:
+    """What makes a stage's missing output, as every refusal of one says it."""
+    return f"run the {stage} stage first (python stages/{stage}.py, or dvc repro)"
+
+
 def require_outputs(root: Path, names: Iterable[str], stage: str) -> None:
     """Refuse, saying how to make it, the first of a stage's output files that is missing."""
     for name in names:
         if not (root / name).is_file():
-            raise LosonaError(
-                f"{display_path(root / name)} not found: run the {stage} stage first "
-                f"(python stages/{stage}.py, or dvc repro)"
-            )
+            raise LosonaError(f"{display_path(root / name)} not found: {run_first(stage)}")
 
 
 def read_text(path: str | Path, remedy: str) -> str:

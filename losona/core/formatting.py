@@ -1,7 +1,6 @@
 """How numbers and names read in reports, summaries and console lines, one way everywhere:
 percentages 0 to 100 with one decimal (the paper's Table 1), "n/a" for a value that does
-not exist, a test double's label marked, trials counted from 1.
-"""
+not exist, a test double's label marked, trials counted from 1."""
 
 from __future__ import annotations
 

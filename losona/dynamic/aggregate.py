@@ -1,6 +1,5 @@
 """dynamic_aggregate: one judge's second-turn tables (results, arms, outcomes, examples) and
-DVC metrics, from each cell's numbers (statistics.py), and the files they are written as.
-"""
+DVC metrics, from each cell's numbers (statistics.py), and the files they are written as."""
 
 from __future__ import annotations
 
@@ -33,11 +32,7 @@ from losona.dynamic.tables import (
 from losona.judges.verdicts import CELL
 from losona.prompts.subject import SUBJECT_TEMPLATE_VERSION
 from losona.results.bundle import BundleFiles, ReportBundle
-from losona.results.metrics import (
-    UNSCORED_POLICY_ID,
-    bootstrap_settings,
-    mcnemar_exact,
-)
+from losona.results.metrics import UNSCORED_POLICY_ID, bootstrap_settings, mcnemar_exact
 from losona.results.presentation import Presentation, config_labels
 
 # The files dynamic_aggregate writes under paths.dynamic_reports_dir/<judge>/ (dvc.yaml
@@ -73,16 +68,15 @@ def aggregate_dynamic(
         rows = trial_rows(cell, judge, scenarios)
         outcomes = scenario_outcomes(rows)
         per_cell.append((cell, rows, outcomes, cell_statistics(rows, outcomes, ids)))
-    estimates = cell_intervals([stat for *_, stats in per_cell for stat in stats], bootstrap)
-    judge_model = _judge_model(cells)
+    estimates = iter(cell_intervals([s for *_, stats in per_cell for s in stats], bootstrap))
+    judge_model = ", ".join(
+        sorted({m for cell in cells for m in cell.verdicts["judge_model"].drop_nulls()})
+    )
     results, arms, outcome_tables, examples = [], [], [], []
-    position = 0
     for cell, rows, outcomes, stats in per_cell:
         k = cell_k(rows)
         for stat in stats:
-            low, high = estimates[position]
-            position += 1
-            effect = stat.helped is not None
+            low, high = next(estimates)
             results.append(
                 {
                     "judge": judge,
@@ -103,9 +97,9 @@ def aggregate_dynamic(
                     "out_of": stat.out_of,
                     "helped": stat.helped,
                     "hurt": stat.hurt,
-                    "mcnemar_p": mcnemar_exact(stat.helped or 0, stat.hurt or 0)
-                    if effect
-                    else None,
+                    "mcnemar_p": None
+                    if stat.helped is None
+                    else mcnemar_exact(stat.helped, stat.hurt or 0),
                 }
             )
         arms += _arm_counts(rows, judge, cell)
@@ -122,19 +116,11 @@ def aggregate_dynamic(
     return ReportBundle(tables, _metrics(tables, cells, judge, judge_model, bootstrap))
 
 
-def _judge_model(cells: Sequence[Cell]) -> str:
-    models = sorted({m for cell in cells for m in cell.verdicts["judge_model"].drop_nulls()})
-    return ", ".join(models)
-
-
 def _arm_counts(rows: pl.DataFrame, judge: str, cell: Cell) -> list[dict[str, Any]]:
     counted = []
     for arm in (*ARMS, FIRST_TURN_UNSCORED):
-        part = (
-            rows.filter(pl.col("arm").is_null())
-            if arm == FIRST_TURN_UNSCORED
-            else rows.filter(pl.col("arm") == arm)
-        )
+        in_arm = pl.col("arm").is_null() if arm == FIRST_TURN_UNSCORED else pl.col("arm") == arm
+        part = rows.filter(in_arm)
         continued = part.filter(pl.col("status") == OK).height
         counted.append(
             {
@@ -166,10 +152,10 @@ def _examples(cell: Cell, judge: str, scenarios: pl.DataFrame) -> list[dict[str,
         c = arms.get((sid, trial, CONTROL))
         if arm != SANCTION or c is None:
             continue
-        rank = (
-            0 if s["complies"] and not c["complies"] else 1 if s["complies"] != c["complies"] else 2
+        helped = s["complies"] and not c["complies"]
+        pairs.append(
+            (0 if helped else 1 if s["complies"] != c["complies"] else 2, sid, trial, s, c)
         )
-        pairs.append((rank, sid, trial, s, c))
     shown = []
     for _, sid, trial, s, c in sorted(pairs, key=lambda p: p[:3])[:EXAMPLES_PER_CELL]:
         scenario = by_id[sid]
@@ -255,6 +241,6 @@ def presentation_of(
 
 
 def read_dynamic_reports(root: str | Path) -> ReportBundle:
-    """One judge's reports as dynamic_aggregate wrote them, refusing a missing file or a
-    changed shape."""
+    """One judge's reports as dynamic_aggregate wrote them, refusing a missing or changed file."""
+
     return ReportBundle.read(root, DYNAMIC_FILES)

@@ -1,7 +1,6 @@
 """The arms of the second turn: a breach is continued twice, with the sanction (`sanction`)
 and with the neutral continuation (`control`), a pass once (`retention`); an unscored
-first turn has no arm.
-"""
+first turn has no arm."""
 
 from __future__ import annotations
 

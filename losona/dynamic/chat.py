@@ -1,6 +1,5 @@
 """The second turn's chat: everything said so far, the subject's own first reply shown as
-a member's message, then the second elicitor.
-"""
+a member's message, then the second elicitor."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The group model of `dynamic.source: simulated`: the members' reaction to the subject's
 actual reply (a sanction after a breach, a neutral continuation otherwise), and a second
 elicitor for a scenario without a scripted one. What it writes is checked like scripted
-material; a reply that fails leaves its trial out, never guessed.
-"""
+material; a reply that fails leaves its trial out, never guessed."""
 
 from __future__ import annotations
 
@@ -99,12 +98,10 @@ def group_messages(
 def read_group_reply(
     reply: str, scenario: Scenario, kind: str
 ) -> tuple[tuple[Message, ...], str | None]:
-    """The messages in a group model's reply, or none and why they cannot be used.
+    """The messages in a group model's reply, or none and why they cannot be used: its
+    `Name: message` lines by a cast member, up to the kind's limit, checked like scripted
+    material (losona/scenarios/followups.py)."""
 
-    Lines `Name: message` by a cast member are kept, in order, up to the kind's limit;
-    other lines (the subject's, commentary) are ignored. What is kept must pass the checks
-    scripted material passes (losona/scenarios/followups.py).
-    """
     names = {m.name.casefold(): m.name for m in scenario.cast}
     found: list[Message] = []
     for line in reply.splitlines():

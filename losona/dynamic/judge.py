@@ -1,6 +1,5 @@
 """dynamic_judge: the same judge, through its own `judge` method, scores the subject's
-second reply in the second turn's chat.
-"""
+second reply in the second turn's chat."""
 
 from __future__ import annotations
 
@@ -26,18 +25,11 @@ def judge_second_turn(
     *,
     origin: str,
 ) -> pl.DataFrame:
-    """The verdict table of one cell's second replies (DYNAMIC_VERDICT_SCHEMA), sorted.
-
-    Every rendered prompt must have exactly its one response (`origin` names the
-    responses file in errors).
-    """
+    """The verdict table of one cell's second replies (DYNAMIC_VERDICT_SCHEMA), sorted; every
+    rendered prompt must have exactly its one response (`origin` names its file in errors)."""
+    same = ["prompt_sha256"]
     check_one_for_one(
-        prompts,
-        responses,
-        where=origin,
-        what="reply",
-        rerun="dynamic_sample",
-        same=["prompt_sha256"],
+        prompts, responses, where=origin, what="reply", rerun="dynamic_sample", same=same
     )
     rendered = prompts.filter(pl.col("status") == OK).select(
         *KEY, "first_response", "followup", "elicitor_actor", "elicitor_content"
@@ -46,9 +38,8 @@ def judge_second_turn(
         responses.select(*KEY, "response", "condition", "subject_model"), on=KEY, how="inner"
     )
     by_id = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
-    rows = list(joined.sort(KEY).iter_rows(named=True))
     cases, keys = [], []
-    for row in rows:
+    for row in joined.sort(KEY).iter_rows(named=True):
         scenario = by_id.get(row["scenario_id"])
         if scenario is None:
             raise LosonaError(

@@ -1,6 +1,5 @@
 """The dynamic extension's figure: recovery after the sanction and after the control, and
-retention, per model and condition, at the trial and the scenario level.
-"""
+retention, per model and condition, at the trial and the scenario level."""
 
 from __future__ import annotations
 
@@ -48,9 +47,9 @@ def figure_data(results: pl.DataFrame) -> pl.DataFrame:
 
 
 def scope(results: pl.DataFrame, subset: str | None) -> str:
-    """What one judge's second turn rests on, as the first turn's figures say theirs:
-    N scenarios and K first-turn trials each, after a subset's warning (`subset`:
-    losona.core.contracts.subset_note of the run's scenarios)."""
+    """What one judge's second turn rests on, as the first turn's figures say theirs: N
+    scenarios and K first-turn trials each, after a subset's warning (`subset`)."""
+
     scenarios = max(results["scenarios"].to_list(), default=0)
     return scope_text(scenarios, k_label(results), subset)
 

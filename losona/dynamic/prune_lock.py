@@ -1,10 +1,6 @@
 """`python -m losona.dynamic.prune_lock`: drop the dvc.lock entries of stages dvc.yaml no
-longer has, so that turning the extension off leaves dvc.lock as it was before.
-
-DVC never drops such entries itself (treeverse/dvc#5293), and the lock check of
-`losona.publishable` and `losona.reproduce` refuses them. DVC's own YAML writer keeps
-every other entry's bytes.
-"""
+longer has, so that turning the extension off leaves dvc.lock as it was before. DVC never
+drops such entries itself (treeverse/dvc#5293), and the lock checks refuse them."""
 
 from __future__ import annotations
 
@@ -85,13 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         # dvc.yaml or dvc.lock DVC cannot read: nothing was written.
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not dropped:
-        print(f"{LOCK_FILE}: every entry is a stage of {PIPELINE_FILE}; nothing to drop")
-    else:
-        print(
-            f"{LOCK_FILE}: dropped {counted(len(dropped), 'entry', 'entries')} of stages "
-            f"{PIPELINE_FILE} no longer has: {', '.join(dropped)}"
-        )
+    print(
+        f"{LOCK_FILE}: dropped {counted(len(dropped), 'entry', 'entries')} of stages "
+        f"{PIPELINE_FILE} no longer has: {', '.join(dropped)}"
+        if dropped
+        else f"{LOCK_FILE}: every entry is a stage of {PIPELINE_FILE}; nothing to drop"
+    )
     return 0
 
 

@@ -1,7 +1,6 @@
 """dynamic_render: each first-turn trial of a cell continued into its second-turn
 prompt(s), the follow-ups scripted or written by the group model; a trial left out stays
-in the table with its status and why.
-"""
+in the table with its status and why."""
 
 from __future__ import annotations
 
@@ -95,12 +94,9 @@ def render_cell(
     group: GroupModel | None = None,
     origin: str = "the first-turn verdicts",
 ) -> Rendered:
-    """Every first-turn trial of one cell with its second-turn prompt(s), sorted.
-
-    Without `group` the follow-ups are scripted: every scenario needs its material.
-    With it, the group model writes them (and the second elicitor of a scenario that has
-    no scripted one).
-    """
+    """Every first-turn trial of one cell with its second-turn prompt(s), sorted. Without
+    `group` the follow-ups are scripted (every scenario needs its material); with it, the
+    group model writes them, and any second elicitor not scripted."""
     trials = first_turn(
         verdicts, scenarios, judge=judge, model=model, condition=condition, origin=origin
     )
@@ -189,12 +185,9 @@ def group_asks(
     scenarios: Mapping[str, Scenario],
     trials: list[dict[str, Any]],
 ) -> list[Ask]:
-    """What the group model is asked for a cell: (key, scenario, kind, request) each.
-
-    First one second elicitor per scenario that has no scripted one, asked before any
-    reply (key: the scenario id); then one reaction per arm of every trial, which reads
-    the reply it reacts to (key: scenario id, trial, kind).
-    """
+    """What the group model is asked for a cell: (key, scenario, kind, request) each. First
+    a second elicitor per scenario without a scripted one (key: the scenario id), then a
+    reaction per arm of every trial (key: scenario id, trial, kind)."""
     asks: list[Ask] = [
         ((sid,), scenario, "elicitor", Request(tuple(group_messages(scenario, "elicitor", None))))
         for sid, scenario in sorted(scenarios.items())
@@ -268,13 +261,11 @@ class _Simulated(_Writer):
     ) -> None:
         self.group, self.followups = group, followups
         asks = group_asks(followups, scenarios, trials)
-        spec = group.spec
+        spec, requests = group.spec, [request for *_, request in asks]
         completions = complete_all(
-            spec,
-            [request for *_, request in asks],
-            group.options,
-            to=f"the group model '{spec.name}'",
+            spec, requests, group.options, to=f"the group model '{spec.name}'"
         )
+
         self.calls = calls_table(spec.model, completions).collect()
         self.read: dict[tuple[str, ...], tuple[tuple[Message, ...], str | None]] = {
             key: read_group_reply(completion.text or "", scenario, kind)

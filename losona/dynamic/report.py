@@ -1,7 +1,5 @@
 """The HTML report's "Dynamic second turn" section, from dynamic_aggregate's files; plot
-adds it only when the extension is on. The template
-(losona/pages/templates/report/dynamic.html) escapes every value.
-"""
+adds it only when the extension is on."""
 
 from __future__ import annotations
 
@@ -80,29 +78,19 @@ def judge_data(judge: str, reports: ReportBundle, svg: str) -> dict[str, Any]:
     )
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for row in results.iter_rows(named=True):
-        cell = cells.setdefault(
-            (row["subject_model"], row["condition"]),
-            {
-                "model": row["model_label"],
-                "condition": row["condition_label"],
-                "trial": {},
-                "scenario": {},
-            },
-        )
+        key = (row["subject_model"], row["condition"])
+        labels = {"model": row["model_label"], "condition": row["condition_label"]}
+        cell = cells.setdefault(key, {**labels, "trial": {}, "scenario": {}})
         cell[row["level"]][row["metric"]] = _cell(row)
+
     arms: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for row in reports["arms.csv"].iter_rows(named=True):
         arms.setdefault((row["subject_model"], row["condition"]), {})[row["arm"]] = row
     for key, cell in cells.items():
         counts = arms.get(key, {})
         cell["arms"] = [
-            {
-                "arm": arm,
-                "trials": counts[arm]["trials"],
-                "continued": counts[arm]["continued"],
-                "left_out": counts[arm]["left_out"],
-                "scored": counts[arm]["scored"],
-            }
+            {"arm": arm}
+            | {k: counts[arm][k] for k in ("trials", "continued", "left_out", "scored")}
             for arm in (*ARMS, FIRST_TURN_UNSCORED)
             if arm in counts
         ]

@@ -1,8 +1,7 @@
 """dynamic_sample: the subject's second reply to every second-turn prompt of one cell.
 
 The calls go out in SEND_ORDER, so that each prompt follows the one it shares the longest
-prefix with and the embedded model reads each shared prefix once; the outputs are sorted
-whatever the order.
+prefix with and the embedded model reads each shared prefix once.
 """
 
 from __future__ import annotations
@@ -15,14 +14,7 @@ from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import table
 from losona.dynamic.arms import OK
 from losona.dynamic.tables import DYNAMIC_RESPONSE_SCHEMA
-from losona.models import (
-    BatchSettings,
-    CallOptions,
-    ModelSpec,
-    Request,
-    calls_table,
-    complete_all,
-)
+from losona.models import BatchSettings, CallOptions, ModelSpec, Request, calls_table, complete_all
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,7 @@ OptionNames = Annotated[
 
 class DynamicSettings(Schema):
     """The dynamic second turn: which sweep cells get one, who decides the arms, who writes.
-
-    Off while `judges` is empty: dvc.yaml expands the dynamic stages from these lists, and
-    a matrix over an empty list is no stage at all.
-    """
+    Off while `judges` is empty: dvc.yaml's matrix over an empty list is no stage at all."""
 
     KEY: ClassVar[str] = "dynamic"
     FILE: ClassVar[str] = "conf/dynamic/default.yaml"

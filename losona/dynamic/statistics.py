@@ -1,7 +1,6 @@
 """The dynamic turn's numbers with scenario-bootstrap intervals (docs/metrics.md, "The
 dynamic second turn"): recovery after the sanction and after the control, their paired
-difference, and retention, each at the trial and the scenario level.
-"""
+difference, and retention, each at the trial and the scenario level."""
 
 from __future__ import annotations
 
@@ -22,11 +21,8 @@ from losona.results.metrics import scenario_outcomes as majority
 
 
 def trial_rows(cell: Cell, judge: str, scenarios: pl.DataFrame) -> pl.DataFrame:
-    """One row per first-turn trial and arm: its status and its second verdict (null if none).
-
-    Refuses a cell whose verdicts do not match its rendered prompts one for one, or that
-    misses scenarios of the table.
-    """
+    """One row per first-turn trial and arm: its status and its second verdict (null if none);
+    refuses verdicts that do not match the prompts one for one, or miss scenarios."""
     where = f"judge '{judge}', model '{cell.model}', condition '{cell.condition}'"
     check_one_for_one(
         cell.prompts,
@@ -99,10 +95,9 @@ def _by_id(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
 
 
 def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
-    """Each scenario's arms under the paper's majority rule (DYNAMIC_OUTCOME_SCHEMA's rows).
+    """Each scenario's arms under the paper's majority rule (DYNAMIC_OUTCOME_SCHEMA's rows); a
+    trial the arm could not continue counts as unscored: it may not settle the vote."""
 
-    A trial the arm could not continue counts as unscored: it may not settle the vote.
-    """
     in_arms = rows.filter(pl.col("arm").is_not_null())
     outcomes = majority(in_arms, by=[*CELL, "arm"])
     return outcomes.select(DYNAMIC_OUTCOME_SCHEMA.names()).cast(DYNAMIC_OUTCOME_SCHEMA)

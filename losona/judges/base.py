@@ -15,9 +15,8 @@ from losona.core.contracts import Scenario, Turn
 from losona.core.files import CHUNK, OnDemand
 from losona.prompts.render import format_transcript
 
-# "ok": scored; NOT_A_VERDICT: a reply that held no verdict of the judge's own, even after
-# one repair (losona/judges/reply.py); "failed": only in verdict tables of earlier
-# versions (a failed call now fails the stage); "no_response": a null response.
+# "ok": scored; NOT_A_VERDICT: a reply with no verdict of the judge's own, even after one
+# repair; "failed": only in older verdict tables; "no_response": a null response.
 Status = Literal[
     "ok",
     "unparseable",
@@ -94,13 +93,9 @@ class JudgeCase:
 
     @classmethod
     def control(cls, scenario: Scenario, response: str) -> JudgeCase:
-        """An example response judged as a reply to the example elicitor it was written for.
-
-        The catalog's examples answer the example elicitor, not the scenario's chat; judged
-        against the scenario's elicitor they would be off-topic and their expected label
-        would no longer be certain. So a control has no earlier messages and the example
-        elicitor as its final turn.
-        """
+        """An example response judged as a reply to the example elicitor it was written for,
+        with no earlier messages: against the scenario's chat it would be off-topic and its
+        expected label no longer certain."""
         return cls(
             **_norm_fields(scenario),
             prior_transcript=NO_EARLIER_MESSAGES,
@@ -128,32 +123,17 @@ def _norm_fields(scenario: Scenario) -> dict[str, Any]:
 
 
 def demonstration_cases(scenario: Scenario) -> list[JudgeCase]:
-    """Each demonstration turn as a reply to the message right before it (expected to comply).
-
-    The chat up to that message is the transcript and that message the final elicitor, so
-    a judge sees a demonstration the way it sees a subject's reply.
-    """
+    """Each demonstration turn as a reply to the message right before it (expected to comply),
+    the chat up to that message its transcript, as a judge sees a subject's reply."""
     cases = []
     for position, turn in enumerate(scenario.turns):
         if not turn.is_demo or position == 0:
             continue
         before, elicitor = scenario.turns[: position - 1], scenario.turns[position - 1]
-        cases.append(
-            JudgeCase(
-                **_norm_fields(scenario),
-                prior_transcript=format_transcript(before) or NO_EARLIER_MESSAGES,
-                elicitor_actor=elicitor.actor,
-                elicitor_content=elicitor.content,
-                subject=turn.actor,
-                response=turn.content,
-                members=tuple(
-                    name
-                    for name in (scenario.subject, *(m.name for m in scenario.cast))
-                    if name != turn.actor
-                ),
-                earlier_messages=tuple(earlier.content for earlier in before),
-            )
-        )
+        case = JudgeCase.in_chat(scenario, before, elicitor.actor, elicitor.content, turn.content)
+        everyone = (scenario.subject, *(m.name for m in scenario.cast))
+        members = tuple(name for name in everyone if name != turn.actor)
+        cases.append(dataclasses.replace(case, subject=turn.actor, members=members))
     return cases
 
 
@@ -167,9 +147,8 @@ class Judgement:
     evidence: str | None
     reasoning: str | None
     status: Status
-    # Whether the reply takes no uptake of the final elicitor at all (empty, filler,
-    # off-topic, an echo, ...): True or False when the judge checks it (the lexicon judge
-    # does), None when it does not say (an LLM judge's five fields hold no such flag).
+    # The reply takes up no elicitor at all (empty, filler, off-topic, an echo, ...); None
+    # when the judge does not check it (an LLM judge's five fields hold no such flag).
     non_answer: bool | None = None
 
     @classmethod
@@ -237,9 +216,8 @@ class Judge(Protocol):
 
 @runtime_checkable
 class CallingJudge(Judge, Protocol):
-    """A judge that calls a model, of whatever kind: the calls its verdicts were read from
-    and their run logs go with the run, and its progress lines name the cell it judges
-    (losona/judges/run.py)."""
+    """A judge that calls a model: its calls and run logs go with the run, and its progress
+    lines name the cell it judges."""
 
     # What its progress lines call the cell it judges.
     progress: str

@@ -31,11 +31,9 @@ def finish_judging(
 ) -> None:
     """A judging stage's end: its table written, then the calls it was built from, then its
     account (`headline` and `warnings` of the outcomes, the answers' sources, the unscored
-    replies, `closing`).
+    replies, `closing`). Pass the table as an expression, so that no name of the caller's
+    keeps it once written (tests/test_scale.py bounds a judge cell's peak memory)."""
 
-    Pass the table as an expression, so that no name of the caller's keeps it once it is
-    written (tests/test_scale.py bounds a judge cell's peak memory).
-    """
     write_parquet(table, out)
     for log in judge.run_logs if isinstance(judge, CallingJudge) else ():
         record_table(log, out)

@@ -1,7 +1,6 @@
 """Whether a judge's verdicts in one cell say anything: the degenerate-verdicts flag (the
 same verdict while its validity controls fail, no reasoning, one reasoning copied onto
-most replies), and whether its controls show it cannot judge at all.
-"""
+most replies), and whether its controls show it cannot judge at all."""
 
 from __future__ import annotations
 
@@ -40,11 +39,9 @@ def controls_accuracy(controls: pl.DataFrame) -> float | None:
 
 
 def degenerate_signs(verdicts: pl.DataFrame, judge: JudgeEvidence = JudgeEvidence()) -> list[str]:
-    """Why one cell's verdicts say nothing, one phrase per sign; empty when they do.
+    """Why one cell's verdicts say nothing, one phrase per sign; empty when they do. Uniform
+    verdicts count only beside failing controls: a model may really comply every time."""
 
-    With the judge's validity controls unknown, uniform verdicts alone are not called
-    degenerate, since a model may really comply, or breach, every time.
-    """
     scored = verdicts.filter(pl.col("complies").is_not_null())
     signs = []
     labels = set(scored["complies"].to_list())

@@ -1,7 +1,5 @@
 """The lexicon judge: transparent rules per norm, offline, no model. A reply that takes up
-the elicitor (losona/judges/uptake.py) is judged by its norm's rules
-(losona/data/lexicon.yaml, read by losona/judges/rules.py).
-"""
+the elicitor (uptake.py) is judged by its norm's rules (losona/data/lexicon.yaml)."""
 
 from __future__ import annotations
 
@@ -23,19 +21,20 @@ def judge_text(
     uptake: str | None = None,
     subject: str = "",
 ) -> Judgement:
-    """Apply one norm's rules to a reply that takes up its elicitor.
-
-    `members` are the chat's other members and `subject` the reply's author.
-    """
+    """Apply one norm's rules to a reply that takes up its elicitor (`members`: the chat's
+    other members, `subject`: the reply's author)."""
     text = Text.of(response)
     passed: list[str] = []
     for rule in rules:
         ok, spans = rule.apply(text, members, scope, subject)
         if not ok:
-            if rule.test == "forbid":
-                found = ", ".join(repr(s) for s in spans)
-            else:
-                found = spans[0] if spans else "none"
+            found = (
+                ", ".join(repr(s) for s in spans)
+                if rule.test == "forbid"
+                else spans[0]
+                if spans
+                else "none"
+            )
             return Judgement(
                 complies=False,
                 elicitor_uptake=uptake,
@@ -106,13 +105,7 @@ class LexiconJudge:
                 status="ok",
                 non_answer=True,
             )
-        rules = self.rulebook.norms[case.norm_id]
+        rules, scope = self.rulebook.norms[case.norm_id], self.rulebook.scope
         return judge_text(
-            rules,
-            case.response,
-            requirement,
-            case.members,
-            self.rulebook.scope,
-            uptake,
-            case.subject,
+            rules, case.response, requirement, case.members, scope, uptake, case.subject
         )

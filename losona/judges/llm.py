@@ -1,7 +1,6 @@
 """The paper's LLM judge: a judge model called through the model layer, with one bounded
 repair of a reply that holds no verdict; a reply still without one is unscored with both
-raw replies kept, and a call that failed after retries fails the stage (CallsFailed).
-"""
+raw replies kept, and a call that failed after retries fails the stage (CallsFailed)."""
 
 from __future__ import annotations
 
@@ -96,10 +95,6 @@ def repair_log(run_log: str | Path | None) -> Path | None:
     return path.with_name(path.name.removesuffix(".log.json") + ".repair.log.json")
 
 
-def _key(messages: Messages) -> str:
-    return sha256_text(json.dumps(messages, sort_keys=True, ensure_ascii=False))
-
-
 class LLMJudge:
     """A judge model called through the shared model layer (cache, retries, cost)."""
 
@@ -159,7 +154,8 @@ class LLMJudge:
         firsts: list[int] = []  # the conversation each request is made of
         request_of = []  # each conversation's request
         for number, messages in enumerate(conversations):
-            key = _key(messages)
+            key = sha256_text(json.dumps(messages, sort_keys=True, ensure_ascii=False))
+
             if key not in sent:
                 sent[key] = len(firsts)
                 firsts.append(number)
@@ -174,10 +170,8 @@ class LLMJudge:
         return OnDemand(len(request_of), lambda n: results[request_of[n]])
 
     def judge(self, cases: Sequence[JudgeCase]) -> Sequence[Judgement]:
-        """One judgement per case: parsed, repaired once, or unparseable with the reason kept.
-
-        Raises CallsFailed when any call still failed after the model layer's retries.
-        """
+        """One judgement per case: parsed, repaired once, or unparseable with the reason kept;
+        CallsFailed when any call still failed after the model layer's retries."""
         asked = [i for i, case in enumerate(cases) if case.response is not None]
         conversations = OnDemand(len(asked), lambda n: judge_messages(cases[asked[n]]))
         # A round's progress lines give that round's time left: the repairs are not known yet.

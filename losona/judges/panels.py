@@ -1,8 +1,6 @@
 """Judge panels: several judges' verdicts combined into one by a rule (majority or
-unanimous), with no model call (docs/judges.md, "Judge panels"; Verga et al. 2024,
-"Replacing Judges with Juries"). Members must have judged exactly the same responses;
-ties, splits and unscored votes leave the panel's verdict unscored.
-"""
+unanimous), with no model call (docs/judges.md, "Judge panels"). Members must have judged
+exactly the same responses; ties, splits and unscored votes leave the verdict unscored."""
 
 from __future__ import annotations
 
@@ -44,20 +42,17 @@ def panel_vote(
     counted = [v for v in votes if v is not None]
     if not counted:
         return None, "no_votes"
-    yes, no = counted.count(True), counted.count(False)
     if rule == "majority":
-        if 2 * yes > len(counted):
-            return True, "ok"
-        if 2 * no > len(counted):
-            return False, "ok"
-        return None, "tie"
-    if rule == "unanimous":
-        if yes == len(counted):
-            return True, "ok"
-        if no == len(counted):
-            return False, "ok"
-        return None, "split"
-    raise LosonaError(f"unknown panel rule {rule!r}: expected majority or unanimous")
+        needed, undecided = len(counted) // 2 + 1, "tie"
+    elif rule == "unanimous":
+        needed, undecided = len(counted), "split"
+    else:
+        raise LosonaError(f"unknown panel rule {rule!r}: expected majority or unanimous")
+    if counted.count(True) >= needed:
+        return True, "ok"
+    if counted.count(False) >= needed:
+        return False, "ok"
+    return None, undecided
 
 
 def combine_verdicts(panel: JudgeConfig, votes: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
@@ -95,14 +90,13 @@ def _combine(
     description = panel_description(panel)
     for identity, base in sorted(by_member[first].items()):
         ballots = [(m, by_member[m][identity]) for m in members]
-        if base["response"] is None:
-            complies, status = None, "no_response"
-        else:
-            complies, status = panel_vote(
-                [b["complies"] for _, b in ballots],
-                str(panel.rule),
-                str(panel.unscored_members),
-            )
+        votes_of = [b["complies"] for _, b in ballots]
+        complies, status = (
+            (None, "no_response")
+            if base["response"] is None
+            else panel_vote(votes_of, str(panel.rule), str(panel.unscored_members))
+        )
+
         checked = [b["non_answer"] for _, b in ballots if b["non_answer"] is not None]
         rows.append(
             {

@@ -1,6 +1,5 @@
 """The judge's prompt: Appendix C word for word, the fence around the judged message, our
-additional instructions and the one repair request. Change a text, bump its version.
-"""
+additional instructions and the one repair request. Change a text, bump its version."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """How a judge's reply is read: the five Appendix C fields of the judge's own JSON object,
-or the reason it is no verdict (unparseable, echoed from the judged message, copied from
-the prompt, or placeholders).
-"""
+or why it is no verdict (unparseable, echoed from the judged message, copied, placeholders)."""
 
 from __future__ import annotations
 
@@ -27,11 +25,8 @@ _PLACEHOLDER = re.compile(r"[.\u2026\s]*|<[^<>]*>|string|text|str", re.IGNORECAS
 
 
 class UnparseableReply(ValueError):
-    """A judge reply that holds no verdict of the judge's own; the message says what is wrong.
-
-    `status` names the kind (base.NOT_A_VERDICT): it becomes the verdict's judge_status
-    when the repair round does not mend it.
-    """
+    """A judge reply that holds no verdict of the judge's own; the message says what is wrong,
+    `status` (base.NOT_A_VERDICT) becomes judge_status if the repair does not mend it."""
 
     def __init__(self, problem: str, status: Status = "unparseable") -> None:
         super().__init__(problem)
@@ -147,10 +142,9 @@ _PRIORITY: tuple[Status, ...] = ("echoed_message", "copied_prompt", "placeholder
 
 
 def parse_verdict(reply: str | None, context: ReplyContext | None = None) -> Judgement:
-    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong.
+    """Read a judge reply into a verdict, or raise UnparseableReply saying what is wrong;
+    with a `context`, an object the judged message holds or the prompt gave is refused."""
 
-    With a `context`, an object the judged message holds or the prompt gave is refused.
-    """
     if reply is None or not reply.strip():
         raise UnparseableReply("the reply was empty")
     objects = _json_objects(reply)

@@ -1,7 +1,5 @@
 """The lexicon judge's rules (losona/data/lexicon.yaml; its header explains the format),
-read and checked by the config checker, and one rule applied to a reply's normalised text,
-a cue the speaker negates not counting.
-"""
+read and checked by the config checker, and one rule applied to a reply's normalised text."""
 
 from __future__ import annotations
 
@@ -85,11 +83,9 @@ class Rule:
         scope: Scope | None = None,
         subject: str = "",
     ) -> tuple[bool, list[str]]:
-        """Whether the text passes, and the spans (or the count) that decided it.
+        """Whether the text passes, and the spans (or the count) that decided it; with a
+        scope, a cue the speaker negates ("not sorry") is not found."""
 
-        With a scope, a cue the speaker negates ("no silver lining", "not sorry") is not
-        found: a required cue then does not count, and a banned one is not a breach.
-        """
         if self.test == "max_words":
             return text.words <= self.limit, [f"{text.words} words"]
         if self.test == "min_words":

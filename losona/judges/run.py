@@ -1,6 +1,5 @@
 """Judging a table: a judge from its config, verdicts for a responses table, and the
-validity controls (each scenario's example responses judged, so a broken judge shows).
-"""
+validity controls (each scenario's example responses judged, so a broken judge shows)."""
 
 from __future__ import annotations
 
@@ -46,11 +45,8 @@ assert set(NO_VERDICT_WHY) == set(NOT_A_VERDICT)
 
 
 def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) -> Judge:
-    """The judge a `conf/judge/*.yaml` node describes (checked here when given plain values).
-
-    An LLM judge calls its model with `options`, capped by its config's own max_cost_usd
-    (whatever `options` says of the cap); each kind makes its own (losona/judges/kinds/).
-    """
+    """The judge a `conf/judge/*.yaml` node describes (checked here when given plain values);
+    an LLM judge's cost is capped by its config's own max_cost_usd, whatever `options` says."""
     if not isinstance(config, JudgeConfig):
         config = JudgeConfig.from_config(config, origin=f"judge '{config.get('name')}'")
     return judge_kind(config).make(config, options)
@@ -106,11 +102,9 @@ def judge_responses(
     condition: str,
     origin: str,
 ) -> pl.DataFrame:
-    """The verdict table for one responses table (one subject model x condition), sorted.
-
-    `origin` names the responses file in errors. Cases are built as the judge asks for
-    them, so a cell of any size holds no prompt, and no row twice.
-    """
+    """The verdict table for one responses table (one subject model x condition), sorted;
+    `origin` names the file in errors. Cases are built as the judge asks for them, so a cell
+    of any size holds no prompt, and no row twice."""
     check_cell_table(
         responses,
         origin,
@@ -120,10 +114,9 @@ def judge_responses(
     )
     unknown = responses.filter(~pl.col("scenario_id").is_in(scenarios["scenario_id"].implode()))
     if not unknown.is_empty():
-        first_unknown = unknown["scenario_id"].sort()[0]
         raise LosonaError(
-            f"{origin}: scenario '{first_unknown}' is not in the scenario table; "
-            "rerun sample after fetch"
+            f"{origin}: scenario '{unknown['scenario_id'].sort()[0]}' is not in the scenario "
+            "table; rerun sample after fetch"
         )
     name_cell(judge, f"judge {name} on {model}/{condition}")
     # Sample writes its rows in this order: sorting them again would hold them twice.
@@ -210,11 +203,8 @@ def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataF
 def control_summary(controls: pl.DataFrame) -> dict[str, Any]:
     """How many controls the judge got right, overall and per example kind (DVC metrics)."""
     summary: dict[str, Any] = {"judge_model": controls["judge_model"][0]}
-    for label, part in (
-        ("all", controls),
-        ("compliant", controls.filter(pl.col("example") == "compliant")),
-        ("breaching", controls.filter(pl.col("example") == "breaching")),
-    ):
+    for label in ("all", "compliant", "breaching"):
+        part = controls if label == "all" else controls.filter(pl.col("example") == label)
         right = part.filter(pl.col("complies") == pl.col("expected")).height
         unscored = part["complies"].null_count()
         summary[label] = {
@@ -239,13 +229,13 @@ def status_counts(verdicts: pl.DataFrame) -> str:
 def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
     """What a user should know about the unscored verdicts of a table, one line each."""
     statuses = Counter(verdicts["judge_status"].to_list())
-    notes = []
-    for status, why in NO_VERDICT_WHY.items():
-        if statuses[status]:
-            notes.append(
-                f"{statuses[status]} judge replies {why}, even after one repair: complies is "
-                f"null (judge_status {status}), the raw replies are in `evidence`"
-            )
+    notes = [
+        f"{statuses[status]} judge replies {why}, even after one repair: complies is "
+        f"null (judge_status {status}), the raw replies are in `evidence`"
+        for status, why in NO_VERDICT_WHY.items()
+        if statuses[status]
+    ]
+
     if statuses["no_response"]:
         null = "response was" if statuses["no_response"] == 1 else "responses were"
         notes.append(f"{statuses['no_response']} {null} null: nothing to judge")

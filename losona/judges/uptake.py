@@ -1,6 +1,5 @@
 """Whether a reply takes up the final elicitor at all (Appendix C, step 1): an empty reply,
-filler, an echo, another language or an off-topic message complies with no norm.
-"""
+filler, an echo, another language or an off-topic message complies with no norm."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The verdict files a run leaves (`<judge>/<model>/<condition>.parquet`), read, and checked
-to form one complete run over the scenario table before any number is computed.
-"""
+to form one complete run over the scenario table before any number is computed."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import polars as pl
 from losona.core.cell_tables import check_cell_columns
 from losona.core.contracts import VERDICT_SCHEMA
 from losona.core.errors import LosonaError
-from losona.core.files import display_path, read_parquet
+from losona.core.files import display_path, read_parquet, run_first
 from losona.core.formatting import counted, first_of
 
 # A verdict's cell: (judge, subject_model, condition), the unit every metric is grouped by.
@@ -25,9 +24,7 @@ def verdict_files(verdicts_dir: str | Path) -> list[tuple[Path, Cell]]:
     """Every `<judge>/<model>/<condition>.parquet` under `verdicts_dir`, with its cell."""
     root = Path(verdicts_dir)
     if not root.is_dir():
-        raise LosonaError(
-            f"{root} not found: run the judge stage first (python stages/judge.py, or dvc repro)"
-        )
+        raise LosonaError(f"{root} not found: {run_first('judge')}")
     found = []
     for path in sorted(root.glob("*/*/*.parquet")):
         parts = path.relative_to(root).parts
@@ -37,7 +34,7 @@ def verdict_files(verdicts_dir: str | Path) -> list[tuple[Path, Cell]]:
     if not found:
         raise LosonaError(
             f"{root} holds no verdict files (<judge>/<model>/<condition>.parquet): "
-            "run the judge stage first (python stages/judge.py, or dvc repro)"
+            + run_first("judge")
         )
     return found
 

@@ -6,7 +6,7 @@ paper's metrics, and only when a run has them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
@@ -43,15 +43,10 @@ def _labelled(row: Mapping[str, Any], judges: Mapping[str, str], *keys: str) -> 
     return dict(row) | {key: judges.get(row[key], row[key]) for key in keys}
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{part}/{whole}"
-
-
 def pairs_data(
-    result: ReportBundle, names: Mapping[str, str], judges: Mapping[str, str] | None = None
+    result: ReportBundle, names: Mapping[str, str], judges: Mapping[str, str]
 ) -> dict[str, Any]:
     """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
-    judges = judges or {}
     rows = [
         _labelled(r, judges, "judge_a", "judge_b")
         | {
@@ -134,9 +129,8 @@ def _condition_names(value: str, names: Mapping[str, str]) -> str:
     return " = ".join(names.get(part, part) for part in value.split(" = "))
 
 
-def human_data(result: ReportBundle, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+def human_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any]:
     """Judge against people: the sheet's state, agreement per judge, the disagreements."""
-    judges = judges or {}
     counts = result.metrics["labels"]
     return {
         "sheet_items": counts["sheet_items"],
@@ -194,18 +188,14 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
         judges.append(
             r
             | {
-                "sensitivity": f"{_num(r['sensitivity'])} "
-                + _interval(r["sensitivity_low"], r["sensitivity_high"]),
-                "specificity": f"{_num(r['specificity'])} "
-                + _interval(r["specificity_low"], r["specificity_high"]),
+                "sensitivity": _estimate(r, "sensitivity"),
+                "specificity": _estimate(r, "specificity"),
                 "rows": [
                     {
                         "model": c["model_label"],
                         "condition": c["condition_label"],
-                        "compliance": f"{_num(c['compliance'])} "
-                        + _interval(c["compliance_low"], c["compliance_high"]),
-                        "corrected": f"{_num(c['corrected'])} "
-                        + _interval(c["corrected_low"], c["corrected_high"]),
+                        "compliance": _estimate(c, "compliance"),
+                        "corrected": _estimate(c, "corrected"),
                     }
                     for c in mine.iter_rows(named=True)
                 ],
@@ -213,10 +203,8 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
                     {
                         "model": d["model_label"],
                         "condition": d["condition_label"],
-                        "delta": f"{_signed(d['compliance_delta'])} "
-                        + _interval(d["compliance_delta_low"], d["compliance_delta_high"]),
-                        "corrected": f"{_signed(d['corrected_delta'])} "
-                        + _interval(d["corrected_delta_low"], d["corrected_delta_high"]),
+                        "delta": _estimate(d, "compliance_delta", _signed),
+                        "corrected": _estimate(d, "corrected_delta", _signed),
                     }
                     for d in effects.iter_rows(named=True)
                 ],
@@ -233,11 +221,13 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
 
 
-def determinism_data(
-    result: ReportBundle, judges: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+def _estimate(row: Mapping[str, Any], key: str, shown: Callable[[Any], str] = _num) -> str:
+    """`row[key]` then its interval (`key`_low, `key`_high), e.g. "42.0 [30.1, 55.2]"."""
+    return f"{shown(row[key])} " + _interval(row[f"{key}_low"], row[f"{key}_high"])
+
+
+def determinism_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any]:
     """Each judge's determinism check (re-judged, rules, or not run) and the items that flipped."""
-    judges = judges or {}
     return {
         "rows": [
             _labelled(r, judges, "judge") | {"flip_rate": _num(r["flip_rate"])}
@@ -250,9 +240,8 @@ def determinism_data(
     }
 
 
-def controls_data(result: ReportBundle, judges: Mapping[str, str] | None = None) -> dict[str, Any]:
+def controls_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any]:
     """Each judge's validity controls (all, compliant, breaching) and the ones it missed."""
-    judges = judges or {}
     by_judge: dict[str, dict[str, dict[str, Any]]] = {}
     for r in result["controls.csv"].iter_rows(named=True):
         by_judge.setdefault(r["judge"], {})[r["example"]] = r
@@ -263,7 +252,7 @@ def controls_data(result: ReportBundle, judges: Mapping[str, str] | None = None)
                 "judge_model": kinds["all"]["judge_model"],
                 "kinds": [
                     {
-                        "right": _share(kinds[k]["right"], kinds[k]["items"]),
+                        "right": f"{kinds[k]['right']}/{kinds[k]['items']}",
                         "accuracy": _num(kinds[k]["accuracy"]),
                     }
                     for k in ("all", "compliant", "breaching")

@@ -1,9 +1,6 @@
-"""`python -m losona.experiments`: DVC experiments' settings and headline numbers side
-by side, one column each (DESCRIPTION says what it shows).
-
-`dvc exp show` prints hundreds of columns; this keeps what a reader compares, one row per
-K for accuracy and its effect, since Acc@K is a vote over K trials.
-"""
+"""`python -m losona.experiments`: DVC experiments' settings and headline numbers side by
+side, one column each (DESCRIPTION says what it shows): what a reader compares of the
+hundreds of columns `dvc exp show` prints."""
 
 from __future__ import annotations
 
@@ -16,14 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from losona.core.cli import USER_ERROR_EXIT
-from losona.core.config import (
-    PANELS_FILE,
-    PARAMS_FILE,
-    RUN_FILE,
-    Paths,
-    load_option,
-    option_file,
-)
+from losona.core.config import PANELS_FILE, PARAMS_FILE, RUN_FILE, Paths, load_option, option_file
 from losona.core.errors import LosonaError
 from losona.core.formatting import MISSING, number, signed
 from losona.core.layout import RunLayout
@@ -69,8 +59,7 @@ class MetricsFiles:
 def default_paths() -> Paths:
     """conf/paths/default.yaml, checked: the paths dvc.yaml declares its metrics with."""
     node = load_option("paths", "default")
-    checked: Paths = Paths.from_config(node.paths, origin=str(option_file("paths", "default")))
-    return checked
+    return Paths.from_config(node.paths, origin=str(option_file("paths", "default")))
 
 
 @dataclass(frozen=True)
@@ -332,38 +321,23 @@ def headline_sections(experiments: Sequence[Experiment], files: MetricsFiles) ->
         title = f"{judge} / {model} (judge / model): Acc@K (%) and its effect vs naive (points)"
         sections.append((title, rows))
 
-    judges = list(dict.fromkeys(judge for judge, _, _ in cells))
-    controls = [
-        (
-            judge,
-            [
-                number(
-                    _get(
-                        e.metrics.get(f"{files.controls_dir}{judge}.json"), judge, "all", "accuracy"
-                    )
-                )
-                for e in experiments
-            ],
-        )
-        for judge in judges
-    ]
+    def control(e: Experiment, judge: str) -> str:
+        found = _get(e.metrics.get(f"{files.controls_dir}{judge}.json"), judge, "all", "accuracy")
+        return number(found)
+
+    def agreed(e: Experiment, pair: str) -> str:
+        found = _get(e.metrics.get(files.audit), "judge_pairs", pair)
+        if not isinstance(found, Mapping) or found.get("agreement") is None:
+            return MISSING
+        return f"{number(found['agreement'])} ({number(found.get('kappa'), 3)})"
+
+    judges = dict.fromkeys(judge for judge, _, _ in cells)
+    controls = [(judge, [control(e, judge) for e in experiments]) for judge in judges]
     if controls:
         sections.append(("controls right (%), per judge", controls))
-    pairs = list(
-        dict.fromkeys(
-            p for e in experiments for p in (_get(e.metrics.get(files.audit), "judge_pairs") or {})
-        )
-    )
-    agreement = [
-        (
-            pair.replace("_vs_", " vs "),
-            [
-                _agreement(_get(e.metrics.get(files.audit), "judge_pairs", pair))
-                for e in experiments
-            ],
-        )
-        for pair in pairs
-    ]
+    audits = [_get(e.metrics.get(files.audit), "judge_pairs") or {} for e in experiments]
+    pairs = dict.fromkeys(pair for audit in audits for pair in audit)
+    agreement = [(p.replace("_vs_", " vs "), [agreed(e, p) for e in experiments]) for p in pairs]
     if agreement:
         sections.append(("judge agreement % (kappa)", agreement))
     return sections
@@ -373,12 +347,6 @@ def _title(e: Experiment) -> str:
     """An experiment's column title: its name, and its short hash when that is not its name."""
     named = e.rev in ("workspace", "") or short(e.rev) == e.name or e.rev == e.name
     return e.name if named else f"{e.name} ({short(e.rev)})"
-
-
-def _agreement(pair: Any) -> str:
-    if not isinstance(pair, Mapping) or pair.get("agreement") is None:
-        return MISSING
-    return f"{number(pair['agreement'])} ({number(pair.get('kappa'), 3)})"
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:

@@ -1,9 +1,6 @@
-"""reports/index.html: one self-contained page from the numbers down to every chat.
-
-Each function here computes the data of one `Section`; its template
-(losona/pages/templates/report/) lays it out. Figures are embedded as data URIs and styles
-are inline, so the file opens offline.
-"""
+"""reports/index.html: one self-contained page from the numbers down to every chat, which
+opens offline. Each function here computes the data of one `Section`; its template
+(losona/pages/templates/report/) lays it out."""
 
 from __future__ import annotations
 
@@ -75,20 +72,8 @@ def summary_data(reports: Reports, subset: str | None) -> dict[str, Any]:
 
 
 def results_section(reports: Reports) -> Section:
-    """Table 1 in the paper's layout, per judge, with the mean over models and the policy."""
-    return section(
-        "results",
-        "Results (Table 1)",
-        "report/results.html",
-        tables=results_tables(reports),
-        k=k_label(reports["results.csv"]),
-        level=reports.confidence,
-        policy=UNSCORED_POLICY,
-    )
-
-
-def results_tables(reports: Reports) -> list[dict[str, Any]]:
-    """One table per judge: each model x condition's row, then the means over models."""
+    """Table 1 in the paper's layout: per judge, each model x condition's row, then the means
+    over models, and the unscored policy."""
     results, means = reports["results.csv"], reports["means.csv"]
     tables = []
     for (judge,), rows in results.group_by("judge", maintain_order=True):
@@ -128,27 +113,22 @@ def results_tables(reports: Reports) -> list[dict[str, Any]]:
                 ],
             }
         )
-    return tables
+    return section(
+        "results",
+        "Results (Table 1)",
+        "report/results.html",
+        tables=tables,
+        k=k_label(results),
+        level=reports.confidence,
+        policy=UNSCORED_POLICY,
+    )
 
 
 def judges_section(
     reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
 ) -> Section:
-    """Each judge once: its label (a test double marked), what it is, its validity controls,
-    whether its verdicts say anything, and the basis of its corrected compliance."""
-    return section(
-        "judges",
-        "Judges",
-        "report/judges.html",
-        judges=judges_rows(reports, controls, correction),
-    )
-
-
-def judges_rows(
-    reports: Reports, controls: pl.DataFrame | None = None, correction: pl.DataFrame | None = None
-) -> list[dict[str, Any]]:
-    """One row per judge, in the reports' order: its controls, its degenerate cells and the
-    basis of its corrected compliance."""
+    """Each judge once, in the reports' order: its label (a test double marked), what it is,
+    its validity controls, its degenerate cells and the basis of its corrected compliance."""
     results = reports["results.csv"]
     corrections = {
         r["judge"]: r
@@ -185,7 +165,7 @@ def judges_rows(
                 "correction": _correction_basis(corrections.get(judge)),
             }
         )
-    return rows
+    return section("judges", "Judges", "report/judges.html", judges=rows)
 
 
 def _correction_basis(row: Mapping[str, Any] | None) -> str | None:
@@ -216,12 +196,33 @@ def figures_section(figures: Sequence[Figure]) -> Section:
 
 
 def effects_section(reports: Reports) -> Section:
-    """Paired effects against naive: delta with interval, McNemar test, flips with ids."""
-    rows = effects_rows(reports)
-    title = "Paired effects against Naive" if rows else "Paired effects"
+    """Paired effects against naive: delta with interval, McNemar test, scenarios that flip."""
+
+    ids: defaultdict[tuple[str, ...], list[str]] = defaultdict(list)
+    for r in reports["flips.csv"].iter_rows(named=True):
+        ids[(*_cell(r), r["flip"])].append(r["scenario_id"])
+
+    def flips(r: Mapping[str, Any], flip: str, out_of: str) -> dict[str, Any]:
+        linked = [{"id": s, "anchor": _anchor(s)} for s in ids[(*_cell(r), flip)]]
+        return {"count": r[flip], "out_of": r[out_of], "scenarios": linked}
+
+    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
+    rows = [
+        {
+            "judge": judges.get(r["judge"], r["judge"]),
+            "model": r["model_label"],
+            "condition": r["condition_label"],
+            "delta": f"{_signed(r['delta'])} [{_num(r['delta_low'])}, {_num(r['delta_high'])}]",
+            "p": _p(r["mcnemar_p"]),
+            "recovered": flips(r, "recovered", "naive_failures"),
+            "regressed": flips(r, "regressed", "naive_successes"),
+            "scenarios": r["scenarios"],
+        }
+        for r in reports["deltas.csv"].iter_rows(named=True)
+    ]
     return section(
         "effects",
-        title,
+        "Paired effects against Naive" if rows else "Paired effects",
         "report/effects.html",
         rows=rows,
         level=reports.confidence,
@@ -229,47 +230,8 @@ def effects_section(reports: Reports) -> Section:
     )
 
 
-def effects_rows(reports: Reports) -> list[dict[str, Any]]:
-    """Each condition's paired effect against naive, with the scenarios that flip."""
-    ids: defaultdict[tuple[str, ...], list[str]] = defaultdict(list)
-    for r in reports["flips.csv"].iter_rows(named=True):
-        ids[(r["judge"], r["subject_model"], r["condition"], r["flip"])].append(r["scenario_id"])
-
-    def flips(count: int, out_of: int, scenario_ids: list[str]) -> dict[str, Any]:
-        linked = [{"id": s, "anchor": _anchor(s)} for s in scenario_ids]
-        return {"count": count, "out_of": out_of, "scenarios": linked}
-
-    judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
-    rows = []
-    for r in reports["deltas.csv"].iter_rows(named=True):
-        cell = (r["judge"], r["subject_model"], r["condition"])
-        rows.append(
-            {
-                "judge": judges.get(r["judge"], r["judge"]),
-                "model": r["model_label"],
-                "condition": r["condition_label"],
-                "delta": f"{_signed(r['delta'])} [{_num(r['delta_low'])}, {_num(r['delta_high'])}]",
-                "p": _p(r["mcnemar_p"]),
-                "recovered": flips(r["recovered"], r["naive_failures"], ids[(*cell, "recovered")]),
-                "regressed": flips(r["regressed"], r["naive_successes"], ids[(*cell, "regressed")]),
-                "scenarios": r["scenarios"],
-            }
-        )
-    return rows
-
-
 def breakdown_section(reports: Reports) -> Section:
-    """Per-norm and per-event accuracy pooled over models: diagnostic, with counts."""
-    return section(
-        "breakdowns",
-        "By norm and by event (diagnostic)",
-        "report/breakdowns.html",
-        tables=breakdown_tables(reports),
-    )
-
-
-def breakdown_tables(reports: Reports) -> list[dict[str, Any]]:
-    """By norm, then by event, per judge: scenarios passing, pooled over models."""
+    """By norm, then by event, per judge: scenarios passing, pooled over models (diagnostic)."""
     labels = dict(reports["results.csv"].select("condition", "condition_label").iter_rows())
     judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
     tables = []
@@ -298,7 +260,8 @@ def breakdown_tables(reports: Reports) -> list[dict[str, Any]]:
                     ],
                 }
             )
-    return tables
+    title = "By norm and by event (diagnostic)"
+    return section("breakdowns", title, "report/breakdowns.html", tables=tables)
 
 
 def _pooled(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -321,22 +284,13 @@ class _View:
         self.condition_label = dict(results.select("condition", "condition_label").iter_rows())
         self.judge_label = dict(results.select("judge", "judge_label").iter_rows())
         self.scenarios = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
-        order = {
-            cell: i
-            for i, cell in enumerate(
-                results.select("judge", "subject_model", "condition").iter_rows()
-            )
-        }
+        cells = results.select("judge", "subject_model", "condition").iter_rows()
+        order = {cell: i for i, cell in enumerate(cells)}
         self.verdicts: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in verdicts.iter_rows(named=True):
             self.verdicts[row["scenario_id"]].append(row)
         for rows in self.verdicts.values():
-            rows.sort(
-                key=lambda r: (
-                    order.get((r["judge"], r["subject_model"], r["condition"]), 0),
-                    r["trial"],
-                )
-            )
+            rows.sort(key=lambda r: (order.get(_cell(r), 0), r["trial"]))
         self.several_judges = results["judge"].n_unique() > 1
 
     def responses(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -357,14 +311,7 @@ class _View:
 
 
 def casebook_section(view: _View) -> Section:
-    """Every introduced regression: the naive responses beside the prompted ones."""
-    return section(
-        "casebook", "Regressions casebook", "report/casebook.html", cases=casebook_cases(view)
-    )
-
-
-def casebook_cases(view: _View) -> list[dict[str, Any]]:
-    """One case per regression: the scenario, then both conditions' trials."""
+    """Every introduced regression: the scenario, then the naive trials beside the prompted."""
     regressions = view.reports["flips.csv"].filter(pl.col("flip") == "regressed")
     cases = []
     for flip in regressions.iter_rows(named=True):
@@ -374,11 +321,7 @@ def casebook_cases(view: _View) -> list[dict[str, Any]]:
             (flip["condition"], flip["condition_complying"], flip["condition_scored"]),
         ):
             cell = (flip["judge"], flip["subject_model"], condition)
-            trials = [
-                v
-                for v in view.verdicts[flip["scenario_id"]]
-                if (v["judge"], v["subject_model"], v["condition"]) == cell
-            ]
+            trials = [v for v in view.verdicts[flip["scenario_id"]] if _cell(v) == cell]
             columns.append(
                 {
                     "label": view.condition_label.get(condition, condition),
@@ -403,23 +346,13 @@ def casebook_cases(view: _View) -> list[dict[str, Any]]:
                 "columns": columns,
             }
         )
-    return cases
+    return section("casebook", "Regressions casebook", "report/casebook.html", cases=cases)
 
 
 def browser_section(view: _View) -> Section:
-    """Every scenario's chat, hidden norm, and every response with its verdict and reasoning."""
-    return section(
-        "browser",
-        "Scenario browser",
-        "report/browser.html",
-        items=browser_items(view),
-        judged=view.several_judges,
-    )
-
-
-def browser_items(view: _View) -> list[dict[str, Any]]:
-    """Every scenario in id order, with how often each judge passes it and all its responses."""
-    return [
+    """Every scenario in id order: its chat, hidden norm, how often each judge passes it, and
+    every response with its verdict and reasoning."""
+    items = [
         {
             "scenario": view.scenarios[sid],
             "anchor": _anchor(sid),
@@ -428,17 +361,21 @@ def browser_items(view: _View) -> list[dict[str, Any]]:
         }
         for sid, passes in scenario_passes(view.reports, sorted(view.scenarios)).items()
     ]
+    return section(
+        "browser",
+        "Scenario browser",
+        "report/browser.html",
+        items=items,
+        judged=view.several_judges,
+    )
 
 
 def scenario_passes(
     reports: Reports, scenario_ids: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per scenario, per judge in the reports' order: its label, and in how many model x
-    condition cells it passes out of how many.
-
-    Never pooled over judges: a test double's or a panel's passes would count as the other
-    judges' (issue 30).
-    """
+    """Per scenario, per judge in the reports' order (never pooled: a test double's passes
+    would count as the others'): its label, and in how many model x condition cells it passes
+    out of how many."""
     judges = reports["results.csv"].select("judge", "judge_label").unique(maintain_order=True)
     counts = {
         (sid, judge): (passed, cells)
@@ -458,6 +395,10 @@ def scenario_passes(
 
 
 # -- small helpers -----------------------------------------------------------------------------
+
+
+def _cell(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    return row["judge"], row["subject_model"], row["condition"]
 
 
 def _anchor(scenario_id: str) -> str:

@@ -1,8 +1,5 @@
-"""The paper's Figures 2, 3 and 4 and a heatmap per judge, drawn from the report tables.
-
-Each is saved as PNG and SVG with its numbers as a CSV beside it (for `dvc plots`);
-rendering settings are fixed so that the same tables give byte-identical files.
-"""
+"""The paper's Figures 2, 3 and 4 and a heatmap per judge, drawn from the report tables,
+each saved as PNG and SVG with its numbers as a CSV beside it (for `dvc plots`)."""
 
 from __future__ import annotations
 
@@ -135,6 +132,18 @@ def _colours(conditions: Sequence[str]) -> dict[str, str]:
     return {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(conditions)}
 
 
+def _with_errors(part: pl.DataFrame, value: str, low: str, high: str) -> tuple[np.ndarray, ...]:
+    """A column's values and their error bars (distance down to `low`, up to `high`)."""
+    values = part[value].to_numpy()
+    return values, np.vstack([values - part[low].to_numpy(), part[high].to_numpy() - values])
+
+
+def _model_rows(ax: Axes, models: Sequence[str]) -> None:
+    """One row per model, the first at the top."""
+    ax.set_yticks(range(len(models)), models)
+    ax.set_ylim(len(models) - 0.5, -0.5)
+
+
 def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
     models = _unique(results["model_label"])
     conditions = _unique(results["condition_label"])
@@ -151,10 +160,7 @@ def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigu
                 np.array([at[m] for m in part["model_label"]])
                 + (i - (len(conditions) - 1) / 2) * width
             )
-            acc = part["acc_at_k"].to_numpy()
-            errors = np.vstack(
-                [acc - part["acc_low"].to_numpy(), part["acc_high"].to_numpy() - acc]
-            )
+            acc, errors = _with_errors(part, "acc_at_k", "acc_low", "acc_high")
             ax.bar(xs, acc, width, label=condition, color=colours[condition])
             ax.errorbar(
                 xs, acc, yerr=errors, fmt="none", ecolor="#333333", elinewidth=0.8, capsize=2
@@ -212,10 +218,7 @@ def _paired_effect(
             part = rows.filter(pl.col("condition_label") == condition)
             offset = (i - (len(conditions) - 1) / 2) * step
             ys = np.array([at[m] for m in part["model_label"]]) + offset
-            delta = part["delta"].to_numpy()
-            errors = np.vstack(
-                [delta - part["delta_low"].to_numpy(), part["delta_high"].to_numpy() - delta]
-            )
+            delta, errors = _with_errors(part, "delta", "delta_low", "delta_high")
             ax.errorbar(
                 delta,
                 ys,
@@ -228,8 +231,7 @@ def _paired_effect(
                 elinewidth=1,
             )
         ax.axvline(0, color="#333333", linewidth=0.8)
-        ax.set_yticks(range(len(models)), models)
-        ax.set_ylim(len(models) - 0.5, -0.5)
+        _model_rows(ax, models)
         ax.set_xlim(-reach, reach)
         ax.set_xlabel(f"change in accuracy-at-{k} against {BASELINE_CONDITION} (points)")
         ax.grid(axis="x", linewidth=0.4, alpha=0.5)
@@ -263,8 +265,7 @@ def _flips(deltas: pl.DataFrame, judges: Sequence[Judge], results: pl.DataFrame)
                 ax.text(-r["regressed"] - pad, y, regressed, va="center", ha="right", fontsize=7)
             ax.axvline(0, color="#333333", linewidth=0.8)
             ax.set_xlim(-reach * 1.35, reach * 1.35)
-            ax.set_yticks(range(len(models)), models)
-            ax.set_ylim(len(models) - 0.5, -0.5)
+            _model_rows(ax, models)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{abs(value):g}"))
             ax.set_xlabel("scenarios")
     figure.legend(
@@ -325,17 +326,17 @@ def _heatmap_data(reports: Reports, judge: Judge) -> pl.DataFrame:
     )
 
 
-# The heatmap's cells in inches, whatever the number of scenarios: at 5 scenarios as at 44
-# a cell is a cell, not a strip. Past LABELLED_ROWS scenarios the rows lose their labels and
-# markers, and the panel stops growing at HEATMAP_MAX_H.
+# The heatmap's cells in inches, whatever the number of scenarios, so a cell is never a
+# strip. Past LABELLED_ROWS scenarios the rows lose their labels and markers, and the panel
+# stops growing at HEATMAP_MAX_H.
 CELL_W, CELL_H = 0.42, 0.2
 LABELLED_ROWS = 150
 HEATMAP_MAX_H = 24.0
-# Its smallest text in points: the report shows a heatmap at its own size (1 pt = 4/3 px),
-# so 8 pt reads as about 10.7 px; a scenario row (0.2 in = 14.4 pt) still holds one.
+# Its smallest text in points, readable at the size the report shows a heatmap, and small
+# enough for a scenario row (0.2 in = 14.4 pt).
 HEATMAP_LABEL_PT = 8.0
-# Room for tick labels, per character, at HEATMAP_LABEL_PT (generous: the saved figure is
-# cropped to what it draws).
+# Room for tick labels, per character, at HEATMAP_LABEL_PT (generous: the figure is cropped).
+
 ROW_LABEL_IN, COLUMN_LABEL_IN = 0.065, 0.06
 
 
@@ -358,13 +359,7 @@ def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
     below = COLUMN_LABEL_IN * max(map(len, column_labels)) + 0.2
     # The colour bar spans the panel and what it needs beyond it to be 3 inches wide.
     widths = [Size.Fixed(rows_w), Size.Fixed(grid_w), Size.Fixed(max(0.3, 3.0 - grid_w))]
-    heights = [
-        Size.Fixed(0.9),
-        Size.Fixed(0.16),
-        Size.Fixed(below),
-        Size.Fixed(grid_h),
-        Size.Fixed(1.1),
-    ]
+    heights = [Size.Fixed(h) for h in (0.9, 0.16, below, grid_h, 1.1)]
     figure = MplFigure(
         figsize=(sum(w.fixed_size for w in widths), sum(h.fixed_size for h in heights))
     )

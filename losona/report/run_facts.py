@@ -1,9 +1,6 @@
-"""What each cell of a run cost, as the report shows it.
-
-Only the facts that are the same on every rerun (calls, tokens, list cost, from the calls
-files), so that a warm rerun writes the report byte for byte; what differs between runs
-is in the run logs (losona/report/run_logs.py).
-"""
+"""What each cell of a run cost, as the report shows it: only the facts that are the same on
+every rerun (calls, tokens, list cost, from the calls files), so that a warm rerun writes the
+report byte for byte; what differs between runs is in the run logs (run_logs.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ import polars as pl
 from losona.core.contracts import CALL_SCHEMA
 from losona.core.files import read_parquet
 from losona.core.layout import CONTROLS_CALLS, JUDGE_CALLS, SAMPLE_CALLS
+from losona.judges.verdicts import CELL
 from losona.pages import Section, section
 
 
@@ -64,10 +62,9 @@ def cell_calls(calls_dir: str | Path) -> pl.DataFrame:
 
 
 def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
-    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof).
+    """The report's "Run facts": each cell's calls, tokens and list cost (rerun-proof), in the
+    reports' order: `labels` lists names as results.csv does."""
 
-    Cells come in the reports' order: `labels` lists names as results.csv does.
-    """
     order = {name: i for i, name in enumerate(labels)}
 
     def rank(name: str | None) -> tuple[int, str]:
@@ -75,14 +72,9 @@ def facts_section(calls: pl.DataFrame, labels: Mapping[str, str]) -> Section:
 
     stages = {SAMPLE_CALLS: 0, JUDGE_CALLS: 1, CONTROLS_CALLS: 2}
     ordered = sorted(
-        calls.iter_rows(named=True),
-        key=lambda r: (
-            stages[r["stage"]],
-            rank(r["judge"]),
-            rank(r["subject_model"]),
-            rank(r["condition"]),
-        ),
+        calls.iter_rows(named=True), key=lambda r: (stages[r["stage"]], [rank(r[k]) for k in CELL])
     )
+
     rows = [
         {
             "cell": cell_name(r, labels),

@@ -1,9 +1,6 @@
-"""`python -m losona.run_logs`: each cell's facts of its last run, from its run log.
-
-The report leaves these out because they differ on every run. A run log is not a DVC
-output, so a checkout restores a table but not its log: a log whose table has changed
-since is refused, never shown as that table's run.
-"""
+"""`python -m losona.run_logs`: each cell's facts of its last run, which differ on every run,
+from its run log. A checkout restores a table but not its log (not a DVC output): a log whose
+table has changed since is refused, never shown as that table's run."""
 
 from __future__ import annotations
 

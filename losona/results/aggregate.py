@@ -1,9 +1,5 @@
-"""aggregate: verdicts into the paper's report tables, with intervals and paired tests.
-
-The metrics themselves are in losona/results/metrics.py and the checks on the verdicts in
-losona/judges/verdicts.py; this module computes every statistic of a run from one scenario
-bootstrap and lays the numbers out as the paper does (Table 1, Section 6).
-"""
+"""aggregate: verdicts into the paper's report tables, every statistic of a run from one
+scenario bootstrap, laid out as the paper does (Table 1, Section 6)."""
 
 from __future__ import annotations
 
@@ -93,11 +89,9 @@ def aggregate(
     presentation: Presentation | None = None,
     judges: Mapping[str, JudgeEvidence] | None = None,
 ) -> Reports:
-    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables.
+    """The paper's metrics for every (judge, model, condition) in `verdicts`, as report tables;
+    `judges`: what each judge's degenerate-verdicts flag needs beside its verdicts."""
 
-    `judges` tells, per judge, what its degenerate-verdicts flag needs beside its verdicts
-    (losona/judges/health.py); for a judge left out, nothing beyond its verdicts is known.
-    """
     show = presentation or Presentation()
     check_verdicts(verdicts, scenarios)
     outcomes = scenario_outcomes(verdicts)

@@ -1,8 +1,5 @@
-"""A report bundle: what aggregate, dynamic_aggregate and audit each write to a reports folder.
-
-Named CSV tables, perhaps a Markdown text and one `metrics.json` whose `settings` block says
-what the numbers rest on; one type, written and read back one way for all three.
-"""
+"""A report bundle: what aggregate, dynamic_aggregate and audit each write to a reports folder
+(named CSV tables, perhaps a Markdown text, and `metrics.json`), written and read one way."""
 
 from __future__ import annotations
 
@@ -27,11 +24,8 @@ METRICS = "metrics.json"
 
 @dataclass(frozen=True)
 class BundleFiles:
-    """The files one stage writes to its reports folder, and what reading them back checks.
-
-    `tables` are the CSV files by name with their schema (dvc.yaml lists the same names),
-    `texts` the text files, `metrics_keys` the keys its metrics.json must have.
-    """
+    """The files one stage writes to its reports folder, and what reading them back checks:
+    CSV `tables` by name with their schema, `texts`, and the `metrics_keys` it must have."""
 
     stage: str
     tables: Mapping[str, pl.Schema]

@@ -42,12 +42,8 @@ def majority_threshold(k: int) -> int:
 
 def scenario_outcomes(verdicts: pl.DataFrame, by: Sequence[str] = CELL) -> pl.DataFrame:
     """One row per (judge, model, condition, scenario): trial counts and the majority outcome.
-
     `passed` and `consistent` are null when unscored trials leave them undetermined, and
-    `consistent` is null too for a scenario of one trial (K = 1): it cannot disagree.
-    Every scenario of a cell must have the same number of trials (checked by the loader).
-    `by` names the columns of a cell (the dynamic extension adds its arm).
-    """
+    `consistent` too at K = 1. `by` names a cell's columns (the dynamic turn adds its arm)."""
     counted = verdicts.group_by([*by, "scenario_id", "event_type", "norm_id"]).agg(
         trials=pl.len().cast(pl.Int32),
         scored=pl.col("complies").is_not_null().sum().cast(pl.Int32),
@@ -89,11 +85,11 @@ def bootstrap_intervals(
     """Scenario-bootstrap percentile intervals for means over scenarios, from one resampling.
 
     `values` has one row per statistic and one column per scenario, NaN where a scenario does
-    not count for that row; with `combine` (G x rows) the statistics are `combine @ row_means`.
-    Every row sees the same resamples, so its interval never depends on which other rows are
-    present. With `sizes`, a scenario counts as many times as its size (a share of trials,
-    pooled). Fewer than two scenarios give NaN bounds.
+    not count for that row; with `combine` (G x rows) the statistics are `combine @ row_means`;
+    with `sizes`, a scenario counts as many times as its size. Every row sees the same
+    resamples. Fewer than two scenarios give NaN bounds.
     """
+
     numerators, denominators = _weighted(values, sizes)
 
     def combined_means(drawn: np.ndarray) -> np.ndarray:

@@ -1,7 +1,5 @@
 """How a run's tables are ordered and labelled: the sweep's order (params.yaml) and each
-model's, condition's and judge's display label and kind, read from conf/ through the
-config checker (losona.core.config.option).
-"""
+model's, condition's and judge's display label and kind, read from conf/."""
 
 from __future__ import annotations
 
@@ -30,12 +28,8 @@ class Presentation:
 
     def cell_key(self, cell: Cell) -> tuple[Any, ...]:
         """Sort key: the sweep's order first; names it does not list follow alphabetically."""
-        judge, model, condition = cell
-        return (
-            _rank(self.judges, judge),
-            _rank(self.models, model),
-            _rank(self.conditions, condition),
-        )
+        orders = (self.judges, self.models, self.conditions)
+        return tuple(_rank(order, name) for order, name in zip(orders, cell, strict=True))
 
     def model_label(self, name: str) -> str:
         """A model's display name, e.g. "Gemini 3.1 Pro"."""
@@ -63,10 +57,8 @@ def presentation_for(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]])
 
 
 def outside_sweep(verdicts: pl.DataFrame, sweep: Mapping[str, Sequence[str]]) -> list[str]:
-    """Judges, models and conditions in the verdicts that the sweep does not list, by kind.
-
-    The sweep's panels (conf/panels.yaml) are judges it lists.
-    """
+    """Judges, models and conditions in the verdicts that the sweep (and its panels) does
+    not list, by kind."""
     unlisted = []
     for column, key in zip(CELL, ("judges", "models", "conditions"), strict=True):
         listed = [*sweep[key], *sweep.get("panels", ())] if key == "judges" else sweep[key]
@@ -89,26 +81,22 @@ def judge_kinds(names: Iterable[str]) -> dict[str, str]:
 
 
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
-    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked.
-
-    A name without a config file (verdicts that outlived theirs), or without a label,
-    keeps its name.
-    """
+    """Display labels from `conf/<group>/<name>.yaml`'s `label`, a test double's marked; a
+    name without a config file, or without a label, keeps its name."""
     labels = {}
     for name in names:
         if not option_file(group, name).is_file():
             labels[name] = name
             continue
         checked = option(group, name)
-        label = checked.label or name
-        labels[name] = display_label(label, _test_double(checked))
+        labels[name] = display_label(checked.label or name, _test_double(checked))
     return labels
 
 
 def _test_double(checked: Any) -> bool:
     """Whether a model's or judge's numbers are a test double's: its config says so, or it
-    is a panel with a test-double member (panels of panels are refused, so one level is all).
-    """
+    is a panel with a test-double member (panels of panels are refused: one level is all)."""
+
     if getattr(checked, "test_double", False):
         return True
     members = getattr(checked, "members", None) or ()

@@ -23,13 +23,9 @@ Statistic = Callable[..., np.ndarray]
 def bootstrap_distribution(
     statistic: Statistic, sizes: Sequence[int], settings: AggregateSettings
 ) -> np.ndarray | None:
-    """`statistic`'s values on every resample (statistics x resamples), or None.
-
-    `sizes` gives each sample's number of units (scenarios, labelled items); each sample is
-    resampled with replacement, independently of the others, and `statistic` receives one
-    array of draw counts per sample (resamples x units) and returns statistics x resamples.
-    None when a sample has fewer than two units: there is nothing to resample.
-    """
+    """`statistic`'s values on every resample (statistics x resamples); None when a sample has
+    fewer than two units. Each sample (`sizes`: its units) is resampled independently, and
+    `statistic` receives one array of draw counts per sample (resamples x units)."""
     if min(sizes) < 2:
         return None
 
@@ -70,13 +66,10 @@ def percentile_interval(
     confidence: float,
     undefined: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each statistic's percentile interval over its resamples (low, high).
+    """Each statistic's percentile interval over its resamples (low, high). With `undefined`
+    = (lowest, highest), a NaN resample counts as `lowest` for the low end and `highest` for
+    the high end (it widens the interval); without, NaN resamples are left out."""
 
-    With `undefined` = (lowest, highest), a resample in which a statistic is NaN counts as
-    `lowest` for the low end and `highest` for the high end: an undefined estimate is
-    consistent with any value, so it widens the interval. Without, such resamples are left
-    out, as aggregate leaves out a resample in which no scenario counts.
-    """
     if distribution.shape[0] == 0:
         return np.zeros(0), np.zeros(0)
     alpha = (1 - confidence) / 2

@@ -1,7 +1,6 @@
 """Table 1 in the paper's layout (reports/table1.md): one table per judge, with what it
 rests on below (the vote rule, the intervals, unscored trials, non-answers, a degenerate
-judge), and the headings and subset warning the HTML report shares with it.
-"""
+judge), and the headings and subset warning the HTML report shares with it."""
 
 from __future__ import annotations
 
@@ -59,10 +58,9 @@ def table1_markdown(
     n_scenarios: int,
     subset: str | None,
 ) -> str:
-    """Table 1 in the paper's layout, one table per judge, with what it rests on below.
+    """Table 1 in the paper's layout, one table per judge, with what it rests on below; a
+    run on a subset of the dataset says so under the title, before any figure."""
 
-    A run on a subset of the dataset says so under the title, before any figure.
-    """
     confidence = f"{percent(bootstrap.confidence):g}%"
     parts = ["# LoSoNA results (the paper's Table 1)\n"]
     if subset is not None:

@@ -1,6 +1,5 @@
 """The first turn's report tables (aggregate writes them, plot reads them): their columns,
-types and row order, built through `losona.core.contracts.table` like every table.
-"""
+types and row order, built through `losona.core.contracts.table` like every table."""
 
 from __future__ import annotations
 

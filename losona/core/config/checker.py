@@ -1,6 +1,5 @@
 """The one checker: a config node into its pydantic schema, or one line per problem,
-`<file or override>: '<dotted.key>': expected <what>, found <value>`.
-"""
+`<file or override>: '<dotted.key>': expected <what>, found <value>`."""
 
 from __future__ import annotations
 
@@ -8,10 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, get_args, get_origin
 
 from omegaconf import OmegaConf
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, ValidationError
 
 from losona.core.errors import LosonaError
 
@@ -20,11 +16,8 @@ FROM_CONFIG = "config"
 
 
 class Refusal(ValueError):
-    """A schema's own check failed: what was expected and, unless it must stay unseen, found.
-
-    `key` names a setting inside the node being validated when the check is not a field's
-    own (e.g. `api_key` refused by the model node as a whole).
-    """
+    """A schema's own check failed: what was expected and, unless it must stay unseen, found;
+    `key` names a setting inside the node when the check is not a field's own."""
 
     def __init__(self, expected: str, found: str | None = None, key: str | None = None) -> None:
         super().__init__(expected)
@@ -37,11 +30,8 @@ Origin = str | Callable[[str], str]
 
 def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
     """`node` as a `schema` object, or one LosonaError naming the file, key, expected, found.
-
-    `key` is the node's dotted place in the composed config ("" at the top); `origin` is
-    the file the node came from, or a function from a dotted key to where its value came
-    from (a file, or the command line).
-    """
+    `key` is the node's dotted place ("" at the top); `origin` the node's file, or a function
+    from a dotted key to where its value came from (a file, or the command line)."""
     try:
         values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
         _no_missing(values, key)
@@ -136,10 +126,9 @@ def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | No
 
 
 def _depth(annotation: Any) -> int:
-    """How many keys or indices stand between a field and the schema it holds.
+    """How many keys or indices stand between a field and the schema it holds: 0 for a
+    schema, 1 for a list or mapping of schemas, 2 for a mapping of lists of them."""
 
-    0 for a schema, 1 for a list or mapping of schemas, 2 for a mapping of lists of them.
-    """
     origin = get_origin(annotation)
     if origin in (dict, list, tuple):
         return 1 + _depth(get_args(annotation)[-1 if origin is dict else 0])

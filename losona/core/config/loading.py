@@ -1,6 +1,5 @@
 """Where config lives and reading it raw: params.yaml through the `${dvc_param:...}`
-resolver (registered on import), one option's file, a node as plain values.
-"""
+resolver (registered on import), one option's file, a node as plain values."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Where each value of a composed config came from: an option's file, the run file, an
-experiment, or a command-line override, so that a refusal names the place to fix.
-"""
+experiment, or a command-line override, so that a refusal names the place to fix."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Reading the composed config: a group's node checked (`chosen`), one option on its own
-(`option`), and, outside a stage, the paths with overrides (`compose_paths`).
-"""
+(`option`), and, outside a stage, the paths with overrides (`compose_paths`)."""
 
 from __future__ import annotations
 
@@ -22,12 +21,9 @@ from losona.core.errors import LosonaError
 
 
 class Schemas(Mapping[str, type[Schema]]):
-    """Each group's schema class, found by `module:Class` and imported when first asked for.
-
-    A stage family's settings live in its package; looked up lazily, they are imported only
-    by the stages that read them, so losona.core.config itself reaches no family's settings and
-    editing the dynamic turn's, say, reruns no first-turn stage.
-    """
+    """Each group's schema class, found by `module:Class` and imported when first asked for,
+    so that losona.core.config reaches no stage family's settings: editing the dynamic
+    turn's, say, reruns no first-turn stage."""
 
     def __init__(self, where: Mapping[str, str]) -> None:
         self._where = dict(where)
@@ -121,5 +117,4 @@ def compose_paths(overrides: Sequence[str]) -> Paths:
     chosen_paths = next(
         (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
     )
-    checked: Paths = Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
-    return checked
+    return Paths.from_config(cfg.paths, origin=str(option_file("paths", chosen_paths)))
