@@ -1,18 +1,8 @@
-"""The whole run checked before any stage runs: every setting, every name of the sweep.
+"""The whole run checked before any stage runs, so that a refused setting costs no committed
+output (docs/configuration.md, "A run is checked whole before any stage runs").
 
-DVC removes a stage's outputs before it runs the stage, so a setting that a stage refuses
-(`dvc exp run -S conf/run.yaml:sampling.trials=0`) used to cost the committed outputs of
-that stage, and a name with no config (`-S 'sweep.models=[smollm2,nosuch]'`) failed only
-when DVC reached it. The preflight stage, which every first stage of the pipeline depends
-on, runs this first: it reads every setting of the run as the stages will, collects every
-problem, and refuses the run with one message before DVC reaches a stage with outputs.
-One removal comes earlier than any stage: before it runs the first, `dvc exp run` removes
-every output it committed that no stage of the new pipeline declares (a `-S` that drops a
-model or condition drops its cells), so the message names what is missing and the restore
-command ends with `dvc checkout`.
-
-`run_problems` takes the composed config and gives a list of problems; `run_preflight`, the
-stage, turns them into one message, and its script (stages/preflight.py) into an exit code.
+`run_problems` takes the composed config and gives every problem; `run_preflight`, the
+stage, turns them into one message, and stages/preflight.py into an exit code.
 """
 
 from __future__ import annotations
