@@ -1,8 +1,4 @@
-"""The model layer's plain values: a request, its completion and a run's plan.
-
-Nothing here imports litellm (seconds to import). A model, `ModelSpec`, is a config schema
-(losona/core/config/schemas.py).
-"""
+"""The model layer's plain values, with no litellm import: a request, its completion, a plan."""
 
 from __future__ import annotations
 
