@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from losona.scenarios.validate import (
-    MIN_LEAK_WORDS,
     Problem,
     ScenarioError,
+    as_text,
+    hidden_texts,
     is_text,
     normalize,
     shown,
@@ -77,23 +78,9 @@ class _Checker:
         cast = row.get("cast")
         members = cast if isinstance(cast, list) else []
         self.cast = {m.get("name") for m in members if isinstance(m, Mapping)}
-        norm = row.get("norm_id")
-        norm_id = norm if isinstance(norm, str) else ""
-        # What no message may contain (paper Section 3: the norm is never named).
-        self.hidden = {
-            "the norm id": norm_id,
-            "the norm id in words": norm_id.replace("_", " "),
-        }
-        for field, what in (
-            ("norm_statement", "the norm statement"),
-            ("example_compliant_response", "the example compliant response"),
-            ("example_breaching_response", "the example breaching response"),
-        ):
-            text = row.get(field)
-            if isinstance(text, str) and (
-                field == "norm_statement" or len(text.split()) >= MIN_LEAK_WORDS
-            ):
-                self.hidden[what] = text
+        norm = [as_text(row.get(field)) for field in ("norm_id", "norm_statement")]
+        examples = [as_text(row.get(f"example_{k}_response")) for k in ("compliant", "breaching")]
+        self.hidden = hidden_texts(*norm, *examples)
 
     def fail(self, field: str, expected: str, found: str) -> None:
         self.problems.append(

@@ -89,6 +89,25 @@ def is_text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+def as_text(value: Any) -> str:
+    """A value that should be text, or "" where it is not."""
+    return value if isinstance(value, str) else ""
+
+
+def hidden_texts(
+    norm_id: str, statement: str, compliant: str, breaching: str, requirement: str | None = None
+) -> dict[str, str]:
+    """What no chat message or subject prompt may contain, by what it is (paper Section 3)."""
+    hidden = {"the norm id": norm_id, "the norm id in words": norm_id.replace("_", " ")}
+    if requirement is not None:
+        hidden["the norm's requirement"] = requirement
+    hidden["the norm statement"] = statement
+    for kind, text in (("compliant", compliant), ("breaching", breaching)):
+        if len(text.split()) >= MIN_LEAK_WORDS:
+            hidden[f"the example {kind} response"] = text
+    return hidden
+
+
 def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INDEX
 
