@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,23 +32,11 @@ Rows = list[tuple[str, dict[str, Any]]]
 BUNDLED_DIR = Path(str(resources.files("losona") / "data" / "scenarios"))
 CONTRACT_FIELDS = frozenset(SCENARIO_SCHEMA.names()) - {"source"}
 
-# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md).
-_BUNDLED_KEYS = frozenset(
-    {
-        "scenario_id",
-        "event_type",
-        "norm_id",
-        "venue",
-        "channel_description",
-        "end_goal",
-        "subject",
-        "subject_bio",
-        "cast",
-        "turns",
-        "elicitor",
-        FOLLOWUP,  # the dynamic extension's material: checked, kept out of the table
-    }
-)
+# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md): the
+# contract's fields with the elicitor as one mapping, the judge fields left to the catalog,
+# and the dynamic extension's material (checked, kept out of the table).
+_ELICITOR_FIELDS = {"elicitor_index", "elicitor_actor", "elicitor_content"}
+_BUNDLED_KEYS = (CONTRACT_FIELDS - _ELICITOR_FIELDS - set(JUDGE_FIELDS)) | {"elicitor", FOLLOWUP}
 
 
 def fetch_scenarios(
@@ -111,9 +100,7 @@ def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in row.items() if key != FOLLOWUP}
 
 
-# --- subsets -------------------------------------------------------------------------
-
-
+@dataclass(frozen=True)
 class Subset:
     """Part of a dataset, to try a provider or a judge for cents before the full sweep.
 
@@ -121,16 +108,11 @@ class Subset:
     in an order fixed by sha256 of the seed and the id.
     """
 
-    def __init__(
-        self,
-        dataset: str,
-        origin: Callable[[str], str],
-        limit: int | None,
-        seed: int,
-        ids: list[str],
-    ) -> None:
-        self.dataset, self.origin = dataset, origin
-        self.limit, self.seed, self.ids = limit, seed, ids
+    dataset: str
+    origin: Callable[[str], str]  # where the value at a dotted key came from
+    limit: int | None
+    seed: int
+    ids: list[str]
 
     @classmethod
     def of(cls, dataset: DatasetConfig, origin: Callable[[str], str] | None = None) -> Subset:
@@ -185,9 +167,6 @@ class Subset:
         return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
-# --- bundled -------------------------------------------------------------------------
-
-
 def bundled_version(directory: Path = BUNDLED_DIR) -> str:
     """The bundled set's name@version from its manifest, as recorded in `source`."""
     manifest = read_yaml(directory / "manifest.yaml")
@@ -228,10 +207,7 @@ def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
             problems.append(Problem(origin, None, "(file)", "a YAML mapping", type(raw).__name__))
             continue
         sid = raw.get("scenario_id") if isinstance(raw.get("scenario_id"), str) else None
-        for key in sorted(set(raw) - _BUNDLED_KEYS):
-            problems.append(
-                Problem(origin, sid, key, f"one of {sorted(_BUNDLED_KEYS)}", "an unknown field")
-            )
+        problems += _unknown(origin, raw, _BUNDLED_KEYS, f"one of {sorted(_BUNDLED_KEYS)}")
         if sid is not None and sid != path.stem:
             problems.append(
                 Problem(origin, sid, "scenario_id", f"the file name '{path.stem}'", repr(sid))
@@ -240,6 +216,17 @@ def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
     if problems:
         raise ScenarioError(problems)
     return rows
+
+
+def _unknown(
+    origin: str, record: Mapping[str, Any], known: frozenset[str], expected: str
+) -> list[Problem]:
+    """A problem for each field of a record that its format does not have."""
+    sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
+    return [
+        Problem(origin, sid, key, expected, "an unknown field")
+        for key in sorted(set(record) - known)
+    ]
 
 
 def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
@@ -279,9 +266,6 @@ def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[s
     return row
 
 
-# --- local ---------------------------------------------------------------------------
-
-
 def load_local(path: Path) -> Rows:
     """A user's scenario file in the contract's shape: .jsonl (one object a line) or .parquet."""
     if not path.is_file():
@@ -299,13 +283,8 @@ def load_local(path: Path) -> Rows:
     rows: Rows = []
     for origin, record in records:
         if isinstance(record, dict):
-            sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
-            for key in sorted(set(record) - CONTRACT_FIELDS - {"source", FOLLOWUP}):
-                problems.append(
-                    Problem(
-                        origin, sid, key, "a field of the scenario contract", "an unknown field"
-                    )
-                )
+            known = CONTRACT_FIELDS | {"source", FOLLOWUP}
+            problems += _unknown(origin, record, known, "a field of the scenario contract")
             extra = {FOLLOWUP: record[FOLLOWUP]} if record.get(FOLLOWUP) is not None else {}
             record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
             record |= extra
@@ -328,20 +307,12 @@ def _read_jsonl(path: Path) -> Iterable[tuple[str, Any]]:
         origin = f"{path}:{number}"
         try:
             records.append((origin, json.loads(line)))
+            continue
         except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    origin,
-                    None,
-                    "(line)",
-                    "one JSON object",
-                    f"invalid JSON ({exc.msg} at column {exc.colno})",
-                )
-            )
+            found = f"invalid JSON ({exc.msg} at column {exc.colno})"
         except RecursionError:
-            problems.append(
-                Problem(origin, None, "(line)", "one JSON object", "JSON nested too deeply")
-            )
+            found = "JSON nested too deeply"
+        problems.append(Problem(origin, None, "(line)", "one JSON object", found))
     if problems:
         raise ScenarioError(problems)
     if not records:
@@ -357,9 +328,6 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     if not rows:
         raise LosonaError(f"{path}: no scenarios in the file")
     return rows
-
-
-# --- Hugging Face ----------------------------------------------------------------------
 
 
 def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:

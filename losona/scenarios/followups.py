@@ -1,9 +1,5 @@
-"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md).
-
-The `followup:` block (losona/data/scenarios/README.md, "Follow-up material") is checked
-whenever a scenario has one, and kept out of the scenario table, whose bytes therefore do
-not depend on it; the dynamic stages read it through `fetch_followups`.
-"""
+"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md),
+checked whenever a scenario has one and kept out of the scenario table."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Checks every scenario row against the contract and the paper's construction rules.
 
-All problems in a file are collected and reported together, each naming the file, the
-scenario and the field, with what was expected and what was found, so one run of fetch
-shows everything that needs fixing. Nothing is written while any problem remains.
+Every problem is reported at once, naming the file, the scenario, the field, what was
+expected and what was found, so one run of fetch shows everything that needs fixing.
 """
 
 from __future__ import annotations

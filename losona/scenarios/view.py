@@ -1,7 +1,4 @@
-"""Reading scenarios as people do, and the no-demonstration control built from them.
-
-`python -m losona.scenarios` (losona/scenarios/cli.py) prints them this way.
-"""
+"""Reading scenarios as people do, and the no-demonstration control built from them."""
 
 from __future__ import annotations
 
