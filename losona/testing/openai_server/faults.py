@@ -1,8 +1,5 @@
-"""Faults the test server injects instead of answering, on a deterministic schedule.
-
-A fault plan sees each request body and how many times that exact body arrived before,
-so a run's faults do not depend on the order in which concurrent requests arrive.
-"""
+"""Faults the test server injects instead of answering, on a deterministic schedule: a plan
+sees each body and how often it came before, never the order of concurrent requests."""
 
 from __future__ import annotations
 
@@ -85,11 +82,8 @@ def fail_first(
 
 
 def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
-    """About `share` of all sends, retries included, answered with 429 and Retry-After.
-
-    Each send is drawn independently (from the body and how often it came before), as a
-    quota that is overdrawn all the time would answer: a call can be refused many times.
-    """
+    """About `share` of all sends, retries included, answered with 429 and Retry-After, each
+    drawn on its own, as an overdrawn quota would answer."""
 
     def plan(body: Body, seen: int) -> Fault | None:
         draw = hash_number(f"{body_digest(body)}:{seen}")

@@ -1,8 +1,5 @@
-"""The test server: the endpoints of chat.py, anthropic.py and batches.py on 127.0.0.1.
-
-It listens on an ephemeral port, in a background thread with its own event loop, for as
-long as its `with` block lasts.
-"""
+"""The test server: the endpoints of chat.py, anthropic.py and batches.py on 127.0.0.1, in a
+background thread with its own event loop, for as long as its `with` block lasts."""
 
 from __future__ import annotations
 
@@ -76,13 +73,8 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         return f"http://127.0.0.1:{self.port}/v1"
 
     def model_config(self, name: str = "local", **settings: Any) -> dict[str, Any]:
-        """A model config node (the shape of conf/model/*.yaml) served by this server.
-
-        Seeded per trial, so the default replies of a prompt's K trials differ; free; with
-        short retry delays and timeouts, so fault tests run in well under a second; and
-        marked a test double (family "test double", `test_double: true`), so that reports
-        say its numbers are no model's.
-        """
+        """A model config node served by this server: seeded per trial, free, with short
+        retry delays and timeouts, and marked a test double so that reports say so."""
         return {
             "name": name,
             "family": "test double",
