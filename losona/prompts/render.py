@@ -1,8 +1,7 @@
 """Renders each scenario into the subject-visible prompt for each prompting condition.
 
-The chat is one `Name: text` line per message, the elicitor last, with no turn numbers or
-markers: a tag on some turns would point at the demonstrations. The judge reads the same
-layout.
+The chat has no turn numbers or markers: a tag on some turns would point at the
+demonstrations.
 """
 
 from __future__ import annotations
@@ -100,8 +99,7 @@ def render_prompts(scenarios: pl.DataFrame, conditions: Sequence[str]) -> pl.Dat
 
 
 def render_table(scenarios: pl.DataFrame, conditions: Sequence[str]) -> Chunks:
-    """`render_prompts`, for writing: made a chunk of rows at a time, in the table's order, as
-    it is written, so that no list of every prompt is ever held (files.Chunks)."""
+    """`render_prompts`, for writing: made a chunk of rows at a time as it is written."""
     if not conditions:
         raise LosonaError("render: no conditions to render (sweep.conditions is empty)")
     # Row r is scenario r // len(conditions) under condition r % len(conditions).
