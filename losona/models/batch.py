@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from losona.core.config import BatchSettings, ModelSpec
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
-from losona.models.call_cache import CacheLocation, CallCache, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, CallStore, cache_file
 from losona.models.completions import require_every_call
 from losona.models.litellm_api import api_key, litellm_module, provider_of
 from losona.models.options import CallOptions
@@ -53,8 +53,7 @@ class BatchFailed(LosonaError):
 
 def state_dir(cache_path: CacheLocation) -> Path:
     """Where batch jobs waiting for results are recorded: beside the call cache."""
-    path = Path(cache_path.path if isinstance(cache_path, CallStore) else cache_path)
-    path = path.expanduser()
+    path = cache_file(cache_path).expanduser()
     return path.with_name(path.name + ".batches")
 
 
@@ -416,8 +415,6 @@ class _BatchJob:
             completion_tokens=completion_tokens,
             # The list price, as `complete` records it; the batch price goes to the run log.
             cost_usd=self.prepared.rates.list_cost(Usage(prompt_tokens, completion_tokens)),
-            error=None,
-            cached=False,
             attempts=1,
             billed_usd=self.prepared.rates.batch_cost(
                 Usage(prompt_tokens, completion_tokens, cache_read_tokens=cached_tokens)

@@ -64,6 +64,11 @@ class CallNotFound(LosonaError):
 CacheLocation = str | Path | CallStore
 
 
+def cache_file(location: CacheLocation) -> Path:
+    """The user's call cache file at a location."""
+    return Path(location.path if isinstance(location, CallStore) else location)
+
+
 class CallCache:
     """An open call cache; use as a context manager."""
 

@@ -14,7 +14,7 @@ import polars as pl
 from losona.core.contracts import CALL_SCHEMA, table
 from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, Chunks
-from losona.models.call_cache import CacheLocation, CallCache, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, cache_file
 from losona.models.values import Completion
 
 
@@ -133,7 +133,7 @@ class Completions(Sequence[Completion]):
                 continue
             if key not in stored:
                 raise LosonaError(
-                    f"{_cache_file(self.location)}: call {key} was completed in this run but "
+                    f"{cache_file(self.location)}: call {key} was completed in this run but "
                     "is no longer in the call cache; was the file moved or replaced? Rerun "
                     "the stage."
                 )
@@ -147,10 +147,6 @@ class Completions(Sequence[Completion]):
                 )
             read.append(_keyed(completion, key))
         return read
-
-
-def _cache_file(location: CacheLocation) -> Path:
-    return Path(location.path if isinstance(location, CallStore) else location)
 
 
 def _keyed(completion: Completion, key: str) -> Completion:

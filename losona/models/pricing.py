@@ -135,18 +135,12 @@ def rates_for(
             price.input_usd_per_mtok,
         )
         config_batch, batch_basis = _batch_without_prices(provider, own_server, four)
-        return Rates(
-            *four,
-            batch=config_batch,
-            unit=1e6,
-            source="config",
-            cache_basis=(
-                "cached input at list price (the config's price sets no cached_input_usd_per_mtok)"
-                if cached is None
-                else "the config's cached_input_usd_per_mtok"
-            ),
-            batch_basis=batch_basis,
+        cache_basis = (
+            "cached input at list price (the config's price sets no cached_input_usd_per_mtok)"
+            if cached is None
+            else "the config's cached_input_usd_per_mtok"
         )
+        return Rates(*four, config_batch, 1e6, "config", cache_basis, batch_basis)
     if info is None or _price(info, "input_cost_per_token") is None:
         return Rates(0, 0, 0, 0, None, 1, "unknown", "no price known", "no price known")
     input_ = _price(info, "input_cost_per_token") or 0.0

@@ -89,11 +89,9 @@ def facts(
     latencies = sorted(stats.latencies)
 
     def quantile(q: float) -> float | None:
-        return (
-            round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
-            if latencies
-            else None
-        )
+        if not latencies:
+            return None
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
 
     return {
         "model": spec.name,

@@ -335,8 +335,6 @@ class Sender:
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cost_usd=list_cost,
-            error=None,
-            cached=False,
             attempts=attempts,
             billed_usd=rates.cost(usage),
         )

@@ -305,11 +305,7 @@ class SmolLM2(CustomLLM):
                     "finish_reason": choice["finish_reason"],
                 }
             ],
-            usage={
-                "prompt_tokens": usage["prompt_tokens"],
-                "completion_tokens": usage["completion_tokens"],
-                "total_tokens": usage["total_tokens"],
-            },
+            usage={k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
         )
 
     def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
