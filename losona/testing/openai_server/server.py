@@ -14,7 +14,7 @@ from aiohttp import web
 
 from losona.models.prompt_caching import OPENAI
 from losona.testing.openai_server.anthropic import AnthropicMessages
-from losona.testing.openai_server.batches import Batch, BatchFate, BatchJobs
+from losona.testing.openai_server.batches import BatchFate, BatchJobs
 from losona.testing.openai_server.faults import FaultPlan
 from losona.testing.openai_server.prompt_cache import PromptCache
 from losona.testing.openai_server.replies import Reply, default_reply
@@ -37,31 +37,16 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
         batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
     ) -> None:
-        self.batch_api = batch_api
-        self.latency = latency
+        self.latency, self.reply, self.faults, self.hang_s = latency, reply, faults, hang_s
+        self.keep_bodies, self.batch_api = keep_bodies, batch_api
+        self.batch_delay, self.batch_faults, self.batch_fate = batch_delay, batch_faults, batch_fate
         self.cache_rule = dataclasses.replace(OPENAI, provider="the test server")
         self.prompt_cache = PromptCache(self.cache_rule)
-        self.cached_tokens = []
-        self.reply = reply
-        self.faults = faults
-        self.hang_s = hang_s
-        self.keep_bodies = keep_bodies
-        self.requests = []
-        self.answered = []
-        self.request_count = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.in_flight_at_arrival = []
-        self.faults_injected = Counter()
-        self._seen = Counter()
-        self.batch_delay = batch_delay
-        self.batch_faults = batch_faults
-        self.batch_fate = batch_fate
-        self.files = {}
-        self.batches: dict[str, Batch] = {}
-        self.batches_created = 0
-        self.batch_retrievals = 0
-        self._batch_seen = Counter()
+        self.requests, self.answered, self.cached_tokens, self.in_flight_at_arrival = [], [], [], []
+        self.request_count = self.in_flight = self.max_in_flight = 0
+        self.faults_injected, self._seen, self._batch_seen = Counter(), Counter(), Counter()
+        self.files, self.batches = {}, {}
+        self.batches_created = self.batch_retrievals = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
