@@ -49,11 +49,8 @@ def md5_file(path: str | Path) -> str:
 
 
 class PublishedCalls:
-    """A run's published calls file, read on first use.
-
-    `recorded_md5`: the file's md5 in the run's dvc.lock, None if it published none. Recorded
-    but absent, or with other bytes, the file stops the run: a model call in its place would
-    silently change the run. Never recorded and absent, calls go to the model as usual.
+    """A run's published calls file, read on first use. Recorded in dvc.lock (`recorded_md5`)
+    but absent or changed, it stops the run: a model call in its place would change the run.
     """
 
     def __init__(self, path: str | Path, recorded_md5: str | None, remedy: str) -> None:

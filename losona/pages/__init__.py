@@ -55,6 +55,5 @@ def section(anchor: str, title: str, template: str, **data: Any) -> Section:
 
 
 def render_page(title: str, lead: str, sections: Sequence[Section]) -> str:
-    """A whole self-contained HTML document: `lead` (HTML or text) under the title, then
-    `sections`."""
+    """A self-contained HTML document: `lead` (HTML or text) under the title, then `sections`."""
     return ENVIRONMENT.get_template("layout.html").render(title=title, lead=lead, sections=sections)

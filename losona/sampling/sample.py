@@ -79,8 +79,7 @@ def plan_sweep(
 
 @dataclass(frozen=True)
 class Sampled:
-    """One cell's responses and the calls they were built from, each made a chunk at a time as
-    it is written."""
+    """One cell's responses and the calls behind them, each made a chunk at a time."""
 
     responses: Chunks  # RESPONSE_SCHEMA
     calls: Chunks  # CALL_SCHEMA

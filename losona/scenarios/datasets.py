@@ -45,11 +45,8 @@ def fetch_scenarios(
     *,
     origin: Callable[[str], str] | None = None,
 ) -> pl.DataFrame:
-    """Load the configured dataset, validate every row, and return the sorted scenario table.
-
-    Follow-up material is validated too and left out of the table. `origin` says where the
-    value at a dotted key came from, for the messages that refuse a subset.
-    """
+    """Load the configured dataset, validate every row (follow-ups too, then left out), and
+    return the sorted scenario table; `origin`: where each dotted key's value came from."""
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
     subset = Subset.of(dataset, origin)
@@ -60,11 +57,8 @@ def fetch_scenarios(
 def fetch_followups(
     dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
 ) -> dict[str, Followup]:
-    """Every scenario's follow-up material, by scenario id; scenarios without any are absent.
-
-    The whole dataset is read and validated as fetch reads it, so the material is checked
-    against the scenario it continues.
-    """
+    """Every scenario's follow-up material, by scenario id, checked against its scenario as
+    fetch reads the whole dataset; scenarios without any are absent."""
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
     rows = _validated_rows(dataset, catalog)
@@ -102,11 +96,8 @@ def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Subset:
-    """Part of a dataset, to try a provider or a judge for cents before the full sweep.
-
-    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, norms taking turns,
-    in an order fixed by sha256 of the seed and the id.
-    """
+    """Part of a dataset, to try a provider or a judge for cents: the `scenario_ids` named,
+    then `limit` of them, norms taking turns in an order fixed by the seed and the ids."""
 
     dataset: str
     origin: Callable[[str], str]  # where the value at a dotted key came from
@@ -116,8 +107,7 @@ class Subset:
 
     @classmethod
     def of(cls, dataset: DatasetConfig, origin: Callable[[str], str] | None = None) -> Subset:
-        """The subset a checked dataset config asks for; `origin`: where each of its keys
-        came from (by default, the dataset's file)."""
+        """The subset a checked dataset config asks for (by default its keys come from its file)."""
         name = str(dataset.name or dataset.kind)
         where = origin or (lambda key: f"conf/dataset/{name}.yaml")
         return cls(name, where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
@@ -174,11 +164,8 @@ def bundled_version(directory: Path = BUNDLED_DIR) -> str:
 
 
 def followup_version(directory: Path = BUNDLED_DIR) -> str:
-    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1.
-
-    Versioned apart from the scenarios, whose version is in every row's `source`: bumping that
-    would change every output of a run that does not use follow-ups.
-    """
+    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1:
+    versioned apart, as the scenarios' version is in every row of every run."""
     path = directory / "manifest.yaml"
     manifest = read_yaml(path)
     version = manifest.get("followup_version") if isinstance(manifest, dict) else None
@@ -230,11 +217,8 @@ def _unknown(
 
 
 def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
-    """Turn one authored scenario into a contract row: numbered turns, judge fields filled.
-
-    Turns are numbered from 1 in file order and the elicitor follows the last turn.
-    Malformed parts are passed through unchanged so the validator can name them.
-    """
+    """Turn one authored scenario into a contract row: turns numbered from 1, the elicitor
+    after them, judge fields filled; malformed parts are left for the validator to name."""
     turns = raw.get("turns")
     if isinstance(turns, list):
         turns = [

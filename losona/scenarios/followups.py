@@ -198,10 +198,8 @@ def followup_problems(raw: Any, row: Mapping[str, Any], origin: str) -> list[Pro
 def message_problems(
     messages: Sequence[Message], row: Mapping[str, Any], origin: str, field: str
 ) -> list[Problem]:
-    """The actor and content rules alone, for messages written at run time (a group model).
-
-    `field` names them after `followup`, e.g. ".sanction" gives followup.sanction[0].actor.
-    """
+    """The actor and content rules alone, for messages written at run time (a group model);
+    `field` names them after `followup`, e.g. ".sanction" gives followup.sanction[0].actor."""
     checker = _Checker(row, origin)
     for i, message in enumerate(messages):
         checker.actor(message.actor, f"{field}[{i}].actor")

@@ -13,11 +13,8 @@ from losona.core.contracts import Scenario
 
 
 def without_demonstrations(scenario: Scenario) -> Scenario:
-    """The screening control: the same scenario with exactly its demonstration turns removed.
-
-    Every other turn keeps its text and index, and the elicitor is unchanged, so the only
-    difference a model sees is the missing precedent (paper Sections 3 and 5.4).
-    """
+    """The screening control: the same scenario with exactly its demonstration turns removed,
+    every other turn and the elicitor unchanged (paper Sections 3 and 5.4)."""
     kept = tuple(turn for turn in scenario.turns if not turn.is_demo)
     return dataclasses.replace(scenario, turns=kept)
 
