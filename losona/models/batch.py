@@ -77,10 +77,7 @@ def batch_provider(spec: ModelSpec, settings: BatchSettings) -> str:
 
 
 def fill_cache_by_batch(
-    spec: ModelSpec,
-    requests: Sequence[Request],
-    options: CallOptions,
-    settings: BatchSettings,
+    spec: ModelSpec, requests: Sequence[Request], options: CallOptions, settings: BatchSettings
 ) -> BatchReport:
     """Answer the requests the call cache lacks through batch jobs, storing the results;
     BatchFailed when a batch ends otherwise, CallsFailed when lines still fail after `rounds`."""

@@ -184,10 +184,7 @@ class Estimate:
 
 
 def estimate(
-    rates: Rates,
-    prompt_tokens: Sequence[int],
-    completion_tokens: int,
-    reuse: Sequence[Reuse],
+    rates: Rates, prompt_tokens: Sequence[int], completion_tokens: int, reuse: Sequence[Reuse]
 ) -> Estimate:
     """The list, caching and batch prices of calls with these prompt lengths and reuse."""
     list_usd = caching_usd = batch_usd = 0.0

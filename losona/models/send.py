@@ -211,8 +211,7 @@ class Sender:
                     self.failed += 1
                 keep(key, completion)
                 self.bar.set_postfix_str(
-                    f"failed {self.failed}, ${self.budget.spent:.4f}",
-                    refresh=False,
+                    f"failed {self.failed}, ${self.budget.spent:.4f}", refresh=False
                 )
                 self.bar.update(1)
 

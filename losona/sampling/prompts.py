@@ -21,10 +21,7 @@ DatasetSource = Callable[[], DatasetConfig]
 def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
     """Render's prompts of these conditions; all of them when it has none, to say which it has."""
     prompts = read_parquet(
-        layout.prompts,
-        PROMPT_SCHEMA,
-        made_by="render",
-        where=pl.col("condition").is_in(conditions),
+        layout.prompts, PROMPT_SCHEMA, made_by="render", where=pl.col("condition").is_in(conditions)
     )
     if prompts.is_empty():
         prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")

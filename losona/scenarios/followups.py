@@ -157,9 +157,7 @@ class _Checker:
     def pair(self, sanction: Sequence[Message], neutral: Sequence[Message]) -> None:
         if len(neutral) != len(sanction):
             self.fail(
-                ".neutral",
-                f"as many messages as the sanction ({len(sanction)})",
-                str(len(neutral)),
+                ".neutral", f"as many messages as the sanction ({len(sanction)})", str(len(neutral))
             )
             return
         low, high = EACH_RATIO
