@@ -140,13 +140,8 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
     turns = _turns(row)
     count = len(turns) + 1
     if not MIN_TURNS <= count <= MAX_TURNS:
-        problems.append(
-            _problem(
-                "turns",
-                f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor",
-                f"{count} ({len(turns)} before the elicitor)",
-            )
-        )
+        expected = f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor"
+        problems.append(_problem("turns", expected, f"{count} ({len(turns)} before the elicitor)"))
     demos = [i for i, turn in enumerate(turns) if turn.get("is_demo") is True]
     if not MIN_DEMOS <= len(demos) <= MAX_DEMOS:
         problems.append(
@@ -155,13 +150,8 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
     subject = as_text(row.get("subject"))
     spoken = sum(1 for t in turns if subject and t.get("actor") == subject and not t.get("is_demo"))
     if spoken > MAX_SUBJECT_TURNS:
-        problems.append(
-            _problem(
-                "turns",
-                f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'",
-                str(spoken),
-            )
-        )
+        expected = f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'"
+        problems.append(_problem("turns", expected, str(spoken)))
     cast = row["cast"] if isinstance(row.get("cast"), list) else []
     for i, member in enumerate(cast):
         extra = sorted(set(member) - {"name", "bio"}) if isinstance(member, Mapping) else []
@@ -231,13 +221,8 @@ def _quoted_demos(row: Mapping[str, Any], demos: list[int]) -> list[str]:
             continue  # a short reply ("Yes.") recurs in any chat without quoting anyone
         for field, content in chat[d + 1 :]:
             if demo in normalize(content):
-                problems.append(
-                    _problem(
-                        field,
-                        "no quote of a demonstration (the control removes demonstrations)",
-                        f"the text of demonstration turns[{d}]",
-                    )
-                )
+                expected = "no quote of a demonstration (the control removes demonstrations)"
+                problems.append(_problem(field, expected, f"the text of demonstration turns[{d}]"))
     return problems
 
 

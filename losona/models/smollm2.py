@@ -296,15 +296,10 @@ class SmolLM2(CustomLLM):
                 if (choice["message"].get("content") or "").strip():
                     break
         usage = out["usage"]
+        message = {"role": "assistant", "content": choice["message"]["content"]}
         return litellm.ModelResponse(
             model=f"{PROVIDER}/{MODEL_NAME}",
-            choices=[
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": choice["message"]["content"]},
-                    "finish_reason": choice["finish_reason"],
-                }
-            ],
+            choices=[{"index": 0, "message": message, "finish_reason": choice["finish_reason"]}],
             usage={k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
         )
 

@@ -295,15 +295,8 @@ def check_scenarios(rows: Iterable[tuple[str, Mapping[str, Any]]], catalog: Cata
         if sid is None:
             continue
         if sid in first_seen:
-            problems.append(
-                Problem(
-                    origin,
-                    sid,
-                    "scenario_id",
-                    "a unique id",
-                    f"a duplicate of the scenario in {first_seen[sid]}",
-                )
-            )
+            duplicate = f"a duplicate of the scenario in {first_seen[sid]}"
+            problems.append(Problem(origin, sid, "scenario_id", "a unique id", duplicate))
         else:
             first_seen[sid] = origin
     if problems:
