@@ -265,14 +265,7 @@ def _plan_markers(
         if not markers:
             plans.append(NO_REUSE)
             continue
-        read = through[i][found[1] - 1] if found is not None else 0
-        deepest = through[i][markers[-1]]
-        plans.append(
-            Reuse(
-                parent=found[0] if found is not None else None,
-                cached_tokens=read,
-                written_tokens=max(0, deepest - read),
-                markers=markers,
-            )
-        )
+        earlier, read = (found[0], through[i][found[1] - 1]) if found is not None else (None, 0)
+        written = max(0, through[i][markers[-1]] - read)
+        plans.append(Reuse(earlier, cached_tokens=read, written_tokens=written, markers=markers))
     return plans

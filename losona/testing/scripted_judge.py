@@ -67,12 +67,8 @@ class ScriptedJudge:
             complies, requirement, reasoning = _share(message) < 0.5, statement, "unknown norm"
             evidence = message
         else:
-            decided = judge_text(
-                load_rules().norms[norm_id],
-                message,
-                load_catalog().norms[norm_id].requirement,
-                members,
-            )
+            requirement = load_catalog().norms[norm_id].requirement
+            decided = judge_text(load_rules().norms[norm_id], message, requirement, members)
             complies, requirement = bool(decided.complies), decided.norm_requirement or ""
             reasoning, evidence = decided.reasoning or "", decided.evidence or message
         overturned = _share(message) < self.disagree or self.rng.random() < self.flip_rate
