@@ -10,6 +10,7 @@ from typing import Any
 
 from losona.scenarios.validate import (
     Problem,
+    RowProblems,
     ScenarioError,
     as_text,
     hidden_texts,
@@ -63,25 +64,17 @@ class Followup:
         )
 
 
-class _Checker:
+class _Checker(RowProblems):
     """Collects the problems of one scenario's follow-up block."""
 
     def __init__(self, row: Mapping[str, Any], origin: str) -> None:
-        self.row, self.origin = row, origin
-        sid = row.get("scenario_id")
-        self.scenario_id = sid if is_text(sid) else None
-        self.problems: list[Problem] = []
+        super().__init__(row, origin, prefix=FIELD)
         cast = row.get("cast")
         members = cast if isinstance(cast, list) else []
         self.cast = {m.get("name") for m in members if isinstance(m, Mapping)}
         norm = [as_text(row.get(field)) for field in ("norm_id", "norm_statement")]
         examples = [as_text(row.get(f"example_{k}_response")) for k in ("compliant", "breaching")]
         self.hidden = hidden_texts(*norm, *examples)
-
-    def fail(self, field: str, expected: str, found: str) -> None:
-        self.problems.append(
-            Problem(self.origin, self.scenario_id, f"{FIELD}{field}", expected, found)
-        )
 
     def run(self, raw: Any) -> list[Problem]:
         if raw is None:

@@ -132,19 +132,26 @@ def text_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
-class _RowChecker:
-    """Collects the problems of one row."""
+class RowProblems:
+    """Collects the problems of one scenario row, each field's name after `prefix`."""
 
-    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
-        self.row = row
-        self.origin = origin
-        self.catalog = catalog
+    def __init__(self, row: Mapping[str, Any], origin: str, prefix: str = "") -> None:
+        self.row, self.origin, self.prefix = row, origin, prefix
         raw_id = row.get("scenario_id")
         self.scenario_id = raw_id if is_text(raw_id) else None
         self.problems: list[Problem] = []
 
     def fail(self, field: str, expected: str, found: str) -> None:
-        self.problems.append(Problem(self.origin, self.scenario_id, field, expected, found))
+        where = self.prefix + field
+        self.problems.append(Problem(self.origin, self.scenario_id, where, expected, found))
+
+
+class _RowChecker(RowProblems):
+    """Checks one row against the contract and the construction rules."""
+
+    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
+        super().__init__(row, origin)
+        self.catalog = catalog
 
     def text(self, field: str, value: Any) -> bool:
         problem = (
