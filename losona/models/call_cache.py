@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from losona.core.errors import LosonaError
 from losona.models.published_calls import PublishedCalls
@@ -120,9 +119,7 @@ class CallCache:
     def __enter__(self) -> CallCache:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

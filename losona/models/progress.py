@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from types import TracebackType
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -81,12 +80,7 @@ class LineProgress:
             self._timer.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         self._stop.set()
         if self._timer is not None:
             self._timer.join()

@@ -413,11 +413,7 @@ class _Mapping:
                     f"found {turns[-1]!r:.60}"
                 )
             last = turns.pop()
-            row.update(
-                elicitor_index=last["index"],
-                elicitor_actor=last["actor"],
-                elicitor_content=last["content"],
-            )
+            row.update({f"elicitor_{key}": last[key] for key in ("index", "actor", "content")})
         norm = self.catalog.norms.get(str(row.get("norm_id")))
         for field in self.from_catalog:
             row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
