@@ -1,5 +1,4 @@
-"""audit: how far the run's judges can be trusted, against each other and against people
-(docs/judge-audit.md); with audit.export=true, the labelling sheet instead."""
+"""audit: the run's judges against each other and against people (docs/judge-audit.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,5 +1,4 @@
-"""calls: every cell's model calls merged into one file, published with the run
-(docs/reproducing.md)."""
+"""calls: every cell's model calls in one file, published with the run (docs/reproducing.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,5 +1,4 @@
-"""curate: the review sheet, and the accepted candidates as a versioned scenario file
-(docs/generation.md)."""
+"""curate: the review sheet, and the accepted candidates as a scenario file (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig

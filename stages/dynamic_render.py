@@ -1,5 +1,4 @@
-"""dynamic_render: one cell's second-turn prompts, from its first turn's verdicts
-(docs/dynamic.md)."""
+"""dynamic_render: one cell's second-turn prompts, from its verdicts (docs/dynamic.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,5 +1,4 @@
-"""dynamic_sample: the subject's second reply to every second-turn prompt of one cell
-(docs/dynamic.md)."""
+"""dynamic_sample: the subject's replies to one cell's second-turn prompts (docs/dynamic.md)."""
 
 import hydra
 from omegaconf import DictConfig

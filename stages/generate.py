@@ -1,5 +1,4 @@
-"""generate: a generator model writes candidate scenarios for cells of the catalog
-(docs/generation.md)."""
+"""generate: a generator model writes candidate scenarios for catalog cells (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig

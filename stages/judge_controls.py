@@ -1,5 +1,4 @@
-"""judge_controls: one judge scores every scenario's example compliant and breaching
-response, and stops the run if it cannot judge them (docs/judges.md)."""
+"""judge_controls: one judge scores every scenario's example responses (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,5 +1,4 @@
-"""panel: a judge panel's verdicts and validity controls, from its members', no model call
-(docs/judges.md)."""
+"""panel: a judge panel's verdicts and controls, from its members' (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,5 +1,4 @@
-"""panel_votes: one judge's verdicts and validity controls, copied for a panel to read
-(docs/judges.md)."""
+"""panel_votes: one judge's verdicts and controls, copied for a panel (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

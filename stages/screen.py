@@ -1,5 +1,4 @@
-"""screen: the no-demonstration control, asked of the baseline models and judged
-(docs/generation.md)."""
+"""screen: the no-demonstration control, asked of the baselines and judged (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig
