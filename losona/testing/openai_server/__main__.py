@@ -78,12 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         # One server can be the subject, the judge and the group model of a run.
         reply = ScriptedGroup(otherwise=reply)
     stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
-
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, request_stop)
+        signal.signal(signum, lambda *_: stop.set())
     server = OpenAIServer(latency=args.latency, reply=reply, keep_bodies=False, port=args.port)
     with contextlib.ExitStack() as running:
         try:
