@@ -40,7 +40,6 @@ class CellSelection(Schema):
 
     mode: Literal["all", "per_norm", "list"]
     per_norm: Count
-    # The `list` entries: event/norm or event/norm@venue.
     cells: Annotated[
         tuple[StrictStr, ...],
         Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),

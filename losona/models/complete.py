@@ -243,8 +243,8 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     prepared = prepare(spec)
     keyed = [prepared.key_and_params(r) for r in requests]
     found = _held([k for k, _ in keyed], cache_path)
-    todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
-    todo = {key: request for key, request in todo.items() if key not in found}
+    # Each distinct call once, in request order.
+    todo = {key: r for r, (key, _) in zip(requests, keyed, strict=True) if key not in found}
     tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
     basis = (
         f"{tokens} completion tokens per call (max_tokens)"
