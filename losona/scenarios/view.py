@@ -63,12 +63,11 @@ def coverage(scenarios: Sequence[Scenario], catalog: Catalog) -> str:
         f"turns (with the elicitor): {min(lengths)} to {max(lengths)}, "
         f"mean {statistics.mean(lengths):.1f}",
         f"demonstration turns: {min(demos)} to {max(demos)}, mean {statistics.mean(demos):.2f}",
-        "",
-        "norm                                      scenarios",
     ]
-    lines += [f"  {norm:<40}{norms.get(norm, 0):>3}" for norm in catalog.norms]
-    lines += ["", "event                                     scenarios"]
-    lines += [f"  {event:<40}{events.get(event, 0):>3}" for event in catalog.events]
-    lines += ["", "venue                                     scenarios"]
-    lines += [f"  {venue:<40}{count:>3}" for venue, count in sorted(venues.items())]
+    for name, counts, keys in (
+        ("norm", norms, catalog.norms),
+        ("event", events, catalog.events),
+        ("venue", venues, sorted(venues)),
+    ):
+        lines += ["", f"{name:<42}scenarios", *(f"  {k:<40}{counts[k]:>3}" for k in keys)]
     return "\n".join(lines)
