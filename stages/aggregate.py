@@ -1,9 +1,4 @@
-"""aggregate: the paper's metrics from every verdict file, as report tables and DVC metrics.
-
-python stages/aggregate.py
-python stages/aggregate.py aggregate.seed=1              # another bootstrap seed
-python stages/aggregate.py paths.verdicts_dir=runs/v paths.reports_dir=runs/reports
-"""
+"""aggregate: the paper's metrics from every verdict file, as report tables and DVC metrics."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,13 +1,4 @@
-"""calls: the run's model calls in one file, published with it (docs/reproducing.md).
-
-python stages/calls.py
-
-Merges the calls file of every sample, judge and judge_controls cell of the sweep, and of
-every dynamic cell when that extension is on (paths.calls_dir), into paths.calls, one row
-per call, sorted by key. Every stage that calls a model reads that file as a read-only
-layer below the user's call cache, so on another machine, after `dvc pull`,
-`dvc repro --force` needs no key and makes no call.
-"""
+"""calls: every cell's model calls in one file, published with the run (docs/reproducing.md)."""
 
 import hydra
 from omegaconf import DictConfig

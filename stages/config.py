@@ -1,14 +1,4 @@
-"""config: the sweep's model and judge configs, checked, one file each.
-
-python stages/config.py model=smollm2        # -> data/configs/model/smollm2.json
-python stages/config.py judge=local_openai   # -> data/configs/judge/local_openai.json
-
-Each file is the option as the run used it: checked, with its defaults, no password. The
-stages that read several configs of the sweep (aggregate's labels, provenance's record,
-the audit's judges) depend on these files rather than on the whole conf/model/ and
-conf/judge/ folders, so a config the sweep does not use, written after a run, leaves the
-run up to date, and one it does use reruns what it should.
-"""
+"""config: each model and judge config of the sweep, checked, one file each under data/configs/."""
 
 import hydra
 from hydra.core.hydra_config import HydraConfig

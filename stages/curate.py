@@ -1,14 +1,4 @@
-"""curate: the review sheet, and the accepted candidates as a versioned scenario file.
-
-python stages/curate.py
-python stages/curate.py curate.version=2
-
-Reads data/generation/screened.parquet and the accept list (generation/accept.txt: one
-candidate id a line). Writes reports/generation/review.html and review.csv (every
-candidate that passed the screen, for a person to read) and
-data/generated/<name>-v<version>.jsonl (the accepted ones, usable with dataset=local)
-with its provenance beside it (<name>-v<version>.provenance.json).
-"""
+"""curate: the review sheet, and the accepted candidates as a scenario file (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,12 +1,4 @@
-"""dynamic_aggregate: one judge's second-turn metrics, tables, figure and DVC metrics.
-
-python stages/dynamic_aggregate.py judge=lexicon
-
-Reads every cell of conf/dynamic/default.yaml (dynamic.models x dynamic.conditions)
-under data/dynamic/<judge>/ and writes reports/dynamic/<judge>/: results.csv, arms.csv,
-outcomes.csv, examples.csv, metrics.json and the figure recovery.{png,svg,csv}
-(docs/dynamic.md, docs/metrics.md).
-"""
+"""dynamic_aggregate: one judge's second-turn metrics, tables and figure (docs/dynamic.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,10 +1,4 @@
-"""dynamic_judge: the same judge scores one cell's second replies, in the second turn's chat.
-
-python stages/dynamic_judge.py judge=lexicon model=smollm2 condition=naive
-
-Reads the cell's dynamic prompts and responses (data/dynamic/<judge>/...) and writes
-data/dynamic/<judge>/verdicts/<model>/<condition>.parquet.
-"""
+"""dynamic_judge: the same judge scores one cell's second replies (docs/dynamic.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,12 +1,4 @@
-"""dynamic_sample: the subject's second reply to every second-turn prompt of one cell.
-
-python stages/dynamic_sample.py judge=lexicon model=smollm2 condition=naive
-
-Reads data/dynamic/<judge>/prompts/<model>/<condition>.parquet and writes the responses
-beside it (data/dynamic/<judge>/responses/...), with the calls they came from under
-paths.calls_dir; its run log goes to paths.dynamic_logs_dir. With sampling.dry_run=true it
-prints what the calls would cost (cached calls counted), and writes nothing.
-"""
+"""dynamic_sample: the subject's replies to one cell's second-turn prompts (docs/dynamic.md)."""
 
 import hydra
 from omegaconf import DictConfig

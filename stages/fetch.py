@@ -1,10 +1,4 @@
-"""fetch: load the configured scenario set, validate every row, write the scenario table.
-
-python stages/fetch.py                      # the bundled set
-python stages/fetch.py dataset.limit=5      # five of its scenarios (conf/run.yaml sets it for DVC)
-python stages/fetch.py dataset=local dataset.path=my_scenarios.jsonl
-python stages/fetch.py dataset=losona_hf    # the released set on the Hugging Face Hub
-"""
+"""fetch: load the configured scenario set, validate every row, write the scenario table."""
 
 import hydra
 from omegaconf import DictConfig

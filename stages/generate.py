@@ -1,12 +1,4 @@
-"""generate: a generator model writes candidate scenarios for cells of the catalog.
-
-python stages/generate.py                                  # conf/generation/default.yaml
-python stages/generate.py generate.generator=gemini_pro generate.structured_output=json_schema \
-    generate.cells.mode=per_norm generate.cells.per_norm=2
-
-Writes data/generation/candidates.parquet (every candidate, valid or not, with its
-reasons) and reports/generation/generate.json (counts and rejection reasons).
-"""
+"""generate: a generator model writes candidate scenarios for catalog cells (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig

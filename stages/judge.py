@@ -1,11 +1,4 @@
-"""judge: score one subject model's responses under one condition with one judge.
-
-python stages/judge.py condition=naive                                # the default judge and model
-python stages/judge.py judge=gemini_pro model=claude_opus condition=style_adaptation
-
-Reads data/responses/<model>/<condition>.parquet (never resamples) and writes
-data/verdicts/<judge>/<model>/<condition>.parquet.
-"""
+"""judge: score one subject model's responses under one condition with one judge."""
 
 import hydra
 from omegaconf import DictConfig

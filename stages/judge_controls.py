@@ -1,15 +1,4 @@
-"""judge_controls: one judge scores every scenario's example compliant and breaching response.
-
-python stages/judge_controls.py                    # the default judge
-python stages/judge_controls.py judge=gemini_pro
-
-Writes data/judge_controls/<judge>.parquet (one verdict per example) and
-reports/judge_controls/<judge>.json (how many it got right, a DVC metric), so a broken
-judge shows itself at once. Every judge cell depends on its judge's controls, so DVC runs
-them first; a judge that cannot judge them (most unscored, or one verdict for every
-example) stops the run here, before its cells are paid for, and writes nothing, unless
-judge_controls.judge_anyway=true (conf/run.yaml). Its calls stay in the call cache.
-"""
+"""judge_controls: one judge scores every scenario's example responses (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

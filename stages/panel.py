@@ -1,13 +1,4 @@
-"""panel: a judge panel's verdicts and validity controls, from its members', no model call.
-
-python stages/panel.py judge=offline_panel     # after panel_votes (dvc repro runs both)
-
-Reads paths.panel_votes_dir/<panel>/ (each member's verdicts and controls, copied there by
-panel_votes) and writes, in the verdict contract, data/verdicts/<panel>/<model>/<condition>.parquet
-for every cell of the sweep, data/judge_controls/<panel>.parquet and
-reports/judge_controls/<panel>.json: aggregate, audit and the report take the panel for
-one more judge. How the votes combine: losona/judges/panels.py and docs/judges.md.
-"""
+"""panel: a judge panel's verdicts and controls, from its members' (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,13 +1,4 @@
-"""panel_votes: one judge's verdicts and validity controls, as a panel reads them.
-
-python stages/panel_votes.py judge=offline_panel +member=lexicon
-
-A panel combines judges' verdicts with no model call (losona/judges/panels.py). dvc.yaml cannot
-list a panel's members as its dependencies (a list read from conf/judge/<panel>.yaml), so
-this stage runs for each panel x judge of the sweep: for a member it copies the judge's
-verdicts on the sweep's cells and its control table to paths.panel_votes_dir/<panel>/, for
-any other judge it writes empty tables. The panel stage then depends on that one folder.
-"""
+"""panel_votes: one judge's verdicts and controls, copied for a panel (docs/judges.md)."""
 
 import hydra
 from omegaconf import DictConfig

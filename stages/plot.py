@@ -1,10 +1,4 @@
-"""plot: the paper's figures and the self-contained HTML report, from aggregate's tables,
-the judge audit's (reports/audit/), each cell's calls (data/calls/) and, when the dynamic
-extension is on, its section from reports/dynamic/.
-
-python stages/plot.py
-python stages/plot.py paths.reports_dir=runs/reports paths.figures_dir=runs/reports/figures
-"""
+"""plot: the paper's figures and the self-contained HTML report (docs/reports.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,12 +1,4 @@
-"""provenance: what this run rests on, written to reports/provenance.json.
-
-python stages/provenance.py
-
-Package versions, the scenario set's source and content hash, every subject and judge
-config of the sweep (provider model strings and sampling settings, never a key), the
-prompt templates' versions and hashes, the sweep, and the K-vote and unscored-trial
-policies. `python -m losona.reproduce` checks a run against it.
-"""
+"""provenance: what this run rests on, written to reports/provenance.json."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,8 +1,4 @@
-"""render: the subject prompt of every scenario under every condition of the sweep.
-
-python stages/render.py                          # every condition in params.yaml's sweep
-python stages/render.py condition=norm_informed  # just one condition
-"""
+"""render: the subject prompt of every scenario under every condition of the sweep."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,11 +1,4 @@
-"""sample: K responses from one model to every prompt of one condition.
-
-python stages/sample.py condition=naive                        # smollm2, the offline default
-python stages/sample.py model=claude_opus condition=style_adaptation
-python stages/sample.py model=claude_opus condition=naive sampling.dry_run=true
-python stages/sample.py +experiment=paper sampling.dry_run=true    # every cell of the sweep
-python stages/sample.py model=gpt_5_5 condition=naive sampling.batch=true   # a batch job
-"""
+"""sample: K responses from one model to every prompt of one condition (docs/sampling.md)."""
 
 import hydra
 from omegaconf import DictConfig

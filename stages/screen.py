@@ -1,13 +1,4 @@
-"""screen: the no-demonstration control, asked of the baseline models and judged.
-
-python stages/screen.py                                        # conf/generation/default.yaml
-python stages/screen.py 'screen.models=[gemini_pro,claude_opus]' screen.keep=majority
-
-Reads data/generation/candidates.parquet; writes data/generation/screened.parquet (every
-candidate with its outcome), data/generation/screen_verdicts.parquet (each baseline
-answer and its verdict), reports/generation/cells.csv (per cell: generated, rejected by
-validation, rejected by screening, undetermined, accepted) and reports/generation/screen.json.
-"""
+"""screen: the no-demonstration control, asked of the baselines and judged (docs/generation.md)."""
 
 import hydra
 from omegaconf import DictConfig

@@ -1,15 +1,12 @@
 """A generator's reply as a candidate scenario: the prompt, reading the reply, every check.
 
-A candidate is kept only if its reply holds a JSON object with the authoring keys, passes
-the validators fetch uses (scenario and follow-up), and keeps the construction rules of
-losona/data/scenarios/README.md (docs/generation.md lists them). Each problem is one
-reason, written like the validator's: `field: expected ..., found ...`.
+A candidate must pass fetch's validators and the construction rules (docs/generation.md);
+each problem is one reason, written like the validator's: `field: expected ..., found ...`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -21,15 +18,21 @@ from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
 from losona.prompts.render import LeakError, subject_messages
 from losona.scenarios.datasets import bundled_row
 from losona.scenarios.followups import FIELD as FOLLOWUP
-from losona.scenarios.followups import followup_problems
-from losona.scenarios.validate import MIN_LEAK_WORDS, ScenarioError, check_scenarios, normalize
+from losona.scenarios.followups import NORM_WORD, followup_problems
+from losona.scenarios.validate import (
+    MIN_LEAK_WORDS,
+    ScenarioError,
+    as_text,
+    check_scenarios,
+    hidden_texts,
+    normalize,
+)
 from losona.scenarios.view import without_demonstrations
 
 MIN_TURNS, MAX_TURNS = 20, 34  # counting the elicitor (paper Appendix B)
 MIN_DEMOS, MAX_DEMOS = 2, 3
 MAX_SUBJECT_TURNS = 2
 AUTHORED_KEYS: tuple[str, ...] = tuple(cast(dict[str, Any], GENERATOR_JSON_SCHEMA["properties"]))
-NORM_WORD = re.compile(r"\bnorms?\b", re.IGNORECASE)
 
 
 def generator_messages(slot: Slot, catalog: Catalog) -> list[dict[str, str]]:
@@ -123,10 +126,6 @@ def contract_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
     return []
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The row's turns, each malformed one as an empty mapping (the validator names it)."""
     turns = row.get("turns")
@@ -141,34 +140,24 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
     turns = _turns(row)
     count = len(turns) + 1
     if not MIN_TURNS <= count <= MAX_TURNS:
-        problems.append(
-            _problem(
-                "turns",
-                f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor",
-                f"{count} ({len(turns)} before the elicitor)",
-            )
-        )
+        expected = f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor"
+        problems.append(_problem("turns", expected, f"{count} ({len(turns)} before the elicitor)"))
     demos = [i for i, turn in enumerate(turns) if turn.get("is_demo") is True]
     if not MIN_DEMOS <= len(demos) <= MAX_DEMOS:
         problems.append(
             _problem("turns", f"{MIN_DEMOS} or {MAX_DEMOS} demonstration turns", str(len(demos)))
         )
-    subject = _text(row.get("subject"))
+    subject = as_text(row.get("subject"))
     spoken = sum(1 for t in turns if subject and t.get("actor") == subject and not t.get("is_demo"))
     if spoken > MAX_SUBJECT_TURNS:
-        problems.append(
-            _problem(
-                "turns",
-                f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'",
-                str(spoken),
-            )
-        )
+        expected = f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'"
+        problems.append(_problem("turns", expected, str(spoken)))
     cast = row["cast"] if isinstance(row.get("cast"), list) else []
     for i, member in enumerate(cast):
         extra = sorted(set(member) - {"name", "bio"}) if isinstance(member, Mapping) else []
         if extra:
             problems.append(_problem(f"cast[{i}]", "only a name and a bio", f"also {extra}"))
-    if not _text(row.get("end_goal")).strip():
+    if not as_text(row.get("end_goal")).strip():
         problems.append(_problem("end_goal", "a concrete in-fiction goal", "nothing"))
     event, norm_id = row.get("event_type"), row.get("norm_id")
     if not catalog.is_applicable(str(event), str(norm_id)):
@@ -180,33 +169,28 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
 
 def _chat(row: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every message of the chat as (field, text), the elicitor last."""
-    spoken = [(f"turns[{i}].content", _text(t.get("content"))) for i, t in enumerate(_turns(row))]
-    return [*spoken, ("elicitor_content", _text(row.get("elicitor_content")))]
+    spoken = [(f"turns[{i}].content", as_text(t.get("content"))) for i, t in enumerate(_turns(row))]
+    return [*spoken, ("elicitor_content", as_text(row.get("elicitor_content")))]
 
 
 def _norm_named(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
     norm = catalog.norms.get(str(row.get("norm_id")))
     if norm is None:
         return []
-    hidden = {
-        "the norm id": norm.id,
-        "the norm id in words": norm.id.replace("_", " "),
-        "the norm's requirement": norm.requirement,
-        "the norm statement": norm.statement,
-        "the example compliant response": norm.example_compliant_response,
-        "the example breaching response": norm.example_breaching_response,
-    }
-    needles = {
-        what: normalize(text)
-        for what, text in hidden.items()
-        if not what.startswith("the example") or len(text.split()) >= MIN_LEAK_WORDS
-    }
+    hidden = hidden_texts(
+        norm.id,
+        norm.statement,
+        norm.example_compliant_response,
+        norm.example_breaching_response,
+        requirement=norm.requirement,
+    )
+    needles = {what: normalize(text) for what, text in hidden.items()}
     cast = row["cast"] if isinstance(row.get("cast"), list) else []
     setting = [
-        ("channel_description", _text(row.get("channel_description"))),
-        ("subject_bio", _text(row.get("subject_bio"))),
+        ("channel_description", as_text(row.get("channel_description"))),
+        ("subject_bio", as_text(row.get("subject_bio"))),
         *(
-            (f"cast[{i}].bio", _text(m.get("bio")))
+            (f"cast[{i}].bio", as_text(m.get("bio")))
             for i, m in enumerate(cast)
             if isinstance(m, Mapping)
         ),
@@ -237,13 +221,8 @@ def _quoted_demos(row: Mapping[str, Any], demos: list[int]) -> list[str]:
             continue  # a short reply ("Yes.") recurs in any chat without quoting anyone
         for field, content in chat[d + 1 :]:
             if demo in normalize(content):
-                problems.append(
-                    _problem(
-                        field,
-                        "no quote of a demonstration (the control removes demonstrations)",
-                        f"the text of demonstration turns[{d}]",
-                    )
-                )
+                expected = "no quote of a demonstration (the control removes demonstrations)"
+                problems.append(_problem(field, expected, f"the text of demonstration turns[{d}]"))
     return problems
 
 

@@ -1,8 +1,7 @@
 """Which candidates to write: cells of the catalog's valid (event, norm) space and venues.
 
-Every draw is seeded by the run's seed and the thing drawn for (a norm's cells, one
-candidate's venue), never by a shared random stream, so adding a norm to the catalog or a
-cell to a list leaves every other draw where it was.
+Each draw is seeded by the run's seed and what it is drawn for, never a shared stream, so
+adding a norm or a cell leaves every other draw where it was.
 """
 
 from __future__ import annotations

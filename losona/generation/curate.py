@@ -1,9 +1,5 @@
-"""curate: a person reads the screened candidates and an accept list makes them a set.
-
-The review sheet (HTML, and the same facts as CSV) shows each kept candidate with the
-baselines' answers to its control; the accepted ones are written as a scenario file in the
-contract's shape, with where they came from in a provenance file beside it.
-"""
+"""curate: a person reads the screened candidates on a review sheet, and an accept list
+makes them a scenario file, with its provenance beside it."""
 
 from __future__ import annotations
 
@@ -50,24 +46,8 @@ def screen_line(verdicts: pl.DataFrame) -> str:
 
 def review_table(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
     """The review CSV: one row per candidate the screen accepted, sorted by id."""
-    rows = []
-    for row in candidates.filter(pl.col("status") == "accepted").iter_rows(named=True):
-        scenario = candidate_scenario(row)
-        own = verdicts.filter(pl.col("scenario_id") == row["candidate_id"])
-        rows.append(
-            {
-                "candidate_id": row["candidate_id"],
-                "event_type": row["event_type"],
-                "norm_id": row["norm_id"],
-                "venue": row["venue"],
-                "turns": len(scenario.turns) + 1,
-                "demonstrations": sum(turn.is_demo for turn in scenario.turns),
-                "end_goal": scenario.end_goal,
-                "elicitor": f"{scenario.elicitor_actor}: {scenario.elicitor_content}",
-                "screen": screen_line(own.sort("subject_model", "trial")),
-                "chat": format_chat(scenario),
-            }
-        )
+    shown = review_candidates(candidates, verdicts)
+    rows = [{name: c[name] for name in REVIEW_SCHEMA.names()} for c in shown]
     return table(rows, REVIEW_SCHEMA, sort_by=["candidate_id"])
 
 
@@ -102,7 +82,8 @@ def review_candidates(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> list[
     shown = []
     for row in accepted.iter_rows(named=True):
         scenario = candidate_scenario(row)
-        answers = verdicts.filter(pl.col("scenario_id") == row["candidate_id"])
+        own = verdicts.filter(pl.col("scenario_id") == row["candidate_id"])
+        answers = own.sort("subject_model", "trial")
         shown.append(
             {
                 "candidate_id": row["candidate_id"],
@@ -111,11 +92,14 @@ def review_candidates(candidates: pl.DataFrame, verdicts: pl.DataFrame) -> list[
                 "venue": scenario.venue,
                 "turns": len(scenario.turns) + 1,
                 "demonstrations": sum(t.is_demo for t in scenario.turns),
+                "end_goal": scenario.end_goal,
+                "elicitor": f"{scenario.elicitor_actor}: {scenario.elicitor_content}",
+                "screen": screen_line(answers),
                 "generator": row["generator"],
                 "generator_model": row["generator_model"],
                 "sample": row["sample"],
                 "chat": format_chat(scenario),
-                "answers": list(answers.sort("subject_model", "trial").iter_rows(named=True)),
+                "answers": list(answers.iter_rows(named=True)),
             }
         )
     return shown
@@ -203,12 +187,6 @@ def provenance(
         "curation": "read by a person on the review sheet; accepted ids listed in the accept list",
     }
     # A rerun on the same inputs then rewrites the same bytes.
-    unchanged = (
-        previous is not None and {k: v for k, v in previous.items() if k != "dates"} == record
-    )
-    dates = (
-        previous["dates"]
-        if unchanged and previous is not None
-        else {"curated_on": today.isoformat()}
-    )
-    return record | {"dates": dates}
+    if previous is not None and {k: v for k, v in previous.items() if k != "dates"} == record:
+        return record | {"dates": previous["dates"]}
+    return record | {"dates": {"curated_on": today.isoformat()}}

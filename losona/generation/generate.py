@@ -1,9 +1,7 @@
 """generate: a generator model writes candidate scenarios, every one checked and kept.
 
-One call per slot (cell, venue, sample) through the shared model layer, so the call
-cache, retries and cost cap apply; the sample index is the call's trial, so a rerun
-returns the same candidates from the cache. Each reply becomes one row of the candidate
-table, valid or invalid with its reasons (losona/generation/candidates.py).
+One call per slot (cell, venue, sample), the sample index its trial, so a rerun returns the
+same candidates from the call cache; each reply is one row, valid or not with its reasons.
 """
 
 from __future__ import annotations
@@ -31,13 +29,7 @@ from losona.generation.cells import Slot
 from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE_VERSION
 from losona.generation.settings import GenerateSettings
 from losona.generation.tables import CANDIDATE_SCHEMA
-from losona.models import (
-    CallOptions,
-    Completion,
-    ModelSpec,
-    Request,
-    complete_all,
-)
+from losona.models import CallOptions, Completion, ModelSpec, Request, complete_all
 
 # litellm's response_format for each generate.structured_output setting.
 RESPONSE_FORMATS: dict[str, dict[str, Any] | None] = {
@@ -67,13 +59,8 @@ def candidate(
     authored, reasons = read_reply(reply, completion.finish_reason)
     scenario = None
     if authored is not None:
-        row = scenario_row(
-            authored,
-            slot,
-            cid,
-            catalog,
-            source=f"generated:{spec.name}@{GENERATOR_TEMPLATE_VERSION}",
-        )
+        source = f"generated:{spec.name}@{GENERATOR_TEMPLATE_VERSION}"
+        row = scenario_row(authored, slot, cid, catalog, source=source)
         reasons = check_candidate(row, catalog)
         scenario = json.dumps(row, ensure_ascii=False, sort_keys=True)
     return {
@@ -95,10 +82,7 @@ def candidate(
 
 
 def generate_candidates(
-    slots: Sequence[Slot],
-    spec: ModelSpec,
-    catalog: Catalog,
-    options: CallOptions,
+    slots: Sequence[Slot], spec: ModelSpec, catalog: Catalog, options: CallOptions
 ) -> pl.DataFrame:
     """The candidate table: one checked row per slot, sorted by candidate id."""
     if not slots:

@@ -1,90 +1,54 @@
 """The scenario generator's prompt and the JSON schema of the scenario it writes.
 
-Filled in by losona/generation/candidates.py and sent by generate.py (paper Sections 3
-and 4.1; construction rules in losona/data/scenarios/README.md). The version string is
-written into every candidate built from these texts: change a text, bump its version.
+The version string is written into every candidate built from these texts: change a text,
+bump its version.
 """
 
 from __future__ import annotations
 
 GENERATOR_TEMPLATE_VERSION = "generator-v2"
 
-# One chat message of the authoring shape: who says it, and what.
-_MESSAGE_SCHEMA: dict[str, object] = {
-    "type": "object",
-    "properties": {"actor": {"type": "string"}, "content": {"type": "string"}},
-    "required": ["actor", "content"],
-    "additionalProperties": False,
-}
+
+def _object(properties: dict[str, object]) -> dict[str, object]:
+    """A JSON schema object that requires exactly these properties, as strict mode asks."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _strings(*names: str) -> dict[str, object]:
+    return {name: {"type": "string"} for name in names}
+
+
+_MESSAGE_SCHEMA = _object(_strings("actor", "content"))
+# One or two chat messages: a follow-up's sanction or neutral continuation.
+_FOLLOWUP_MESSAGES = {"type": "array", "items": _MESSAGE_SCHEMA, "minItems": 1, "maxItems": 2}
 
 # The authoring shape of losona/data/scenarios/README.md, as the JSON schema the generator
 # fills: sent as litellm's `response_format` where the config asks for it, and always
 # written into the prompt. Keys are in writing order: the end goal first, the elicitor last.
-GENERATOR_JSON_SCHEMA: dict[str, object] = {
-    "type": "object",
-    "properties": {
-        "end_goal": {"type": "string"},
-        "channel_description": {"type": "string"},
-        "subject": {"type": "string"},
-        "subject_bio": {"type": "string"},
-        "cast": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "bio": {"type": "string"}},
-                "required": ["name", "bio"],
-                "additionalProperties": False,
-            },
-        },
+GENERATOR_JSON_SCHEMA = _object(
+    {
+        **_strings("end_goal", "channel_description", "subject", "subject_bio"),
+        "cast": {"type": "array", "items": _object(_strings("name", "bio"))},
         "turns": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "actor": {"type": "string"},
-                    "content": {"type": "string"},
-                    "is_demo": {"type": "boolean"},
-                },
-                "required": ["actor", "content", "is_demo"],
-                "additionalProperties": False,
-            },
+            "items": _object(_strings("actor", "content") | {"is_demo": {"type": "boolean"}}),
         },
         "elicitor": _MESSAGE_SCHEMA,
-        # The dynamic extension's material (losona/scenarios/followups.py): what the group
-        # says after the subject's reply, and the second elicitor.
-        "followup": {
-            "type": "object",
-            "properties": {
-                "sanction": {
-                    "type": "array",
-                    "items": _MESSAGE_SCHEMA,
-                    "minItems": 1,
-                    "maxItems": 2,
-                },
-                "neutral": {
-                    "type": "array",
-                    "items": _MESSAGE_SCHEMA,
-                    "minItems": 1,
-                    "maxItems": 2,
-                },
+        # The dynamic extension's material (losona/scenarios/followups.py).
+        "followup": _object(
+            {
+                "sanction": _FOLLOWUP_MESSAGES,
+                "neutral": _FOLLOWUP_MESSAGES,
                 "elicitor": _MESSAGE_SCHEMA,
-            },
-            "required": ["sanction", "neutral", "elicitor"],
-            "additionalProperties": False,
-        },
-    },
-    "required": [
-        "end_goal",
-        "channel_description",
-        "subject",
-        "subject_bio",
-        "cast",
-        "turns",
-        "elicitor",
-        "followup",
-    ],
-    "additionalProperties": False,
-}
+            }
+        ),
+    }
+)
 
 # One prompt per candidate (paper Sections 3 and 4.1; construction rules in
 # losona/data/scenarios/README.md). `{json_schema}` is GENERATOR_JSON_SCHEMA as JSON.

@@ -1,8 +1,6 @@
-"""screen: the no-demonstration control (paper Sections 3 and 5.4).
-
-Each baseline answers each valid candidate's control (its `is_demo` turns removed) K times
-under the naive prompt, and the judge scores every answer. A candidate is kept when enough
-baselines (`screen.keep`) fail to adapt by accuracy-at-K; docs/generation.md has the rule.
+"""screen: each baseline answers each valid candidate's no-demonstration control K times,
+the judge scores them, and enough baselines failing to adapt keep the candidate
+(`screen.keep`, docs/generation.md; paper Sections 3 and 5.4).
 """
 
 from __future__ import annotations
@@ -46,10 +44,7 @@ def candidate_scenario(row: dict[str, Any]) -> Scenario:
 
 
 def _answers(
-    spec: ModelSpec,
-    controls: Sequence[Scenario],
-    trials: int,
-    options: CallOptions,
+    spec: ModelSpec, controls: Sequence[Scenario], trials: int, options: CallOptions
 ) -> list[str]:
     requests = [
         Request(subject_messages(control, "naive"), trial=trial)
@@ -98,11 +93,8 @@ def screening_verdicts(
     options: CallOptions,
     run_log_dir: Path | None = None,
 ) -> pl.DataFrame:
-    """Every baseline's K answers to every control, judged: a verdict table.
-
-    Each baseline's calls get a progress bar and a run log of their own
-    (`<run_log_dir>/screen_<baseline>.log.json`), whatever `options` says of those two.
-    """
+    """Every baseline's K answers to every control, judged: a verdict table. Each baseline's
+    calls get a progress bar and a run log (`<run_log_dir>/screen_<baseline>.log.json`)."""
     cases, keys = [], []
     for spec in baselines if controls else []:  # nothing valid: no call at all
         log = run_log_dir / f"screen_{spec.name}.log.json" if run_log_dir else None
@@ -170,11 +162,8 @@ def screen_candidates(
 
 
 def recheck_followups(candidates: pl.DataFrame) -> pl.DataFrame:
-    """Valid candidates whose follow-up material fails the validator fetch runs, made invalid.
-
-    Checked again here so that no candidate table written before the generator asked for
-    follow-ups reaches the baselines.
-    """
+    """Valid candidates whose follow-up material fails the validator fetch runs, made invalid
+    (again here, so that no table written before the generator asked for them goes on)."""
     rows = []
     for row in candidates.iter_rows(named=True):
         if row["status"] == "valid":

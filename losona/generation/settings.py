@@ -4,7 +4,6 @@ and the models they call by option name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -14,8 +13,7 @@ from losona.core.config import ModelSpec, option
 from losona.core.config.checker import Refusal
 from losona.core.config.schemas import Params
 from losona.core.config.values import CostCap, Count, Schema, Text, WholeNumber, no_inf_nan
-
-# -- generation (conf/generation/*.yaml: the generate, screen and curate nodes) -------------
+from losona.scenarios.validate import SCENARIO_ID
 
 # screen.keep: when the baselines' outcomes keep a candidate.
 KeepRule = Literal["all", "majority"]
@@ -23,7 +21,6 @@ KEEP_RULES = {
     "all": "kept when every baseline breaches it (no baseline adapts by default)",
     "majority": "kept when more than half of the baselines breach it",
 }
-SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DistinctNames = Annotated[
     tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
 ]
@@ -43,7 +40,6 @@ class CellSelection(Schema):
 
     mode: Literal["all", "per_norm", "list"]
     per_norm: Count
-    # The `list` entries: event/norm or event/norm@venue.
     cells: Annotated[
         tuple[StrictStr, ...],
         Field(alias="list", description="a list of cells written event/norm or event/norm@venue"),
@@ -120,7 +116,7 @@ class ScreenSettings(Schema):
 
 SetName = Annotated[
     StrictStr,
-    StringConstraints(strip_whitespace=True, pattern=SET_NAME.pattern),
+    StringConstraints(strip_whitespace=True, pattern=SCENARIO_ID.pattern),
     Field(description="part of a file name: letters, digits, '_', '.' or '-' only"),
 ]
 

@@ -1,20 +1,15 @@
 """The one road to any model: every subject and judge call goes through this package.
 
-    from losona.models import CallOptions, ModelSpec, Request, complete
-    spec = ModelSpec.from_config(model_node)  # checked in losona/core/config/ (schemas)
     completions = complete(spec, [Request(messages, trial=k)], CallOptions(cache_path=...))
 
 A call meets, in order: `prepare` (its key and price), `call_cache` (with `published_calls`
-below it), `complete`, `batch` or `send` (with `retry`), and `runlog`. litellm is imported
-in `litellm_api`. Why the layer has its own retries and rate limiter: retry.py and send.py
-(`Limiter`); its own cache keys each call with its trial, keeps it the moment it completes
-and answers from a run's published calls first (call_cache.py).
+below it), `complete`, `batch` or `send` (with `retry`), and `runlog`. Only `litellm_api`
+imports litellm.
 """
 
 import os
 
-# Before any module of this package imports litellm: its import must never fetch the
-# price map from the network (the package's own copy is used).
+# Before any import of litellm, which would otherwise fetch its price map from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from losona.core.config import BatchSettings, ModelSpec

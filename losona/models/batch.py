@@ -1,9 +1,6 @@
 """Batch jobs: the calls the cache lacks sent as one provider batch, at the batch price
-(opt-in: docs/sampling.md, "Batch jobs").
-
-A batch only fills the call cache under the keys `complete` uses, so the tables are those
-that calls made one by one give. A job is recorded beside the cache before each step, so a
-stage killed while it waits polls the same batch on rerun and never submits it twice.
+(opt-in: docs/sampling.md, "Batch jobs"). A batch only fills the call cache, under the keys
+`complete` uses; a job is recorded before each step, so a rerun never submits it twice.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from typing import Any, TypeVar
 from losona.core.config import BatchSettings, ModelSpec
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
-from losona.models.call_cache import CacheLocation, CallCache, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, CallStore, cache_file
 from losona.models.completions import require_every_call
 from losona.models.litellm_api import api_key, litellm_module, provider_of
 from losona.models.options import CallOptions
@@ -32,11 +29,8 @@ from losona.models.runlog import BatchReport
 from losona.models.send import masked
 from losona.models.values import Completion, Request
 
-# Providers whose batch input litellm uploads as OpenAI's JSONL and whose output comes
-# back in OpenAI's shape. Of litellm's other batch providers (its create_batch), Vertex AI
-# and Bedrock need what a model config cannot say (a Cloud Storage bucket; an S3 bucket
-# and a role), and Mistral and xAI have their own formats, not checked here; Anthropic and
-# Gemini's AI Studio are not among them.
+# Providers whose batches litellm sends and returns in OpenAI's shape; its others need a
+# bucket a model config cannot name (Vertex AI, Bedrock) or have formats of their own.
 BATCH_PROVIDERS = ("openai", "azure")
 # What a server without a Batch API answers to its paths: no such route, or no such method.
 NO_SUCH_ENDPOINT = frozenset({404, 405})
@@ -47,8 +41,7 @@ ENDPOINT = "/v1/chat/completions"
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 # The state file's format; bumped when its fields change.
 STATE_FORMAT = 1
-# How many of the provider's most recent batches are searched for one whose creation
-# was not recorded (see `_recover`).
+# How many of the provider's latest batches `_recover` searches.
 LIST_LIMIT = 100
 
 T = TypeVar("T")
@@ -60,8 +53,7 @@ class BatchFailed(LosonaError):
 
 def state_dir(cache_path: CacheLocation) -> Path:
     """Where batch jobs waiting for results are recorded: beside the call cache."""
-    path = Path(cache_path.path if isinstance(cache_path, CallStore) else cache_path)
-    path = path.expanduser()
+    path = cache_file(cache_path).expanduser()
     return path.with_name(path.name + ".batches")
 
 
@@ -85,15 +77,10 @@ def batch_provider(spec: ModelSpec, settings: BatchSettings) -> str:
 
 
 def fill_cache_by_batch(
-    spec: ModelSpec,
-    requests: Sequence[Request],
-    options: CallOptions,
-    settings: BatchSettings,
+    spec: ModelSpec, requests: Sequence[Request], options: CallOptions, settings: BatchSettings
 ) -> BatchReport:
-    """Answer the requests the call cache lacks through batch jobs, storing the results, so
-    that `complete` then finds every one in the cache. Raises BatchFailed when a batch ends
-    without completing, CallsFailed when lines still fail after `rounds`.
-    """
+    """Answer the requests the call cache lacks through batch jobs, storing the results;
+    BatchFailed when a batch ends otherwise, CallsFailed when lines still fail after `rounds`."""
     job = _BatchJob(spec, settings, options.cache_path, options.progress)
     return asyncio.run(job.run(requests, options.max_cost_usd))
 
@@ -153,8 +140,6 @@ class _BatchJob:
         self.secret = spec.api_key()
         self.cache: CallCache  # open while `run` runs
 
-    # --- the flow ---------------------------------------------------------------------
-
     async def run(self, requests: Sequence[Request], max_cost_usd: float | None) -> BatchReport:
         keyed: dict[str, tuple[Request, dict[str, Any]]] = {}
         for request in requests:
@@ -204,8 +189,7 @@ class _BatchJob:
     def _check_cap(
         self, missing: list[str], keyed: Mapping[str, tuple[Request, Any]], cap: float
     ) -> None:
-        # A batch cannot be stopped halfway as single calls can: refuse it whole, before
-        # it is sent, when its estimate at list price passes the cap.
+        # A batch cannot be stopped halfway: refuse it whole when its estimate passes the cap.
         estimate = sum(self.prepared.estimate(keyed[k][0]) for k in missing)
         if estimate > cap:
             raise LosonaError(
@@ -369,8 +353,6 @@ class _BatchJob:
         )
         return bytes(response.content)
 
-    # --- lines ------------------------------------------------------------------------
-
     def _line(self, key: str, request: Request, params: Mapping[str, Any]) -> str:
         """One request of the batch file: what `complete` would send, with the key as id."""
         body = {"model": self.model_name, "messages": [dict(m) for m in request.messages]}
@@ -428,11 +410,8 @@ class _BatchJob:
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            # The list price, as `complete` records it: the table must not depend on how
-            # the call was made. The batch price, cache hits included, goes to the run log.
+            # The list price, as `complete` records it; the batch price goes to the run log.
             cost_usd=self.prepared.rates.list_cost(Usage(prompt_tokens, completion_tokens)),
-            error=None,
-            cached=False,
             attempts=1,
             billed_usd=self.prepared.rates.batch_cost(
                 Usage(prompt_tokens, completion_tokens, cache_read_tokens=cached_tokens)
@@ -446,8 +425,6 @@ class _BatchJob:
         self.report.completion_tokens += completion.completion_tokens
         self.report.cost_usd_list_price += completion.cost_usd
         self.report.cost_usd_batch_price += completion.billed_usd or 0.0
-
-    # --- plumbing ---------------------------------------------------------------------
 
     def _connection(self) -> dict[str, Any]:
         """The provider, endpoint and key of every batch call (the key read now, never kept)."""
@@ -469,10 +446,8 @@ class _BatchJob:
     ) -> T:
         """One request of the Batch API, retried on transient faults like a model call.
 
-        `nothing_sent`: a failure leaves nothing at the provider (the upload), so the
-        message does not promise a job to resume. Not the SDK's retries (`max_retries`):
-        a create whose answer was lost would be sent again, a second batch billed; here
-        `before_retry` first adopts the batch it made.
+        Not the SDK's retries: a create whose answer was lost would bill a second batch; here
+        `before_retry` first adopts the one it made. `nothing_sent`: a failure leaves no job.
         """
         openai = self.litellm.exceptions.openai
         policy = RetryPolicy.of(self.spec)
@@ -525,15 +500,12 @@ class _BatchJob:
         return self.dir / f"{state.job}.json"
 
     def _save(self, state: _State) -> None:
-        # Written atomically (a temporary file moved into place): a kill leaves the old
-        # record or the new one, never half of one.
         write_json({"format": STATE_FORMAT, **dataclasses.asdict(state)}, self._state_path(state))
 
 
 @dataclass(frozen=True)
 class LineFailure:
-    """A request of a batch that got no usable answer, and the HTTP status its line carried
-    (None: no status, e.g. a malformed body or a line that never came back)."""
+    """A request of a batch that got no usable answer, and its line's HTTP status, if any."""
 
     completion: Completion
     status: int | None = None

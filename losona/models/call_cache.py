@@ -1,11 +1,9 @@
 """The call cache: every completed model call, in one SQLite file, the moment it completes.
 
-Shared by every stage and queued experiment (WAL: many readers, one writer); each call is
-committed on its own, not fsynced (a kill loses nothing, a power cut the last calls). A key
-keeps its first answer, so files built from the cache rebuild byte for byte; failed calls
-are not stored. A run's published calls (published_calls.py) come first, so a rerun gives
-that run's answers, not this machine's: what the cache lacks is copied in, a cached answer
-that differs is left alone and counted (`differing`).
+Shared by every stage and queued experiment (WAL); each call is committed on its own, not
+fsynced (a kill loses nothing, a power cut the last calls). A key keeps its first answer,
+so files rebuild byte for byte. A run's published calls answer first: what the cache lacks
+is copied in, a cached answer that differs is counted and not used.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from losona.core.errors import LosonaError
 from losona.models.published_calls import PublishedCalls
@@ -31,9 +28,8 @@ _CHUNK = 500
 # A key keeps its first answer.
 _INSERT = "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)"
 
-# The calls this process made and stored, by cache file: what a stage stopped by Ctrl-C
-# says it leaves behind (losona/core/cli.py). Published calls copied in were never paid for, so
-# they do not count.
+# The calls this process made and stored, by cache file, for what a stage stopped by Ctrl-C
+# says it leaves behind (published calls copied in were never paid for).
 _stored_here: collections.Counter[Path] = collections.Counter()
 
 
@@ -48,8 +44,7 @@ class CallStore:
 
     path: str | Path
     published: PublishedCalls | None = None
-    # Never call a model: a call found in neither place is an error (CallNotFound). For
-    # checking a run from its published calls alone.
+    # Never call a model (CallNotFound instead): checking a run from its published calls.
     offline: bool = False
 
 
@@ -68,6 +63,11 @@ class CallNotFound(LosonaError):
 CacheLocation = str | Path | CallStore
 
 
+def cache_file(location: CacheLocation) -> Path:
+    """The user's call cache file at a location."""
+    return Path(location.path if isinstance(location, CallStore) else location)
+
+
 class CallCache:
     """An open call cache; use as a context manager."""
 
@@ -80,8 +80,7 @@ class CallCache:
 
     def __init__(self, path: str | Path, published: PublishedCalls | None = None) -> None:
         self.published = published
-        # Keys this cache holds with another answer than the published calls: the published
-        # answer was used, the cache's left as it was.
+        # Keys held with another answer than the published calls', which was used instead.
         self.differing: set[str] = set()
         self.path = Path(path).expanduser()
         try:
@@ -120,9 +119,7 @@ class CallCache:
     def __enter__(self) -> CallCache:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -183,12 +180,8 @@ class CallCache:
             self._db.execute("COMMIT")
 
     def put(self, key: str, model: str, completion: Completion) -> Completion:
-        """Store one completed call now (committed before this returns); return the kept one.
-
-        That is this completion, unless another process stored the same key first (two
-        queued experiments sending one call at once): then it is the earlier answer, the
-        one every later run will read, so that all of them build the same files from it.
-        """
+        """Store one completed call now (committed before this returns); return the kept one:
+        the earlier answer if another process stored the key first, as every later run will."""
         assert completion.text is not None, "failed calls are not cached"
         with self._reporting():
             inserted = self._db.execute(_INSERT, (key, model, *completion.answer)).rowcount

@@ -1,6 +1,4 @@
-"""The call store a stage reads, from its run's layout; and the dvc.lock outputs that say
-whether a run's published calls file must be there.
-"""
+"""The call store a stage reads, from its run's layout, and what dvc.lock says of its calls."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Running calls: the road every subject and judge call takes, one model, many requests.
 
-The call cache (and the run's published calls) first, then batch jobs if enabled
-(batch.py), then sends (send.py); results in request order. A completion's `cost_usd` is
-its list price; what differs between runs (latency, attempts, spend as billed) goes to the
-run log (runlog.py), never into a value that ends up in a data file.
+The call cache first, then batch jobs if enabled, then sends; results in request order.
+What differs between runs (latency, attempts, spend as billed) goes to the run log only.
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ from losona.models.values import CallPlan, Completion, Request
 
 
 def _ready_to_send(spec: ModelSpec, options: CallOptions) -> Prepared:
-    """Before a run's first call: the spec checked against its provider and priced, and
-    its API key found."""
+    """Before a run's first call: the spec checked against its provider, priced, its key found."""
     prepared = prepare(spec)
     if options.max_cost_usd is not None and prepared.price_source == "unknown":
         raise LosonaError(
@@ -66,9 +63,7 @@ async def acomplete(
         pending = found.missing
         if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
             raise CallNotFound(len(pending), len(set(found.keys)))
-        # Only a call that must really be made needs its provider asked (which imports
-        # litellm, seconds of a process) and its API key: a run whose calls are all cached
-        # or published reruns without either.
+        # Only a call that must be made needs litellm (seconds to import) and an API key.
         prepared = None
         if pending:
             prepared = _ready_to_send(spec, options)
@@ -79,21 +74,18 @@ async def acomplete(
             done=len(requests) - len(pending),  # cache hits and repeats of a request
             answered=found.answered(),
         )
-        # What this run's calls came to. A completed call's reply is in the cache: only how
-        # it went is kept (`made`), so a run holds no reply. Failed calls, and calls made
-        # with the cache bypassed (returned as they came), are kept whole (`held`).
+        # A completed call's reply is in the cache: only how it went is kept (`made`). Failed
+        # calls, and calls made with the cache bypassed, are kept whole (`held`).
         made: dict[str, Receipt] = {}
         held: dict[str, Completion] = {}
 
         def keep(key: str, completion: Completion) -> None:
             if not completion.ok:
                 held[key] = completion
-            elif options.use_cache:
-                # Reading from the cache, every run must see the answer it keeps.
+            elif options.use_cache:  # every run must see the answer the cache keeps
                 kept = cache.put(key, spec.model, completion)
                 made[key] = Receipt(kept.attempts, kept.billed_usd, kept.cost_usd)
-            else:
-                # A fresh call asked for with the cache bypassed is returned as it came.
+            else:  # a fresh call, asked for with the cache bypassed, as it came
                 cache.put(key, spec.model, completion)
                 held[key] = completion
 
@@ -167,10 +159,8 @@ class _Found:
 def _look_up(
     request_keys: RequestKeys, requests: Sequence[Request], cache: CallCache, use_cache: bool
 ) -> _Found:
-    """Each request's key, and which calls the cache lacks (identical requests: one call).
-
-    A chunk of requests at a time: no reply the cache holds is kept.
-    """
+    """Each request's key, and which calls the cache lacks (identical requests: one call),
+    a chunk at a time: no reply the cache holds is kept."""
     found = _Found()
 
     def look_up(keys: list[str]) -> None:
@@ -195,13 +185,9 @@ def _look_up(
 
 
 class _InlineExecutor(ThreadPoolExecutor):
-    """An event loop's default executor that runs each job at once, on the loop's thread.
-
-    litellm.acompletion hands its synchronous request setup to the default executor; on a
-    worker thread, thread and loop take turns on the GIL, each turn up to the interpreter's
-    switch interval, delaying every response the loop handles. `complete`'s loops serve
-    only model calls, so they run that setup inline.
-    """
+    """An event loop's default executor that runs each job at once, on the loop's thread:
+    litellm.acompletion's setup on a worker thread would take turns with the loop on the
+    GIL, delaying every response the loop handles."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -222,9 +208,7 @@ def complete(
     """Run every request: cache first, then batch jobs if enabled, then sends with retries.
 
     A call that failed after its retries is a failed Completion; a refused key, an unknown
-    model or the cost cap stops the run with a CallFailed. Memory follows the concurrency,
-    not the requests: `requests` may build each one when asked for, and the results are
-    read back from the call cache (Completions).
+    model or the cost cap raises CallFailed. `requests` may build each one when asked for.
     """
     batched = None
     if batch is not None and batch.enabled:
@@ -259,8 +243,8 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     prepared = prepare(spec)
     keyed = [prepared.key_and_params(r) for r in requests]
     found = _held([k for k, _ in keyed], cache_path)
-    todo = {key: request for request, (key, _) in zip(requests, keyed, strict=True)}
-    todo = {key: request for key, request in todo.items() if key not in found}
+    # Each distinct call once, in request order.
+    todo = {key: r for r, (key, _) in zip(requests, keyed, strict=True) if key not in found}
     tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
     basis = (
         f"{tokens} completion tokens per call (max_tokens)"
@@ -290,11 +274,8 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
 
 
 def _held(keys: Sequence[str], cache_path: CacheLocation) -> set[str]:
-    """The keys the call cache or the run's published calls hold.
-
-    A dry run writes nothing: with no call cache yet (before any run) it creates none, and
-    only the published calls, if any, are looked in.
-    """
+    """The keys the call cache or the run's published calls hold; a dry run creates no
+    call cache where there is none yet."""
     store = cache_path if isinstance(cache_path, CallStore) else CallStore(cache_path)
     if Path(store.path).expanduser().exists():
         with CallCache.open(cache_path) as cache:

@@ -1,6 +1,4 @@
-"""What a run of `complete` returns, the checks that every call completed, and the calls
-table a run publishes.
-"""
+"""What a run of `complete` returns, the check that every call completed, the calls table."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import polars as pl
 from losona.core.contracts import CALL_SCHEMA, table
 from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, Chunks
-from losona.models.call_cache import CacheLocation, CallCache, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, cache_file
 from losona.models.values import Completion
 
 
@@ -36,10 +34,8 @@ def failure_kind(error: str | None) -> str:
 def require_every_call(
     *rounds: Sequence[Completion], to: str, run_log: str | Path | None = None
 ) -> None:
-    """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did.
-
-    Takes one or more rounds of calls (the judge's first calls and its repairs).
-    """
+    """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did
+    in these rounds (a judge's first calls and its repairs)."""
     failed = [c.error for completions in rounds for c in failures(completions)]
     if not failed:
         return
@@ -75,9 +71,8 @@ class Receipt:
 class Completions(Sequence[Completion]):
     """What `complete` returns: each request's completion, in request order.
 
-    A completed call's reply is read back from the call cache, CHUNK requests at a time, so
-    a run's memory does not grow with its calls; failed calls, and calls made with the cache
-    bypassed, are kept here whole. A call made in this run says so, as it came.
+    Replies are read back from the call cache, CHUNK at a time, so a run's memory does not
+    grow with its calls; failed calls, and calls made with the cache bypassed, are kept whole.
     """
 
     def __init__(
@@ -125,9 +120,8 @@ class Completions(Sequence[Completion]):
         return {key for key in self.keys if key not in self._held or self._held[key].ok}
 
     def by_key(self, keys: list[str]) -> list[Completion]:
-        """The completions of these keys (some of `self.keys`), in that order: kept here, or
-        read from the cache (a connection of its own each time, so that a table can be built
-        from them on another thread)."""
+        """The completions of these keys, in order: kept here, or read from the cache (a
+        connection of its own each time, so a table can be built on another thread)."""
         wanted = [key for key in keys if key not in self._held]
         if wanted:
             with CallCache.open(self.location) as cache:
@@ -139,7 +133,7 @@ class Completions(Sequence[Completion]):
                 continue
             if key not in stored:
                 raise LosonaError(
-                    f"{_cache_file(self.location)}: call {key} was completed in this run but "
+                    f"{cache_file(self.location)}: call {key} was completed in this run but "
                     "is no longer in the call cache; was the file moved or replaced? Rerun "
                     "the stage."
                 )
@@ -155,21 +149,13 @@ class Completions(Sequence[Completion]):
         return read
 
 
-def _cache_file(location: CacheLocation) -> Path:
-    return Path(location.path if isinstance(location, CallStore) else location)
-
-
 def _keyed(completion: Completion, key: str) -> Completion:
     return dataclasses.replace(completion, key=key)
 
 
 def calls_table(model: str, *rounds: Sequence[Completion]) -> Chunks:
-    """The calls behind these completions (completed ones, each key once), sorted by key.
-
-    Made a chunk at a time, `complete`'s results read back from the call cache as it goes,
-    so a cell of any size never holds every reply at once. Takes one or more rounds of
-    calls (a judge's first calls and its repairs).
-    """
+    """The calls behind these rounds of completions (completed ones, each key once), sorted
+    by key, made a chunk at a time so that a cell never holds every reply at once."""
     round_of: dict[str, int] = {}  # each completed call's key: the first round that has it
     given: dict[str, Completion] = {}  # completions given in a list rather than by `complete`
     for number, completions in enumerate(rounds):

@@ -1,6 +1,4 @@
-"""litellm, imported on first use (the import takes seconds), and all the model layer asks
-of it; only smollm2 (a litellm provider) and tokens (its tokenizers) import from it too.
-"""
+"""litellm, imported on first use (it takes seconds), and all the model layer asks of it."""
 
 from __future__ import annotations
 
@@ -47,11 +45,8 @@ def keep_states_beside(call_cache: Path) -> None:
 
 @functools.cache
 def model_info(model: str) -> dict[str, Any] | None:
-    """litellm's price map entry for the model, None if it has none (asked once per process).
-
-    Once, because a litellm Router registers the models it serves in that same map, with
-    no price: asked again after a Router ran, litellm would price an unknown model at $0.
-    """
+    """litellm's price map entry for the model, None if it has none: asked once per process,
+    as a Router registers its models in that map without a price (an unknown model at $0)."""
     try:
         info = dict(litellm_module().get_model_info(model))
     except Exception:  # litellm raises a bare Exception for a model it does not map
@@ -78,10 +73,8 @@ def provider_of(spec: ModelSpec) -> str:
 
 
 def unsupported_params(spec: ModelSpec) -> list[str]:
-    """The parameters the config sends that litellm reports its provider does not accept.
-
-    Empty when litellm does not know what the provider accepts.
-    """
+    """The parameters the config sends that litellm says its provider does not accept (none
+    when litellm does not know)."""
     model, provider = resolve(spec)
     supported = litellm_module().get_supported_openai_params(
         model=model, custom_llm_provider=provider
@@ -92,11 +85,8 @@ def unsupported_params(spec: ModelSpec) -> list[str]:
 
 
 def api_key(spec: ModelSpec) -> str | None:
-    """The key to send: the config's, or a placeholder for a server of your own without one.
-
-    Read when needed, never kept: OpenAI-style clients insist on a key, so a server that
-    needs none gets vLLM's conventional placeholder.
-    """
+    """The key to send, read when needed and never kept: the config's, or for a server of
+    your own without one vLLM's placeholder (OpenAI-style clients insist on a key)."""
     key = spec.api_key()
     if key is None and (spec.api_base or spec.endpoints):
         key = NO_KEY

@@ -1,6 +1,5 @@
-"""Request preparation: each request's call-cache key and parameters (`RequestKeys`, with
-no litellm, so that a run answered from the cache never imports it), and a config checked
-against its provider and priced (`prepare`), once per run that makes calls.
+"""Each request's call-cache key and parameters (`RequestKeys`, no litellm: a cached run
+never imports it), and a config checked against its provider and priced (`prepare`).
 """
 
 from __future__ import annotations
@@ -99,9 +98,8 @@ class Prepared(RequestKeys):
         )
 
     def estimate(self, request: Request, reuse: Reuse = NO_REUSE) -> float:
-        """A cost estimate for one call that it cannot exceed with max_tokens set (0 when
-        the price is unknown): list price, or with cache_control markers every prompt
-        token written to the cache, should the read it expects miss."""
+        """A cost estimate one call cannot exceed with max_tokens set (0 at an unknown price);
+        with cache_control markers, every prompt token as written, should its read miss."""
         if not self.rates.known:
             return 0.0
         prompt = self.prompt_tokens(request)
@@ -136,8 +134,7 @@ def prepare(spec: ModelSpec) -> Prepared:
         )
     # Asked even when the config sets a price, so the answer is in before any Router runs.
     info = model_info(spec.model)
-    # An OpenAI-compatible server of your own; an address for Anthropic's or Gemini's API
-    # (a proxy, a test double) keeps that provider's caching and prices.
+    # An address for Anthropic's or Gemini's API (a proxy) keeps that provider's prices.
     own_server = bool(spec.api_base or spec.endpoints) and provider not in ("anthropic", "gemini")
     rates = pricing.rates_for(spec, provider, own_server, info)
     rule = cache_rule(provider, spec.model, own_server=own_server) if spec.prompt_caching else None

@@ -1,10 +1,8 @@
 """What calls cost: at list price, with provider prompt caching, and through a batch API
 (docs/sampling.md, "Cost"), from a model config's `price`, else litellm's price map.
 
-The list price is a response row's `cost_usd`, so no table depends on what a provider had
-cached; what a call was billed goes to the run log. Not litellm's cost_per_token: it prices
-only models in its map (no config's `price`, no batch price its map lacks), at far more CPU
-per call. No litellm import: prepare.py passes in the model's map entry.
+Not litellm's cost_per_token: it prices only models in its map (no config's `price`, no
+batch price it lacks), at far more CPU per call.
 """
 
 from __future__ import annotations
@@ -49,12 +47,8 @@ def _count(value: Any) -> int:
 
 
 def usage_of(response: Any) -> Usage:
-    """The token counts of a litellm response, cached tokens included.
-
-    litellm files every provider's cache hits under `prompt_tokens_details.cached_tokens`
-    and Anthropic's cache writes under `prompt_tokens_details.cache_write_tokens`;
-    `prompt_tokens` counts them all.
-    """
+    """The token counts of a litellm response, every provider's cache reads and writes
+    (`prompt_tokens_details`) included."""
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
     return Usage(
@@ -141,18 +135,12 @@ def rates_for(
             price.input_usd_per_mtok,
         )
         config_batch, batch_basis = _batch_without_prices(provider, own_server, four)
-        return Rates(
-            *four,
-            batch=config_batch,
-            unit=1e6,
-            source="config",
-            cache_basis=(
-                "cached input at list price (the config's price sets no cached_input_usd_per_mtok)"
-                if cached is None
-                else "the config's cached_input_usd_per_mtok"
-            ),
-            batch_basis=batch_basis,
+        cache_basis = (
+            "cached input at list price (the config's price sets no cached_input_usd_per_mtok)"
+            if cached is None
+            else "the config's cached_input_usd_per_mtok"
         )
+        return Rates(*four, config_batch, 1e6, "config", cache_basis, batch_basis)
     if info is None or _price(info, "input_cost_per_token") is None:
         return Rates(0, 0, 0, 0, None, 1, "unknown", "no price known", "no price known")
     input_ = _price(info, "input_cost_per_token") or 0.0
@@ -196,10 +184,7 @@ class Estimate:
 
 
 def estimate(
-    rates: Rates,
-    prompt_tokens: Sequence[int],
-    completion_tokens: int,
-    reuse: Sequence[Reuse],
+    rates: Rates, prompt_tokens: Sequence[int], completion_tokens: int, reuse: Sequence[Reuse]
 ) -> Estimate:
     """The list, caching and batch prices of calls with these prompt lengths and reuse."""
     list_usd = caching_usd = batch_usd = 0.0

@@ -1,10 +1,8 @@
 """Progress of a run of calls: tqdm's bar on a terminal, else a line at a steady interval.
 
-Not tqdm off a terminal (under DVC, in a CI log): there it is disabled or a flood of
-carriage returns, and it prints only when a call comes back (its monitor thread refreshes a
-stalled bar once at most), so a slow cell would stay silent for minutes. `LineProgress`
-prints a line when the calls start, one every `interval_s` seconds from a timer, and one
-when they end; it takes the worker loop's tqdm calls (`update`, `set_postfix_str`, closing).
+Not tqdm off a terminal (under DVC, in CI): there it floods carriage returns and prints only
+when a call comes back, so a slow cell would stay silent for minutes. `LineProgress` takes
+the same calls (`update`, `set_postfix_str`, closing) and prints from a timer.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from types import TracebackType
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -24,10 +21,7 @@ INTERVAL_S = 30.0
 
 def progress_bar(label: str | None, total: int, done: int, answered: str = "") -> Any:
     """A tqdm bar on a terminal, else a `LineProgress`; nothing shown without a label.
-
-    `done` calls of `total` are answered before any is sent; `answered` says where from
-    (e.g. "5 from the run's published calls, 0 from the call cache").
-    """
+    `done` of `total` calls are answered before any is sent, `answered` says where from."""
     if label is not None and not sys.stderr.isatty():
         return LineProgress(label, total, done, answered=answered)
     return tqdm(
@@ -86,12 +80,7 @@ class LineProgress:
             self._timer.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
         self._stop.set()
         if self._timer is not None:
             self._timer.join()
@@ -108,11 +97,8 @@ class LineProgress:
         self.postfix = text
 
     def line(self, *, ended: bool = False) -> str:
-        """The progress line as of now: this run's calls, those answered before not counted.
-
-        Counting the answered ones as done would say "5 of 10 calls done, no call answered
-        yet" while no call of this run has come back.
-        """
+        """The progress line as of now: this run's calls, those answered before not counted
+        (else it would say "5 of 10 calls done" before any call has come back)."""
         elapsed = self.clock() - self.started
         made, to_make = self.n - self.initial, self.total - self.initial
         facts = f" ({self.postfix})" if self.postfix else ""

@@ -1,11 +1,8 @@
 """Provider prompt caching: each provider's rules, and which earlier call of a run a call
 can reuse a prefix of (docs/sampling.md, "Prompt caching").
 
-`plan_reuse` gives each call, in send order, its parent and what the provider would bill as
-cached. The model layer sends a call after its parent's answer (a provider caches a prefix
-once it has processed it: calls sent side by side all miss), marks for Anthropic only the
-prefixes a later call reads, and prices the dry run with it. The prompt sent and the
-call-cache key never change.
+`plan_reuse` gives each call its parent, sent first since calls sent side by side all miss,
+and what the provider would bill as cached. The prompt and the call-cache key never change.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ Encode = Callable[[Messages], Sequence[Hashable]]
 
 T = TypeVar("T")
 
-# How many of the calls just before a call are compared with it (plus the first call with
-# the very same prompt): calls that share a prefix are sent next to each other.
+# How many calls just before a call are compared with it (and the first with its prompt).
 WINDOW = 64
 # Anthropic takes at most four cache_control markers per request.
 MAX_MARKERS = 4
@@ -56,8 +52,7 @@ class CacheRule:
 
 # OpenAI caches every prompt of 1,024 tokens or more, in 128-token steps, for free.
 OPENAI = CacheRule("OpenAI", markers=False, min_tokens=1024, step=128)
-# A server of your own (api_base or endpoints) is taken to report cached tokens as OpenAI
-# does; the project's test server does (losona/testing/openai_server/prompt_cache.py).
+# A server of your own is taken to report cached tokens as OpenAI does (the test server does).
 OWN_SERVER = CacheRule("your server (taken to cache as OpenAI does)", False, 1024, 128)
 # Minimum cacheable prefixes by model, from the providers' prompt-caching pages (2026);
 # the first pattern that matches the model id wins.
@@ -110,9 +105,8 @@ def serialize(messages: Messages) -> str:
 
 
 def token_encoder(encode_text: Callable[[str], Sequence[Hashable]]) -> Encode:
-    """An Encode that tokenizes the serialized conversation, a text sent again (a prompt's K
-    trials, back to back) once. It remembers only the last few texts: a prompt's tokens take
-    many times its size, and a run can hold any number of prompts."""
+    """An Encode of the serialized conversation that tokenizes a prompt's K trials, sent back
+    to back, once; only the last few texts, as tokens take many times the text's size."""
     remembered = functools.lru_cache(maxsize=8)(encode_text)
 
     def encode(messages: Messages) -> Sequence[Hashable]:
@@ -156,8 +150,7 @@ def _prompt_id(conversation: Messages) -> bytes:
 
 def _candidates(first: int | None, own: T, recent: Sequence[tuple[int, T]]) -> list[tuple[int, T]]:
     """The earlier calls compared with a call, each with what is compared of it: the first
-    call with the same prompt (whose tokens and messages are the call's own), then the
-    window of the calls just before it."""
+    call with the same prompt (the call's own tokens), then the window just before it."""
     if first is not None and (not recent or first < recent[0][0]):
         return [(first, own), *recent]
     return list(recent)
@@ -170,11 +163,7 @@ def plan_reuse(
 
     Automatic caching (OpenAI, Gemini): the longest token prefix shared with an earlier
     call, cut to the provider's minimum and steps. Markers (Anthropic): whole messages
-    shared with another call, marked, and cached only up to the marker.
-
-    Each conversation is read once, in order, and only the last WINDOW calls' tokens are
-    kept: tokens take many times the size of the text, and a run may have any number of
-    calls (see docs/scale.md).
+    shared with another call, marked. Only the last WINDOW calls' tokens are kept.
     """
     if rule is None:
         return [NO_REUSE for _ in conversations]
@@ -204,8 +193,8 @@ def plan_reuse(
 
 
 def _as_text(tokens: Sequence[Hashable], numbering: _Numbering) -> str:
-    """Tokens as a character each: prefixes then compare as fast as text does. A tokenizer's
-    token ids are characters already; other tokens (words) are numbered as they come."""
+    """Tokens as a character each, so that prefixes compare as fast as text: token ids as
+    they are, other tokens (words) numbered as they come."""
     if tokens and isinstance(tokens[0], int):
         return "".join(map(chr, cast(Sequence[int], tokens)))
     return "".join(map(chr, map(numbering.__getitem__, tokens)))
@@ -276,14 +265,7 @@ def _plan_markers(
         if not markers:
             plans.append(NO_REUSE)
             continue
-        read = through[i][found[1] - 1] if found is not None else 0
-        deepest = through[i][markers[-1]]
-        plans.append(
-            Reuse(
-                parent=found[0] if found is not None else None,
-                cached_tokens=read,
-                written_tokens=max(0, deepest - read),
-                markers=markers,
-            )
-        )
+        earlier, read = (found[0], through[i][found[1] - 1]) if found is not None else (None, 0)
+        written = max(0, through[i][markers[-1]] - read)
+        plans.append(Reuse(earlier, cached_tokens=read, written_tokens=written, markers=markers))
     return plans

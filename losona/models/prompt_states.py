@@ -1,13 +1,9 @@
-"""The embedded model's prompt states on disk: llama.cpp's context after a run of prompt
-tokens, for another process to resume from (smollm2.py decides what to keep and when).
+"""The embedded model's prompt states on disk, for another process to resume from.
 
-One file per state in a folder beside the call cache: a header (the identity of the model
-file, runtime and CPU that made it; a checksum), the token ids, then the state. A file of
-another identity or with a wrong checksum is passed over, and a damaged one removed; past
-CAPACITY_BYTES the states used least recently go. Writes are atomic, for processes sharing
-the folder. Not llama-cpp-python's LlamaDiskCache: it deletes a state when it is read (a
-scenario's other prompts could not resume from it), checks neither model, CPU nor checksum,
-unpickles whatever the folder holds, and prints to stderr on every write.
+One file per state beside the call cache: a header (the model file, runtime and CPU that
+made it; a checksum), the token ids, the state. Another identity is passed over, a damaged
+file removed, the least recently used go past CAPACITY_BYTES. Not llama-cpp-python's
+LlamaDiskCache: it deletes a state once read, checks no identity and unpickles what it finds.
 """
 
 from __future__ import annotations
@@ -149,10 +145,8 @@ class PromptStates:
         return self._tokens[path.name]
 
     def _evict(self) -> None:
-        """Remove the states used least recently until the folder fits its capacity.
-
-        Every file counts: a write cut short by a kill leaves its temporary file behind.
-        """
+        """Remove the states used least recently until the folder fits its capacity (every
+        file counts: a write cut short by a kill leaves its temporary file behind)."""
         found = []
         for path in self.folder.iterdir():
             with contextlib.suppress(OSError):

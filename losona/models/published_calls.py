@@ -1,8 +1,7 @@
 """A run's published calls: a Parquet table of its calls, read as a cache layer, never written.
 
-The call cache is SQLite under one user's home, with bytes that are not deterministic; the
-calls table (contracts.CALL_SCHEMA, sorted by key) travels with the run through DVC, and on
-another machine answers that run's calls ahead of the user's own cache.
+Unlike the call cache (SQLite, one user's, not byte-stable), it travels with the run through
+DVC and answers that run's calls ahead of the user's own cache.
 """
 
 from __future__ import annotations
@@ -50,11 +49,8 @@ def md5_file(path: str | Path) -> str:
 
 
 class PublishedCalls:
-    """A run's published calls file, read on first use.
-
-    `recorded_md5`: the file's md5 in the run's dvc.lock, None if it published none. Recorded
-    but absent, or with other bytes, the file stops the run: a model call in its place would
-    silently change the run. Never recorded and absent, calls go to the model as usual.
+    """A run's published calls file, read on first use. Recorded in dvc.lock (`recorded_md5`)
+    but absent or changed, it stops the run: a model call in its place would change the run.
     """
 
     def __init__(self, path: str | Path, recorded_md5: str | None, remedy: str) -> None:
@@ -78,8 +74,8 @@ class PublishedCalls:
                 f"{self.recorded_md5}, found {md5_file(self.path)}): it was changed or damaged; "
                 f"no model is called in its place. {self.remedy}"
             )
-        # Kept as the table it is, sorted by key, and looked up by key: a run's calls, all
-        # of them (every cell's), as Python objects would take many times the file's size.
+        # Kept as a sorted table looked up by key: as Python objects, a run's calls (every
+        # cell's) would take many times the file's size.
         return read_calls(self.path, self.remedy).sort("key")
 
     def table(self) -> pl.DataFrame:

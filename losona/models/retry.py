@@ -1,11 +1,7 @@
-"""The one retry policy, for model calls (send.py) and Batch API requests and lines
-(batch.py): which failures are worth another attempt, and how long to wait before it
-(docs/sampling.md, "Retries").
+"""The one retry policy, for model calls and Batch API requests (docs/sampling.md, "Retries").
 
-Not litellm's retries (off in litellm_api.sender): without its Router they retry every
-error, Retry-After unread, through tenacity (not installed); with it or without, a wait
-cannot free the send's concurrency slot, record the attempt's fault, or give rate limits a
-time budget of their own. tenacity would replace only `wait`.
+Not litellm's retries (turned off): they retry every error with Retry-After unread, and
+their waits cannot free a concurrency slot, record the fault, or budget rate limits apart.
 """
 
 from __future__ import annotations

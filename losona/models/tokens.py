@@ -1,12 +1,10 @@
 """Counting prompt tokens for cost estimates, offline and without ever waiting.
 
-litellm's `token_counter` downloads some tokenizers (Llama, Cohere) from the Hugging Face
-Hub on first use, and with no network sits in its retry backoff for minutes. So the
-tokenizer is chosen here from what is on disk: the one litellm would pick, if bundled with
-litellm or in the local Hugging Face cache, else litellm's default, cl100k_base. Through
-litellm's private helpers: its public switch, `disable_hf_tokenizer_download`, would drop
-its bundled Anthropic tokenizer and any cached Hub one too (litellm is pinned in
-constraints.txt; tests/test_models_tokens.py fails if the helpers move).
+litellm's `token_counter` downloads some tokenizers from the Hugging Face Hub and, offline,
+sits in its retry backoff for minutes; so the tokenizer litellm would pick is used only if
+it is on disk, else cl100k_base. Through litellm's private helpers: its public switch,
+`disable_hf_tokenizer_download`, would drop its bundled Anthropic tokenizer too
+(tests/test_models_tokens.py fails if the helpers move).
 """
 
 from __future__ import annotations

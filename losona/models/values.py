@@ -1,8 +1,4 @@
-"""The model layer's plain values: a request, its completion and a run's plan.
-
-Nothing here imports litellm (seconds to import). A model, `ModelSpec`, is a config schema
-(losona/core/config/schemas.py).
-"""
+"""The model layer's plain values, with no litellm import: a request, its completion, a plan."""
 
 from __future__ import annotations
 
@@ -33,8 +29,8 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
-    error: str | None  # why it failed (kind, status, message); None when ok
-    cached: bool  # served from the call cache or the run's published calls
+    error: str | None = None  # why it failed (kind, status, message); None when ok
+    cached: bool = False  # served from the call cache or the run's published calls
     published: bool = False  # served from the run's published calls (paths.calls)
     attempts: int = 0  # calls sent for it in this run (0 when cached)
     key: str | None = None  # its call-cache key, set by `complete` on every result
@@ -56,7 +52,7 @@ class Completion:
     def stored(cls, answer: Sequence[Any], *, published: bool = False) -> Completion:
         """A call answered from the call cache, or (`published`) the run's published calls."""
         fields = dict(zip(ANSWER, answer, strict=True))
-        return cls(**fields, error=None, cached=True, published=published)
+        return cls(**fields, cached=True, published=published)
 
     @classmethod
     def failed(cls, error: str, attempts: int) -> Completion:
@@ -68,7 +64,6 @@ class Completion:
             completion_tokens=0,
             cost_usd=0.0,
             error=error,
-            cached=False,
             attempts=attempts,
         )
 

@@ -1,12 +1,7 @@
 """Every HTML page the pipeline writes, through one Jinja2 environment and one layout.
 
-The report (losona/report/index.py and its audit section, audit_section.py), the labelling
-sheet (losona/audit/labelling.py) and the generation review sheet
-(losona/generation/curate.py) each compute plain data and hand it to a template in
-templates/. Every page is `layout.html` (the skeleton, the stylesheet `page.css`, a table of
-contents) around a list of `Section`s, each the rendering of one template. Autoescaping is
-always on: the pages show model-written and data-file text, and none of it may become
-markup.
+Each page is `layout.html` around a list of `Section`s, each the rendering of a template in
+templates/. Autoescaping is always on: model-written text must never become markup.
 """
 
 from __future__ import annotations
@@ -39,11 +34,8 @@ ENVIRONMENT.filters["counted"] = counted
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a page: its anchor id, its heading, and its body.
-
-    The body is HTML when it comes from `fragment` (or `section`); any other string is
-    text, and the layout escapes it.
-    """
+    """One part of a page: its anchor id, its heading, and its body (HTML when it comes
+    from `fragment`; any other string is text, and the layout escapes it)."""
 
     anchor: str
     title: str
@@ -63,8 +55,5 @@ def section(anchor: str, title: str, template: str, **data: Any) -> Section:
 
 
 def render_page(title: str, lead: str, sections: Sequence[Section]) -> str:
-    """A whole self-contained HTML document: `lead` under the title, then `sections`.
-
-    `lead` is HTML from `fragment`, or text.
-    """
+    """A self-contained HTML document: `lead` (HTML or text) under the title, then `sections`."""
     return ENVIRONMENT.get_template("layout.html").render(title=title, lead=lead, sections=sections)

@@ -1,8 +1,7 @@
 """Renders each scenario into the subject-visible prompt for each prompting condition.
 
-The chat is one `Name: text` line per message, the elicitor last, with no turn numbers or
-markers: a tag on some turns would point at the demonstrations. The judge reads the same
-layout.
+The chat has no turn numbers or markers: a tag on some turns would point at the
+demonstrations.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from losona.prompts.subject import (
     SUBJECT_TEMPLATE,
     SUBJECT_TEMPLATE_VERSION,
 )
-from losona.scenarios.validate import MIN_LEAK_WORDS, normalize
+from losona.scenarios.validate import hidden_texts, normalize
 
 # Markers that annotate demonstrations or the elicitor in authoring formats (the paper's
 # "## DEMO", a raw field name). None may ever reach a subject.
@@ -61,17 +60,14 @@ def subject_prompt(scenario: Scenario, condition: str) -> str:
 def check_no_leak(scenario: Scenario, condition: str, prompt: str) -> None:
     """Refuse a prompt that contains the norm id, statement, example responses or a marker."""
     text = normalize(prompt)
-    hidden = {
-        "the norm id": scenario.norm_id,
-        "the norm id in words": scenario.norm_id.replace("_", " "),
-        "the norm statement": scenario.norm_statement,
-        "the example compliant response": scenario.example_compliant_response,
-        "the example breaching response": scenario.example_breaching_response,
-    }
+    hidden = hidden_texts(
+        scenario.norm_id,
+        scenario.norm_statement,
+        scenario.example_compliant_response,
+        scenario.example_breaching_response,
+    )
     for what, value in hidden.items():
         needle = normalize(value)
-        if what.startswith("the example") and len(needle.split()) < MIN_LEAK_WORDS:
-            continue
         if needle and needle in text:
             raise LeakError(
                 f"scenario '{scenario.scenario_id}', condition '{condition}': the rendered "
@@ -103,8 +99,7 @@ def render_prompts(scenarios: pl.DataFrame, conditions: Sequence[str]) -> pl.Dat
 
 
 def render_table(scenarios: pl.DataFrame, conditions: Sequence[str]) -> Chunks:
-    """`render_prompts`, for writing: made a chunk of rows at a time, in the table's order, as
-    it is written, so that no list of every prompt is ever held (files.Chunks)."""
+    """`render_prompts`, for writing: made a chunk of rows at a time as it is written."""
     if not conditions:
         raise LosonaError("render: no conditions to render (sweep.conditions is empty)")
     # Row r is scenario r // len(conditions) under condition r % len(conditions).

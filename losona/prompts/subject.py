@@ -1,8 +1,6 @@
 """The subject's prompt: the paper's Appendix C base rendering word for word, and the
-prefix each condition adds before "Recent messages:" (Section 5.1).
-
-The version string is written into every prompt row built from these texts: change a
-text, bump its version.
+prefix each condition adds before "Recent messages:" (Section 5.1). The version string is
+written into every prompt row built from these texts: change a text, bump its version.
 """
 
 from __future__ import annotations

@@ -21,10 +21,7 @@ DatasetSource = Callable[[], DatasetConfig]
 def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
     """Render's prompts of these conditions; all of them when it has none, to say which it has."""
     prompts = read_parquet(
-        layout.prompts,
-        PROMPT_SCHEMA,
-        made_by="render",
-        where=pl.col("condition").is_in(conditions),
+        layout.prompts, PROMPT_SCHEMA, made_by="render", where=pl.col("condition").is_in(conditions)
     )
     if prompts.is_empty():
         prompts = read_parquet(layout.prompts, PROMPT_SCHEMA, made_by="render")
@@ -34,11 +31,8 @@ def condition_rows(layout: RunLayout, conditions: list[str]) -> pl.DataFrame:
 def dry_run_prompts(
     layout: RunLayout, conditions: list[str], dataset: DatasetSource
 ) -> pl.DataFrame:
-    """The prompts a dry run prices: render's, or before render has run, rendered in memory.
-
-    Rendered by the code fetch and render run, so the price is that of the prompts they will
-    write, and nothing is written. `dataset` is read only then.
-    """
+    """The prompts a dry run prices: render's, or before render has run, rendered in memory
+    by the code fetch and render run (`dataset` is read only then)."""
     if layout.prompts.is_file():
         return condition_rows(layout, conditions)
     if layout.scenarios.is_file():

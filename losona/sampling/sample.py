@@ -1,9 +1,5 @@
-"""K responses from one model to every prompt of one condition.
-
-A prompt's K trials go out back to back, so a local model reuses the prompt it has just
-read; the trial index is part of each call's cache key, so a rerun returns the same K
-samples from the cache.
-"""
+"""K responses from one model to every prompt of one condition: a prompt's K trials back
+to back (a local model reuses the prompt it has just read), each its own call-cache key."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def condition_prompts(prompts: pl.DataFrame, condition: str) -> pl.DataFrame:
 
 
 def sample_requests(prompts: pl.DataFrame, trials: int) -> Sequence[Request]:
-    """K requests per prompt, a prompt's trials back to back, each built when asked for
-    (from the table's compact column: the model layer never keeps a request)."""
+    """K requests per prompt, a prompt's trials back to back, each built when asked for."""
     messages = prompts["messages"]
 
     def request(index: int) -> Request:
@@ -84,8 +79,7 @@ def plan_sweep(
 
 @dataclass(frozen=True)
 class Sampled:
-    """One cell's responses and the calls they were built from, each made a chunk at a time as
-    it is written; `.collect()` gives a DataFrame."""
+    """One cell's responses and the calls behind them, each made a chunk at a time."""
 
     responses: Chunks  # RESPONSE_SCHEMA
     calls: Chunks  # CALL_SCHEMA

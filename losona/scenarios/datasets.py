@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,23 +32,11 @@ Rows = list[tuple[str, dict[str, Any]]]
 BUNDLED_DIR = Path(str(resources.files("losona") / "data" / "scenarios"))
 CONTRACT_FIELDS = frozenset(SCENARIO_SCHEMA.names()) - {"source"}
 
-# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md).
-_BUNDLED_KEYS = frozenset(
-    {
-        "scenario_id",
-        "event_type",
-        "norm_id",
-        "venue",
-        "channel_description",
-        "end_goal",
-        "subject",
-        "subject_bio",
-        "cast",
-        "turns",
-        "elicitor",
-        FOLLOWUP,  # the dynamic extension's material: checked, kept out of the table
-    }
-)
+# The authoring format of a bundled scenario file (see losona/data/scenarios/README.md): the
+# contract's fields with the elicitor as one mapping, the judge fields left to the catalog,
+# and the dynamic extension's material (checked, kept out of the table).
+_ELICITOR_FIELDS = {"elicitor_index", "elicitor_actor", "elicitor_content"}
+_BUNDLED_KEYS = (CONTRACT_FIELDS - _ELICITOR_FIELDS - set(JUDGE_FIELDS)) | {"elicitor", FOLLOWUP}
 
 
 def fetch_scenarios(
@@ -56,11 +45,8 @@ def fetch_scenarios(
     *,
     origin: Callable[[str], str] | None = None,
 ) -> pl.DataFrame:
-    """Load the configured dataset, validate every row, and return the sorted scenario table.
-
-    Follow-up material is validated too and left out of the table. `origin` says where the
-    value at a dotted key came from, for the messages that refuse a subset.
-    """
+    """Load the configured dataset, validate every row (follow-ups too, then left out), and
+    return the sorted scenario table; `origin`: where each dotted key's value came from."""
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
     subset = Subset.of(dataset, origin)
@@ -71,11 +57,8 @@ def fetch_scenarios(
 def fetch_followups(
     dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
 ) -> dict[str, Followup]:
-    """Every scenario's follow-up material, by scenario id; scenarios without any are absent.
-
-    The whole dataset is read and validated as fetch reads it, so the material is checked
-    against the scenario it continues.
-    """
+    """Every scenario's follow-up material, by scenario id, checked against its scenario as
+    fetch reads the whole dataset; scenarios without any are absent."""
     dataset = _checked(dataset)
     catalog = catalog or load_catalog()
     rows = _validated_rows(dataset, catalog)
@@ -111,31 +94,20 @@ def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in row.items() if key != FOLLOWUP}
 
 
-# --- subsets -------------------------------------------------------------------------
-
-
+@dataclass(frozen=True)
 class Subset:
-    """Part of a dataset, to try a provider or a judge for cents before the full sweep.
+    """Part of a dataset, to try a provider or a judge for cents: the `scenario_ids` named,
+    then `limit` of them, norms taking turns in an order fixed by the seed and the ids."""
 
-    `scenario_ids` keeps the scenarios named; `limit` then keeps that many, norms taking turns,
-    in an order fixed by sha256 of the seed and the id.
-    """
-
-    def __init__(
-        self,
-        dataset: str,
-        origin: Callable[[str], str],
-        limit: int | None,
-        seed: int,
-        ids: list[str],
-    ) -> None:
-        self.dataset, self.origin = dataset, origin
-        self.limit, self.seed, self.ids = limit, seed, ids
+    dataset: str
+    origin: Callable[[str], str]  # where the value at a dotted key came from
+    limit: int | None
+    seed: int
+    ids: list[str]
 
     @classmethod
     def of(cls, dataset: DatasetConfig, origin: Callable[[str], str] | None = None) -> Subset:
-        """The subset a checked dataset config asks for; `origin`: where each of its keys
-        came from (by default, the dataset's file)."""
+        """The subset a checked dataset config asks for (by default its keys come from its file)."""
         name = str(dataset.name or dataset.kind)
         where = origin or (lambda key: f"conf/dataset/{name}.yaml")
         return cls(name, where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
@@ -185,9 +157,6 @@ class Subset:
         return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
-# --- bundled -------------------------------------------------------------------------
-
-
 def bundled_version(directory: Path = BUNDLED_DIR) -> str:
     """The bundled set's name@version from its manifest, as recorded in `source`."""
     manifest = read_yaml(directory / "manifest.yaml")
@@ -195,11 +164,8 @@ def bundled_version(directory: Path = BUNDLED_DIR) -> str:
 
 
 def followup_version(directory: Path = BUNDLED_DIR) -> str:
-    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1.
-
-    Versioned apart from the scenarios, whose version is in every row's `source`: bumping that
-    would change every output of a run that does not use follow-ups.
-    """
+    """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1:
+    versioned apart, as the scenarios' version is in every row of every run."""
     path = directory / "manifest.yaml"
     manifest = read_yaml(path)
     version = manifest.get("followup_version") if isinstance(manifest, dict) else None
@@ -228,10 +194,7 @@ def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
             problems.append(Problem(origin, None, "(file)", "a YAML mapping", type(raw).__name__))
             continue
         sid = raw.get("scenario_id") if isinstance(raw.get("scenario_id"), str) else None
-        for key in sorted(set(raw) - _BUNDLED_KEYS):
-            problems.append(
-                Problem(origin, sid, key, f"one of {sorted(_BUNDLED_KEYS)}", "an unknown field")
-            )
+        problems += _unknown(origin, raw, _BUNDLED_KEYS, f"one of {sorted(_BUNDLED_KEYS)}")
         if sid is not None and sid != path.stem:
             problems.append(
                 Problem(origin, sid, "scenario_id", f"the file name '{path.stem}'", repr(sid))
@@ -242,12 +205,20 @@ def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
     return rows
 
 
-def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
-    """Turn one authored scenario into a contract row: numbered turns, judge fields filled.
+def _unknown(
+    origin: str, record: Mapping[str, Any], known: frozenset[str], expected: str
+) -> list[Problem]:
+    """A problem for each field of a record that its format does not have."""
+    sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
+    return [
+        Problem(origin, sid, key, expected, "an unknown field")
+        for key in sorted(set(record) - known)
+    ]
 
-    Turns are numbered from 1 in file order and the elicitor follows the last turn.
-    Malformed parts are passed through unchanged so the validator can name them.
-    """
+
+def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[str, Any]:
+    """Turn one authored scenario into a contract row: turns numbered from 1, the elicitor
+    after them, judge fields filled; malformed parts are left for the validator to name."""
     turns = raw.get("turns")
     if isinstance(turns, list):
         turns = [
@@ -279,9 +250,6 @@ def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[s
     return row
 
 
-# --- local ---------------------------------------------------------------------------
-
-
 def load_local(path: Path) -> Rows:
     """A user's scenario file in the contract's shape: .jsonl (one object a line) or .parquet."""
     if not path.is_file():
@@ -299,13 +267,8 @@ def load_local(path: Path) -> Rows:
     rows: Rows = []
     for origin, record in records:
         if isinstance(record, dict):
-            sid = record.get("scenario_id") if isinstance(record.get("scenario_id"), str) else None
-            for key in sorted(set(record) - CONTRACT_FIELDS - {"source", FOLLOWUP}):
-                problems.append(
-                    Problem(
-                        origin, sid, key, "a field of the scenario contract", "an unknown field"
-                    )
-                )
+            known = CONTRACT_FIELDS | {"source", FOLLOWUP}
+            problems += _unknown(origin, record, known, "a field of the scenario contract")
             extra = {FOLLOWUP: record[FOLLOWUP]} if record.get(FOLLOWUP) is not None else {}
             record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
             record |= extra
@@ -328,20 +291,12 @@ def _read_jsonl(path: Path) -> Iterable[tuple[str, Any]]:
         origin = f"{path}:{number}"
         try:
             records.append((origin, json.loads(line)))
+            continue
         except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    origin,
-                    None,
-                    "(line)",
-                    "one JSON object",
-                    f"invalid JSON ({exc.msg} at column {exc.colno})",
-                )
-            )
+            found = f"invalid JSON ({exc.msg} at column {exc.colno})"
         except RecursionError:
-            problems.append(
-                Problem(origin, None, "(line)", "one JSON object", "JSON nested too deeply")
-            )
+            found = "JSON nested too deeply"
+        problems.append(Problem(origin, None, "(line)", "one JSON object", found))
     if problems:
         raise ScenarioError(problems)
     if not records:
@@ -357,9 +312,6 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     if not rows:
         raise LosonaError(f"{path}: no scenarios in the file")
     return rows
-
-
-# --- Hugging Face ----------------------------------------------------------------------
 
 
 def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:
@@ -461,11 +413,7 @@ class _Mapping:
                     f"found {turns[-1]!r:.60}"
                 )
             last = turns.pop()
-            row.update(
-                elicitor_index=last["index"],
-                elicitor_actor=last["actor"],
-                elicitor_content=last["content"],
-            )
+            row.update({f"elicitor_{key}": last[key] for key in ("index", "actor", "content")})
         norm = self.catalog.norms.get(str(row.get("norm_id")))
         for field in self.from_catalog:
             row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)

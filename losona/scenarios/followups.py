@@ -1,9 +1,5 @@
-"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md).
-
-The `followup:` block (losona/data/scenarios/README.md, "Follow-up material") is checked
-whenever a scenario has one, and kept out of the scenario table, whose bytes therefore do
-not depend on it; the dynamic stages read it through `fetch_followups`.
-"""
+"""A scenario's scripted follow-up material for the dynamic second turn (docs/dynamic.md),
+checked whenever a scenario has one and kept out of the scenario table."""
 
 from __future__ import annotations
 
@@ -13,9 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from losona.scenarios.validate import (
-    MIN_LEAK_WORDS,
     Problem,
+    RowProblems,
     ScenarioError,
+    as_text,
+    hidden_texts,
     is_text,
     normalize,
     shown,
@@ -66,39 +64,17 @@ class Followup:
         )
 
 
-class _Checker:
+class _Checker(RowProblems):
     """Collects the problems of one scenario's follow-up block."""
 
     def __init__(self, row: Mapping[str, Any], origin: str) -> None:
-        self.row, self.origin = row, origin
-        sid = row.get("scenario_id")
-        self.scenario_id = sid if is_text(sid) else None
-        self.problems: list[Problem] = []
+        super().__init__(row, origin, prefix=FIELD)
         cast = row.get("cast")
         members = cast if isinstance(cast, list) else []
         self.cast = {m.get("name") for m in members if isinstance(m, Mapping)}
-        norm = row.get("norm_id")
-        norm_id = norm if isinstance(norm, str) else ""
-        # What no message may contain (paper Section 3: the norm is never named).
-        self.hidden = {
-            "the norm id": norm_id,
-            "the norm id in words": norm_id.replace("_", " "),
-        }
-        for field, what in (
-            ("norm_statement", "the norm statement"),
-            ("example_compliant_response", "the example compliant response"),
-            ("example_breaching_response", "the example breaching response"),
-        ):
-            text = row.get(field)
-            if isinstance(text, str) and (
-                field == "norm_statement" or len(text.split()) >= MIN_LEAK_WORDS
-            ):
-                self.hidden[what] = text
-
-    def fail(self, field: str, expected: str, found: str) -> None:
-        self.problems.append(
-            Problem(self.origin, self.scenario_id, f"{FIELD}{field}", expected, found)
-        )
+        norm = [as_text(row.get(field)) for field in ("norm_id", "norm_statement")]
+        examples = [as_text(row.get(f"example_{k}_response")) for k in ("compliant", "breaching")]
+        self.hidden = hidden_texts(*norm, *examples)
 
     def run(self, raw: Any) -> list[Problem]:
         if raw is None:
@@ -174,9 +150,7 @@ class _Checker:
     def pair(self, sanction: Sequence[Message], neutral: Sequence[Message]) -> None:
         if len(neutral) != len(sanction):
             self.fail(
-                ".neutral",
-                f"as many messages as the sanction ({len(sanction)})",
-                str(len(neutral)),
+                ".neutral", f"as many messages as the sanction ({len(sanction)})", str(len(neutral))
             )
             return
         low, high = EACH_RATIO
@@ -215,10 +189,8 @@ def followup_problems(raw: Any, row: Mapping[str, Any], origin: str) -> list[Pro
 def message_problems(
     messages: Sequence[Message], row: Mapping[str, Any], origin: str, field: str
 ) -> list[Problem]:
-    """The actor and content rules alone, for messages written at run time (a group model).
-
-    `field` names them after `followup`, e.g. ".sanction" gives followup.sanction[0].actor.
-    """
+    """The actor and content rules alone, for messages written at run time (a group model);
+    `field` names them after `followup`, e.g. ".sanction" gives followup.sanction[0].actor."""
     checker = _Checker(row, origin)
     for i, message in enumerate(messages):
         checker.actor(message.actor, f"{field}[{i}].actor")

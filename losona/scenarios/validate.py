@@ -1,8 +1,7 @@
 """Checks every scenario row against the contract and the paper's construction rules.
 
-All problems in a file are collected and reported together, each naming the file, the
-scenario and the field, with what was expected and what was found, so one run of fetch
-shows everything that needs fixing. Nothing is written while any problem remains.
+Every problem is reported at once, naming the file, the scenario, the field, what was
+expected and what was found, so one run of fetch shows everything that needs fixing.
 """
 
 from __future__ import annotations
@@ -89,6 +88,25 @@ def is_text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
+def as_text(value: Any) -> str:
+    """A value that should be text, or "" where it is not."""
+    return value if isinstance(value, str) else ""
+
+
+def hidden_texts(
+    norm_id: str, statement: str, compliant: str, breaching: str, requirement: str | None = None
+) -> dict[str, str]:
+    """What no chat message or subject prompt may contain, by what it is (paper Section 3)."""
+    hidden = {"the norm id": norm_id, "the norm id in words": norm_id.replace("_", " ")}
+    if requirement is not None:
+        hidden["the norm's requirement"] = requirement
+    hidden["the norm statement"] = statement
+    for kind, text in (("compliant", compliant), ("breaching", breaching)):
+        if len(text.split()) >= MIN_LEAK_WORDS:
+            hidden[f"the example {kind} response"] = text
+    return hidden
+
+
 def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INDEX
 
@@ -114,19 +132,26 @@ def text_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
-class _RowChecker:
-    """Collects the problems of one row."""
+class RowProblems:
+    """Collects the problems of one scenario row, each field's name after `prefix`."""
 
-    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
-        self.row = row
-        self.origin = origin
-        self.catalog = catalog
+    def __init__(self, row: Mapping[str, Any], origin: str, prefix: str = "") -> None:
+        self.row, self.origin, self.prefix = row, origin, prefix
         raw_id = row.get("scenario_id")
         self.scenario_id = raw_id if is_text(raw_id) else None
         self.problems: list[Problem] = []
 
     def fail(self, field: str, expected: str, found: str) -> None:
-        self.problems.append(Problem(self.origin, self.scenario_id, field, expected, found))
+        where = self.prefix + field
+        self.problems.append(Problem(self.origin, self.scenario_id, where, expected, found))
+
+
+class _RowChecker(RowProblems):
+    """Checks one row against the contract and the construction rules."""
+
+    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
+        super().__init__(row, origin)
+        self.catalog = catalog
 
     def text(self, field: str, value: Any) -> bool:
         problem = (
@@ -277,15 +302,8 @@ def check_scenarios(rows: Iterable[tuple[str, Mapping[str, Any]]], catalog: Cata
         if sid is None:
             continue
         if sid in first_seen:
-            problems.append(
-                Problem(
-                    origin,
-                    sid,
-                    "scenario_id",
-                    "a unique id",
-                    f"a duplicate of the scenario in {first_seen[sid]}",
-                )
-            )
+            duplicate = f"a duplicate of the scenario in {first_seen[sid]}"
+            problems.append(Problem(origin, sid, "scenario_id", "a unique id", duplicate))
         else:
             first_seen[sid] = origin
     if problems:

@@ -1,7 +1,4 @@
-"""Reading scenarios as people do, and the no-demonstration control built from them.
-
-`python -m losona.scenarios` (losona/scenarios/cli.py) prints them this way.
-"""
+"""Reading scenarios as people do, and the no-demonstration control built from them."""
 
 from __future__ import annotations
 
@@ -16,11 +13,8 @@ from losona.core.contracts import Scenario
 
 
 def without_demonstrations(scenario: Scenario) -> Scenario:
-    """The screening control: the same scenario with exactly its demonstration turns removed.
-
-    Every other turn keeps its text and index, and the elicitor is unchanged, so the only
-    difference a model sees is the missing precedent (paper Sections 3 and 5.4).
-    """
+    """The screening control: the same scenario with exactly its demonstration turns removed,
+    every other turn and the elicitor unchanged (paper Sections 3 and 5.4)."""
     kept = tuple(turn for turn in scenario.turns if not turn.is_demo)
     return dataclasses.replace(scenario, turns=kept)
 
@@ -69,12 +63,11 @@ def coverage(scenarios: Sequence[Scenario], catalog: Catalog) -> str:
         f"turns (with the elicitor): {min(lengths)} to {max(lengths)}, "
         f"mean {statistics.mean(lengths):.1f}",
         f"demonstration turns: {min(demos)} to {max(demos)}, mean {statistics.mean(demos):.2f}",
-        "",
-        "norm                                      scenarios",
     ]
-    lines += [f"  {norm:<40}{norms.get(norm, 0):>3}" for norm in catalog.norms]
-    lines += ["", "event                                     scenarios"]
-    lines += [f"  {event:<40}{events.get(event, 0):>3}" for event in catalog.events]
-    lines += ["", "venue                                     scenarios"]
-    lines += [f"  {venue:<40}{count:>3}" for venue, count in sorted(venues.items())]
+    for name, counts, keys in (
+        ("norm", norms, catalog.norms),
+        ("event", events, catalog.events),
+        ("venue", venues, sorted(venues)),
+    ):
+        lines += ["", f"{name:<42}scenarios", *(f"  {k:<40}{counts[k]:>3}" for k in keys)]
     return "\n".join(lines)

@@ -1,12 +1,9 @@
 """A command's own peak memory: `python -m losona.testing.peak OUT -- COMMAND...`.
 
-Linux counts a parent's memory against the child it starts: when the child execs, its peak
-resident memory (ru_maxrss) takes the peak of the address space it leaves, the parent's. So
-a child measured from a large parent (pytest holding a test server's requests, a benchmark
-holding its scenarios) peaks at no less than that parent, whatever it does itself. This
-starts the command from a process of its own, a few MB large, writes the command's peak
-resident memory in KiB to OUT, and exits with the command's status. The scale benchmark and
-tests/test_scale.py measure stages through it.
+On Linux a child's peak resident memory starts at its parent's (exec keeps the peak), so a
+child of pytest or a benchmark peaks at no less than them. This starts the command from a
+small process of its own, writes its peak resident memory in KiB to OUT, and exits with the
+command's status.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The sweep that tests/test_publish.py publishes and benchmarks/reproduce.py times.
-
-One model and an LLM judge, both served by the test server (`OpenAIServer` with a
-`ScriptedJudge` reply), beside the lexicon judge, over two conditions of the bundled set.
-"""
+"""The sweep that tests/test_publish.py publishes and benchmarks/reproduce.py times: one
+model and an LLM judge on the test server, beside the lexicon judge, over two conditions."""
 
 from __future__ import annotations
 

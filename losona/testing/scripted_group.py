@@ -1,10 +1,7 @@
 """A stand-in group model for the test server (`--group`): `Name: message` lines, no model.
 
-It answers the group model's prompt of `dynamic.source: simulated` (losona/dynamic/group.py)
-with one or two lines by cast members other than the subject, of the kind the prompt's own
-task text (GROUP_TASKS) asks for. The chat the prompt shows picks the speakers, so a
-breach's sanction and its control's neutral continuation come from the same members; the
-words are canned. It tests the simulated source's plumbing, not what a group would say.
+It answers the group prompt of `dynamic.source: simulated` with canned lines of the kind
+its task asks for, by cast members the chat picks: a test of the plumbing, not of a group.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ _ASK = re.compile(
     r"using a name from this list: (?P<names>.+)\. Output only those lines"
 )
 
-# Short lines of the kind the bundled follow-up material has; none says "norm" or names
-# a habit, so each passes the checks a group model's lines must pass.
+# Short lines that pass the checks a group model's lines must pass.
 SANCTIONS = (
     "well, that's one way to put it",
     "ok... noted, I guess",

@@ -1,10 +1,7 @@
 """A stand-in LLM judge for the test server (`--judge`): plausible verdicts, no model.
 
-It answers the paper's judge prompt (losona/judges/prompt.py) with the lexicon rules'
-verdict, overturned for a fixed share of messages (`disagree`, by a hash of the message),
-so beside the lexicon judge it disagrees the same way on every run; `flip_rate` overturns
-calls at random, as a judge that is not deterministic would. A test double for the
-plumbing (judge stage, audit, reports), not a judge.
+The lexicon rules' verdict, overturned for a fixed share of messages (`disagree`, by hash)
+and for a share of calls at random (`flip_rate`): a test double for the plumbing.
 """
 
 from __future__ import annotations
@@ -70,12 +67,8 @@ class ScriptedJudge:
             complies, requirement, reasoning = _share(message) < 0.5, statement, "unknown norm"
             evidence = message
         else:
-            decided = judge_text(
-                load_rules().norms[norm_id],
-                message,
-                load_catalog().norms[norm_id].requirement,
-                members,
-            )
+            requirement = load_catalog().norms[norm_id].requirement
+            decided = judge_text(load_rules().norms[norm_id], message, requirement, members)
             complies, requirement = bool(decided.complies), decided.norm_requirement or ""
             reasoning, evidence = decided.reasoning or "", decided.evidence or message
         overturned = _share(message) < self.disagree or self.rng.random() < self.flip_rate
@@ -92,9 +85,8 @@ class ScriptedJudge:
 
 
 def template_copy(body: dict[str, Any]) -> str:
-    """A reply hook for OpenAIServer: a judge that copies its answer template (JUDGE_JSON_SHAPE,
-    "..." in every text field), as a model too small to judge does. Every such verdict is
-    unscored, so its validity controls show it cannot judge before its cells are paid for."""
+    """A reply hook for OpenAIServer: a judge that copies its answer template ("..." in every
+    text field), as a model too small to judge does, so every verdict is unscored."""
     texts = [str(message.get("content", "")) for message in body.get("messages") or []]
     if not any(_JUDGED.search(text) for text in texts):  # not a judge's prompt, nor its repair
         return default_reply(body)

@@ -1,8 +1,4 @@
-"""Synthetic scenario sets of any size, for the scale benchmark and its guard test.
-
-The bundled set repeated, each copy with its own id and channel description, so that every
-prompt, and so every call, is distinct.
-"""
+"""Synthetic scenario sets of any size, for the scale benchmark and its guard test."""
 
 from __future__ import annotations
 
@@ -12,7 +8,8 @@ from losona.scenarios.datasets import fetch_scenarios
 
 
 def synthetic_scenarios(n: int) -> pl.DataFrame:
-    """N valid scenarios: the bundled set repeated, each copy with its own id and channel."""
+    """N valid scenarios: the bundled set repeated, each copy with its own id and channel, so
+    that every prompt, and so every call, is distinct."""
     bundled = fetch_scenarios({"name": "bundled", "kind": "bundled"})
     copies = pl.concat([bundled] * -(-n // bundled.height)).head(n)
     index = pl.int_range(n, eager=True).cast(pl.String).str.zfill(5)

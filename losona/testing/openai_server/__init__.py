@@ -3,11 +3,8 @@
     with OpenAIServer(latency=0.05, faults=fail_first(2, "rate_limit", every=3)) as server:
         ...  # point a model config's api_base at server.url
 
-Chat completions with a deterministic reply (or a `reply` hook's), after an injectable
-latency, with faults on a deterministic schedule (faults.py); it logs every body received
-and every body answered, reports cached tokens as OpenAI does (prompt_cache.py), and serves
-Anthropic's Messages API (anthropic.py) and OpenAI's Batch API (batches.py).
-`python -m losona.testing.openai_server` runs it in a process of its own (__main__.py).
+Deterministic replies after an injectable latency, faults on a deterministic schedule,
+OpenAI's prompt caching, Anthropic's Messages API and OpenAI's Batch API.
 """
 
 import importlib
@@ -24,8 +21,8 @@ if TYPE_CHECKING:
     )
     from losona.testing.openai_server.server import OpenAIServer
 
-# The server runs on aiohttp, which only the `testing` extra installs (pyproject.toml): the
-# names that need it load on first use, so that the command line can say what to install.
+# aiohttp comes only with the `testing` extra: what needs it loads on first use, so that
+# the command line can say what to install.
 AIOHTTP_MISSING = (
     "the test server needs aiohttp, which a plain install of losona leaves out: "
     "pip install 'losona[testing]'"

@@ -33,12 +33,8 @@ except ModuleNotFoundError as missing:
 def main(argv: list[str] | None = None) -> None:
     """Serve default (or scripted judge or group) replies until stopped; print the URL first.
 
-    It serves until SIGINT (Ctrl-C) or SIGTERM, or until `--lifetime` seconds have passed,
-    and never reads standard input, so `&`, `nohup` and CI can run it in the background.
-    Its port is --port, else the one the shipped configs point at (LOSONA_TEST_SERVER_PORT,
-    else 8765); with --port 0 (any free port), or any port the configs do not point at, it
-    prints the export line that points them here (on standard error: standard output's
-    first line is the URL).
+    It never reads standard input, so it can run in the background. On a port the configs
+    do not point at, it prints the export line that points them here, on standard error.
     """
     parser = argparse.ArgumentParser(prog="python -m losona.testing.openai_server")
     try:
@@ -79,16 +75,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.judge:
         reply = ScriptedJudge(disagree=args.disagree, flip_rate=args.flip_rate)
     if args.group:
-        # Group prompts are the group's; the rest (a subject's, a judge's) go on as before,
-        # so one server can be the subject, the judge and the group model of a run.
+        # One server can be the subject, the judge and the group model of a run.
         reply = ScriptedGroup(otherwise=reply)
     stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
-
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, request_stop)
+        signal.signal(signum, lambda *_: stop.set())
     server = OpenAIServer(latency=args.latency, reply=reply, keep_bodies=False, port=args.port)
     with contextlib.ExitStack() as running:
         try:

@@ -1,8 +1,4 @@
-"""Anthropic's Messages endpoint, with its prompt caching: only up to cache_control marks.
-
-So that an `anthropic/...` model config pointed at the server runs offline; it reports
-`cache_read_input_tokens` and `cache_creation_input_tokens` as Anthropic does.
-"""
+"""Anthropic's Messages endpoint, with its prompt caching: only up to cache_control marks."""
 
 from __future__ import annotations
 

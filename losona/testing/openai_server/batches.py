@@ -1,10 +1,6 @@
-"""OpenAI's Batch API, as litellm's OpenAI provider calls it: /files and /batches.
-
-A batch completes `batch_delay` seconds after its creation, its request counts growing
-meanwhile; each line is answered as a chat completion would be. `batch_faults` fails lines
-into the error file, `batch_fate` ends a whole batch otherwise, and `batches_created` lets
-tests prove that no batch is submitted twice.
-"""
+"""OpenAI's Batch API, as litellm's OpenAI provider calls it: /files and /batches. A batch
+completes `batch_delay` seconds after its creation; `batch_faults` fails lines, `batch_fate`
+ends a whole batch otherwise."""
 
 from __future__ import annotations
 

@@ -53,18 +53,13 @@ class ChatCompletions(ServerState):
         cached = self.prompt_cache.cached(prompt)
         self.prompt_cache.add(prompt)
         self.cached_tokens.append(cached)
+        message = {"role": "assistant", "content": text}
         return {
             "id": f"chatcmpl-{self.request_count}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "test"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": words(text),

@@ -1,8 +1,5 @@
-"""Faults the test server injects instead of answering, on a deterministic schedule.
-
-A fault plan sees each request body and how many times that exact body arrived before,
-so a run's faults do not depend on the order in which concurrent requests arrive.
-"""
+"""Faults the test server injects instead of answering, on a deterministic schedule: a plan
+sees each body and how often it came before, never the order of concurrent requests."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from aiohttp import web
 
@@ -37,18 +34,17 @@ TRANSIENT_FAULTS: tuple[FaultKind, ...] = (
     "malformed",
     "empty",
 )
-# The HTTP status written into a batch's error file for a line that fails with a fault.
-FAULT_STATUS: dict[str, int] = {
-    "rate_limit": 429,
-    "server_error": 500,
-    "unavailable": 503,
-    "drop": 500,
-    "hang": 504,
-    "malformed": 500,
-    "empty": 500,
-    "bad_request": 400,
-    "unauthorized": 401,
+# The error answer of each fault that gets one: its HTTP status and message.
+ERRORS: dict[str, tuple[int, str]] = {
+    "rate_limit": (429, "rate limited"),
+    "server_error": (500, "internal error"),
+    "unavailable": (503, "overloaded"),
+    "hang": (504, "hung"),
+    "bad_request": (400, "invalid request"),
+    "unauthorized": (401, "invalid api key"),
 }
+# The HTTP status written into a batch's error file for a line that fails with a fault.
+FAULT_STATUS = {kind: ERRORS.get(kind, (500, ""))[0] for kind in get_args(FaultKind)}
 
 
 @dataclass(frozen=True)
@@ -85,11 +81,8 @@ def fail_first(
 
 
 def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
-    """About `share` of all sends, retries included, answered with 429 and Retry-After.
-
-    Each send is drawn independently (from the body and how often it came before), as a
-    quota that is overdrawn all the time would answer: a call can be refused many times.
-    """
+    """About `share` of all sends, retries included, answered with 429 and Retry-After, each
+    drawn on its own, as an overdrawn quota would answer."""
 
     def plan(body: Body, seen: int) -> Fault | None:
         draw = hash_number(f"{body_digest(body)}:{seen}")
@@ -101,26 +94,18 @@ def rate_limited(share: float, *, retry_after: float = 1.0) -> FaultPlan:
 async def inject(request: web.Request, fault: Fault, hang_s: float) -> web.StreamResponse | None:
     """The answer a fault gives instead of a completion; None for "empty" (a completion
     whose content is empty, which the caller builds)."""
-    if fault.kind == "rate_limit":
-        return error(429, "rate limited", {"Retry-After": f"{fault.retry_after:g}"})
-    if fault.kind == "server_error":
-        return error(500, "internal error")
-    if fault.kind == "unavailable":
-        return error(503, "overloaded")
     if fault.kind == "drop":
         assert request.transport is not None
         request.transport.abort()
         return web.Response()  # never reaches the client: the connection is gone
-    if fault.kind == "hang":
-        await asyncio.sleep(hang_s)
-        return error(504, "hung")
-    if fault.kind == "bad_request":
-        return error(400, "invalid request")
-    if fault.kind == "unauthorized":
-        return error(401, "invalid api key")
     if fault.kind == "malformed":
         return web.Response(text='{"choices": [', content_type="application/json")
-    return None
+    if fault.kind == "hang":
+        await asyncio.sleep(hang_s)
+    if fault.kind not in ERRORS:
+        return None
+    retry = {"Retry-After": f"{fault.retry_after:g}"} if fault.kind == "rate_limit" else None
+    return error(*ERRORS[fault.kind], retry)
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

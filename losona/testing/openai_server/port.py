@@ -1,9 +1,5 @@
-"""Where the command-line test server listens, and where the shipped configs look for it.
-
-The configs read the same variable (`${oc.env:LOSONA_TEST_SERVER_PORT,8765}` in their
-api_base), so one export moves both. Unset, they say 8765, as they always did, so recorded
-configs and call keys (which cover the api_base) stay what they were.
-"""
+"""Where the command-line test server listens, and where the shipped configs look for it:
+both read one variable (`${oc.env:LOSONA_TEST_SERVER_PORT,8765}` in their api_base)."""
 
 from __future__ import annotations
 

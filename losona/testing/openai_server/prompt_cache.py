@@ -1,9 +1,5 @@
-"""The test server's prompt cache, billed as OpenAI and Anthropic bill theirs, in the
-server's tokens (words: losona.models.prompt_caching.content_words).
-
-OpenAI's way: a prompt's cached tokens are the longest prefix it shares with an earlier
-answered prompt, cut by the `CacheRule`; so prompts sent side by side miss. Anthropic's
-way: only prefixes that end at a `cache_control` marker are cached.
+"""The test server's prompt cache, billed as OpenAI and Anthropic bill theirs, in words:
+OpenAI's the longest prefix shared with an answered prompt, Anthropic's only up to markers.
 """
 
 from __future__ import annotations
@@ -14,8 +10,7 @@ import sys
 
 from losona.models.prompt_caching import CacheRule, common_prefix
 
-# The latest answered prompts kept, as a provider's cache forgets: a benchmark of a million
-# calls does not keep every prompt it sent.
+# The latest answered prompts kept, as a provider's cache forgets.
 REMEMBERED_PROMPTS = 10_000
 
 

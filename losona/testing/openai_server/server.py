@@ -1,8 +1,5 @@
-"""The test server: the endpoints of chat.py, anthropic.py and batches.py on 127.0.0.1.
-
-It listens on an ephemeral port, in a background thread with its own event loop, for as
-long as its `with` block lasts.
-"""
+"""The test server: the endpoints of chat.py, anthropic.py and batches.py on 127.0.0.1, in a
+background thread with its own event loop, for as long as its `with` block lasts."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from aiohttp import web
 
 from losona.models.prompt_caching import OPENAI
 from losona.testing.openai_server.anthropic import AnthropicMessages
-from losona.testing.openai_server.batches import Batch, BatchFate, BatchJobs
+from losona.testing.openai_server.batches import BatchFate, BatchJobs
 from losona.testing.openai_server.faults import FaultPlan
 from losona.testing.openai_server.prompt_cache import PromptCache
 from losona.testing.openai_server.replies import Reply, default_reply
@@ -40,31 +37,16 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
         batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
     ) -> None:
-        self.batch_api = batch_api
-        self.latency = latency
+        self.latency, self.reply, self.faults, self.hang_s = latency, reply, faults, hang_s
+        self.keep_bodies, self.batch_api = keep_bodies, batch_api
+        self.batch_delay, self.batch_faults, self.batch_fate = batch_delay, batch_faults, batch_fate
         self.cache_rule = dataclasses.replace(OPENAI, provider="the test server")
         self.prompt_cache = PromptCache(self.cache_rule)
-        self.cached_tokens = []
-        self.reply = reply
-        self.faults = faults
-        self.hang_s = hang_s
-        self.keep_bodies = keep_bodies
-        self.requests = []
-        self.answered = []
-        self.request_count = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.in_flight_at_arrival = []
-        self.faults_injected = Counter()
-        self._seen = Counter()
-        self.batch_delay = batch_delay
-        self.batch_faults = batch_faults
-        self.batch_fate = batch_fate
-        self.files = {}
-        self.batches: dict[str, Batch] = {}
-        self.batches_created = 0
-        self.batch_retrievals = 0
-        self._batch_seen = Counter()
+        self.requests, self.answered, self.cached_tokens, self.in_flight_at_arrival = [], [], [], []
+        self.request_count = self.in_flight = self.max_in_flight = 0
+        self.faults_injected, self._seen, self._batch_seen = Counter(), Counter(), Counter()
+        self.files, self.batches = {}, {}
+        self.batches_created = self.batch_retrievals = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
@@ -76,13 +58,8 @@ class OpenAIServer(AnthropicMessages, BatchJobs):
         return f"http://127.0.0.1:{self.port}/v1"
 
     def model_config(self, name: str = "local", **settings: Any) -> dict[str, Any]:
-        """A model config node (the shape of conf/model/*.yaml) served by this server.
-
-        Seeded per trial, so the default replies of a prompt's K trials differ; free; with
-        short retry delays and timeouts, so fault tests run in well under a second; and
-        marked a test double (family "test double", `test_double: true`), so that reports
-        say its numbers are no model's.
-        """
+        """A model config node served by this server: seeded per trial, free, with short
+        retry delays and timeouts, and marked a test double so that reports say so."""
         return {
             "name": name,
             "family": "test double",

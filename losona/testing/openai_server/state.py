@@ -1,8 +1,5 @@
-"""What every endpoint of the test server shares: its settings and its record of requests.
-
-The endpoints (chat.py, anthropic.py, batches.py) are each a part of `OpenAIServer`
-(server.py), which sets these in its constructor; tests read and change them on the server.
-"""
+"""What every endpoint of the test server shares: its settings and its record of requests,
+set by `OpenAIServer`'s constructor."""
 
 from __future__ import annotations
 
