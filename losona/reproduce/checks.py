@@ -1,6 +1,5 @@
-"""The checks of a run (the whole list: losona/reproduce/__init__.py): the pipeline's table
-run again, stage by stage, on the run's own files, and the run's inputs, calls and dvc.lock
-held to its provenance record.
+"""The checks of a run: the pipeline's table run again, stage by stage, on the run's own
+files, and the run's inputs, verdicts and dvc.lock held to its record (docs/reproducing.md).
 """
 
 from __future__ import annotations
@@ -95,12 +94,13 @@ def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
         check.notes.append(
             f"judge(s) {unrecorded} have verdicts but are not in the provenance's sweep"
         )
+    answered = published_calls(layout)
     if layout.calls is None:
         check.notes.append("paths.calls is null: the run's calls are not rechecked")
-    elif settings.trials is None and published_calls(layout):
+    elif answered and settings.trials is None:
         check.notes.append(f"{provenance_file} records no K: the responses are not sampled again")
     with replaying(layout) as replay:
-        check_stages(Run(check, settings, layout, published_calls(layout)), replay)
+        check_stages(Run(check, settings, layout, answered), replay)
     check_lock(check)
     return check
 

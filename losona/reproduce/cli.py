@@ -1,5 +1,5 @@
 """`python -m losona.reproduce`: compose the run's paths and settings, check it, print
-what differs, and return the exit status (docs: losona/reproduce/__init__.py).
+what differs, and return the exit status (docs/reproducing.md).
 """
 
 from __future__ import annotations
