@@ -160,7 +160,6 @@ def missing_deps(pipeline: Path, base: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
-@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
 def test_every_stage_depends_on_every_module_its_script_imports(pipeline: str) -> None:
     assert missing_deps(REPO / pipeline, PIPELINES[pipeline]) == []
 
@@ -199,7 +198,6 @@ def test_the_walk_follows_imports_into_packages_and_functions() -> None:
         ("generation/dvc.yaml", "curate", "../losona/__init__.py", "losona/__init__.py"),
     ],
 )
-@pytest.mark.slow  # 20 to 60 s each on a loaded 2-core machine
 def test_a_removed_dependency_is_named_with_its_stage(
     pipeline: str, stage: str, dep: str, module: str, tmp_path: Path
 ) -> None:
