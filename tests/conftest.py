@@ -38,7 +38,7 @@ from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
 from losona.reproduce.checks import Run, check_stages, published_calls
 from losona.reproduce.compare import Check
-from losona.reproduce.recorded import RecordedSettings
+from losona.pipeline.recorded import RecordedSettings
 from losona.reproduce.replay import replaying
 
 REPO = Path(__file__).resolve().parents[1]

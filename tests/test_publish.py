@@ -33,7 +33,7 @@ from losona.pipeline.table import STAGES
 from losona.provenance.record import read_provenance
 from losona.reproduce.checks import NOT_COMPARED, NOT_RERUN, check_run
 from losona.reproduce.cli import compose
-from losona.reproduce.recorded import RecordedSettings
+from losona.pipeline.recorded import RecordedSettings
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge

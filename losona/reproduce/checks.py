@@ -1,6 +1,5 @@
-"""The checks of a run: the pipeline's table run again, stage by stage, on the run's own
-files, and the run's inputs, verdicts and dvc.lock held to its record (docs/reproducing.md).
-"""
+"""A run checked: the pipeline's table run again on the run's own files, and its inputs,
+verdicts and dvc.lock held to its record (docs/reproducing.md)."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from losona.judges.run import control_summary
 from losona.models import CallNotFound
 from losona.models.call_store import LOCK_FILE, recorded_md5
 from losona.pipeline.command import Cell, Settings
+from losona.pipeline.recorded import RecordedSettings
 from losona.pipeline.table import STAGES, Stage
 from losona.provenance.lock import check_lock as lock_check
 from losona.provenance.record import read_provenance, scenarios_sha256, template_hashes
@@ -33,28 +33,23 @@ from losona.reproduce.compare import (
     compare_tables,
     same,
 )
-from losona.reproduce.recorded import RecordedSettings
 from losona.reproduce.replay import Replay, replaying
 from losona.results.bundle import METRICS
 
 # The stages not run again, and why.
+CONFIG = "its file is the config the other stages are run again with"
 NOT_RERUN = {
-    "preflight": "it checks a run's settings before its first stage; the run's are recorded",
-    "fetch": "the dataset may not be reachable from here: the scenarios are held to the "
-    "hash the provenance records",
-    "model_config": "its file is the config the other stages are run again with",
-    "judge_config": "its file is the config the other stages are run again with",
-    "panel_config": "its file is the config the other stages are run again with",
-    "provenance": "it records this machine's packages, which another's differ from: the run "
-    "is held to the record instead",
+    "preflight": "it checks settings before a run; the run's are recorded",
+    "fetch": "the dataset may be out of reach: the scenarios are held to the recorded hash",
+    "model_config": CONFIG,
+    "judge_config": CONFIG,
+    "panel_config": CONFIG,
+    "provenance": "it records this machine's packages: the run is held to its record instead",
 }
 
 # What a stage writes that is not compared value by value, and why.
-NOT_COMPARED = {
-    ".png": "a figure as drawn: the numbers it shows are its .csv, compared",
-    ".svg": "a figure as drawn: the numbers it shows are its .csv, compared",
-    ".log.json": "a run log: its latency and timing differ on every run, so it is no output",
-}
+DRAWN = "a figure as drawn: the numbers it shows are its .csv, compared"
+NOT_COMPARED = {".png": DRAWN, ".svg": DRAWN, ".log.json": "a run log: its timings differ"}
 
 
 @dataclass(frozen=True)
@@ -69,14 +64,9 @@ class Run:
 
 
 def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
-    """Recompute every reported number of the run `layout` places, and compare.
-
-    Every stage of the pipeline's table but NOT_RERUN runs again on each of its cells, by its
-    own function, in a replay of the run (losona/reproduce/replay.py): with the settings the
-    run records (`RecordedSettings`; the dynamic turn's are `repository`'s, off without it),
-    every model call answered from the run's published calls alone. Fetch's scenarios and the
-    templates are held to the hashes the provenance records instead.
-    """
+    """Every stage but NOT_RERUN run again on the run `layout` places, in a replay of it, with
+    the settings it records (the dynamic turn's: `repository`'s, off without it), and compared;
+    its scenarios and templates held to the recorded hashes."""
     check = Check()
     record = read_provenance(layout.provenance)
     settings = RecordedSettings(layout, record, repository)
@@ -106,9 +96,8 @@ def check_run(layout: RunLayout, repository: Settings | None = None) -> Check:
 
 
 def check_stages(run: Run, replay: Replay, only: Collection[str] = ()) -> None:
-    """Each stage of the table but NOT_RERUN (`only`: those named), on each of its cells, run
-    again in `replay` and every file it writes compared with the run's; where the run has no
-    file to start from, or published no calls to answer a model call, as INSTEAD says."""
+    """Each stage but NOT_RERUN (`only`: those named), on each of its cells, run again in
+    `replay` and what it writes compared; or, where INSTEAD says so, checked otherwise."""
     for stage in STAGES:
         if stage.name in NOT_RERUN or (only and stage.name not in only):
             continue
@@ -137,9 +126,8 @@ def _rerun(run: Run, stage: Stage, cell: Cell, replay: Replay) -> None:
 def compare_written(
     check: Check, replay: Replay, skip_files: Sequence[str] = (), skip_keys: Sequence[str] = ()
 ) -> None:
-    """Every file the stage just run again in `replay` wrote, against the run's: each output,
-    value by value (`skip_files`: names not rechecked, `skip_keys`: JSON keys not rechecked),
-    NOT_COMPARED aside."""
+    """Each file the stage just run again wrote, NOT_COMPARED aside, against the run's, value
+    by value (`skip_files`, `skip_keys`: file names and JSON keys not rechecked)."""
     for again in replay.written:
         if again.name.endswith(tuple(NOT_COMPARED)) or again.name in skip_files:
             continue
@@ -234,8 +222,7 @@ def _audit_instead(run: Run, cell: Cell) -> bool:
 
 
 def _rejudged(layout: RunLayout) -> list[str]:
-    """The judges whose determinism the run's audit measured by judging again: those
-    figures came from model calls, so they are not rechecked."""
+    """The judges whose determinism the audit measured by model calls: not rechecked."""
     table = read_audit(layout.audit_folder)["determinism.csv"]
     judges: list[str] = table.filter(pl.col("method") == "re-judged")["judge"].to_list()
     return judges
@@ -305,9 +292,8 @@ def check_verdict_origins(
 
 
 def published_calls(layout: RunLayout) -> bool:
-    """Whether the run published calls; a file dvc.lock records must be there. (Its bytes are
-    held against dvc.lock by check_lock, and an edited file is read by the stages run again,
-    so that what differs is named value by value too.)"""
+    """Whether the run published calls (their bytes: check_lock's); a file dvc.lock records
+    must be there."""
     published = layout.calls
     if published is None or published.is_file():
         return published is not None
@@ -320,13 +306,8 @@ def published_calls(layout: RunLayout) -> bool:
 
 
 def check_lock(check: Check) -> None:
-    """Every output file against the md5 dvc.lock records, and dvc.lock against git HEAD's.
-
-    The first catches a table or calls file rewritten outside DVC; the second a run
-    recomputed and recorded again (dvc.lock rewritten to match) since it was committed:
-    its files agree with each other, but they are no longer the run that was published.
-    A folder output is left to `dvc status`. Without a dvc.lock there is nothing to hold.
-    """
+    """Every output file against dvc.lock's md5 (a file rewritten outside DVC), and dvc.lock
+    against git HEAD's (a run recomputed since it was committed); folders are `dvc status`'s."""
     found = lock_check()
     if found is None:
         return

@@ -1,6 +1,5 @@
-"""Comparing a recomputed value with the one on disk: tables cell by cell, JSON leaf by
-leaf, text line by line, each difference named by file, row or key, and field.
-"""
+"""A recomputed value against the one on disk: tables cell by cell, JSON leaf by leaf, text
+line by line, each difference named by file, row or key, and field."""
 
 from __future__ import annotations
 
@@ -15,28 +14,12 @@ import polars as pl
 
 from losona.core.files import display_path
 
-# Columns that say which row of a report table a number belongs to.
+# Columns that say which row of a report table a number belongs to (`key`: a calls table's).
 ROW_KEYS = (
-    "judge",
-    "judge_a",
-    "judge_b",
-    "subject_model",
-    "condition",
-    "by",
-    "group",
-    "check",
-    "example",
-    "flip",
-    "level",
-    "metric",
-    "arm",
-    "item_id",
-    "event_type",
-    "norm_id",
-    "scenario_id",
-    "trial",
-    "key",  # a calls table's
-)
+    "judge", "judge_a", "judge_b", "subject_model", "condition", "by", "group", "check",
+    "example", "flip", "level", "metric", "arm", "item_id", "event_type", "norm_id",
+    "scenario_id", "trial", "key",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -151,9 +134,8 @@ def cell_count(df: pl.DataFrame) -> int:
 def compare_files(
     file: str, expected: Path, found: Path, *, skip: Sequence[str] = ()
 ) -> tuple[int, list[Difference]]:
-    """An output as a stage wrote it again (`expected`) against the run's (`found`), value by
-    value as its kind reads: a table cell by cell, JSON leaf by leaf (`skip`: keys not
-    rechecked), any other text line by line."""
+    """An output as a stage wrote it again (`expected`) against the run's (`found`), as its
+    kind reads (`skip`: JSON keys not rechecked)."""
     if not found.is_file():
         return 1, [Difference(file, "", "file", "present", "(missing)")]
     suffix = expected.suffix

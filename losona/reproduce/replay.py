@@ -1,8 +1,6 @@
-"""A stage run again in a scratch copy of the run, on a replaying layout (every model call
-answered from the run's published calls alone: losona/models/call_store.py). What it
-writes is put back as the run has it once compared, so the next stage reads the run's
-files, and a changed verdict is named by each stage whose numbers it moves. The run's own
-files are only read.
+"""A stage run again in a scratch copy of the run, every model call answered from the run's
+published calls alone. What it writes is put back once compared, so that the next stage
+reads the run's files and a changed verdict is named by each stage whose numbers it moves.
 """
 
 from __future__ import annotations
@@ -21,17 +19,12 @@ from losona.core.layout import RunLayout
 # Locations of `paths` that are not copied: the user's call cache, and the generation
 # project, a pipeline of its own that reproduce does not check.
 NOT_COPIED = (
-    "call_cache",
-    "generation_dir",
-    "generation_reports_dir",
-    "generation_accept",
-    "generated_dir",
-)
+    "call_cache", "generation_dir", "generation_reports_dir", "generation_accept", "generated_dir"
+)  # fmt: skip
 
 
 class Replay:
-    """A scratch copy of the run `run` places, under `root`, replaying it: its stages'
-    calls answered from the run's published calls and nothing else, no model called."""
+    """A scratch copy of the run `run` places, under `root`, on a replaying layout."""
 
     def __init__(self, run: RunLayout, root: Path) -> None:
         self.root = root
@@ -54,8 +47,8 @@ class Replay:
                 _copy(Path(value), self._copy_of(value))
 
     def _copy_of(self, location: str | Path) -> Path:
-        """Where the copy keeps a file or folder of the run: under its absolute path, so
-        that no location, however it is given (`../elsewhere`), falls outside the copy."""
+        """Where the copy keeps a file or folder of the run: under its absolute path, so that
+        no location (`../elsewhere`) falls outside the copy."""
         return self.root / Path(os.path.abspath(location)).relative_to("/")
 
     def _original(self, copy: Path) -> Path:
@@ -68,9 +61,8 @@ class Replay:
 
     @contextmanager
     def rerun(self, stage: Callable[[RunLayout], object]) -> Iterator[RunLayout]:
-        """Run `stage` in the copy (its account kept from the terminal), yield the copy's
-        layout for its outputs to be compared (`written`: each file it wrote), then put
-        back every file it wrote."""
+        """Run `stage` in the copy, silently; yield the copy's layout for the files it wrote
+        (`written`) to be compared, then put them back."""
         before = _files(self.root)
         try:
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
@@ -113,8 +105,8 @@ def _copy(source: Path, target: Path) -> None:
 
 
 def _files(root: Path) -> dict[Path, tuple[int, int, int]]:
-    """Every file of the copy (the call stores aside), with what changes when it is written:
-    a stage writes a file whole into a new one and renames it over the old."""
+    """Every file of the copy (the call stores aside), with what changes when it is written
+    (a stage writes a new file and renames it over the old)."""
     found = {}
     for path in root.rglob("*"):
         if path.is_file() and path.parent != root:

@@ -1,5 +1,6 @@
-"""A published run's settings as its stages take them (losona/pipeline/command.py): what
-its provenance records, and each model and judge as its config stage checked it."""
+"""A published run's settings as its stages take them (a `Settings`: command.py): what its
+provenance records, each model and judge as its config stage checked it. Reproduce reruns
+the stages with them."""
 
 from __future__ import annotations
 
@@ -34,11 +35,10 @@ class NoRepository:
 
 
 class RecordedSettings:
-    """The settings a published run records: its sweep, K and bootstrap from its provenance,
-    each model and judge as its config stage checked it. What the record does not hold (the
-    dynamic turn and its dataset) is this repository's (`repository`). Stages given these
-    make no new model call: the validity controls are judged again whatever they show, and
-    the audit re-judges nothing."""
+    """The sweep, K and bootstrap a run's provenance records, and its checked configs; what
+    the record does not hold (the dynamic turn) is `repository`'s. Stages given these make no
+    new model call: the controls are judged again whatever they show, the audit re-judges
+    nothing."""
 
     def __init__(
         self, layout: RunLayout, record: Mapping[str, Any], repository: Settings | None = None
