@@ -24,8 +24,9 @@ from losona.models import (
     complete,
     read_calls,
 )
+from losona.models.call_store import lock_outputs, recorded_md5
 from losona.models.published_calls import md5_file
-from losona.provenance.call_files import lock_outputs, merge_calls, recorded_md5
+from losona.provenance.call_files import merge_calls
 from losona.testing.openai_server import OpenAIServer
 
 REMEDY = "get the run's own"

@@ -17,12 +17,6 @@ from losona.core.errors import LosonaError
 from losona.core.files import display_path
 from losona.models import read_calls
 
-# dvc.lock's outputs are read with the call store, which needs them; named here too for
-# the modules that hold a run to its dvc.lock (losona/provenance/lock.py, publishable).
-from losona.models.call_store import LOCK_FILE, lock_outputs, recorded_md5
-
-__all__ = ["LOCK_FILE", "lock_outputs", "merge_calls", "recorded_md5"]
-
 
 def merge_calls(files: Sequence[Path]) -> pl.DataFrame:
     """The calls of every file, each key once, sorted; a key answered two ways is refused."""

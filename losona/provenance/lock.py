@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
-from losona.provenance.call_files import LOCK_FILE, lock_outputs
 
 MISSING = "(missing)"
 

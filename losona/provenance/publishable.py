@@ -20,8 +20,8 @@ import yaml
 from losona.core.cli import USER_ERROR_EXIT
 from losona.core.config import PARAMS_FILE
 from losona.core.errors import LosonaError
+from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
-from losona.provenance.call_files import LOCK_FILE, lock_outputs
 from losona.provenance.dvc_json import dvc_json
 from losona.provenance.lock import check_lock
 
