@@ -19,8 +19,12 @@ from losona.core.layout import RunLayout
 # Locations of `paths` that are not copied: the user's call cache, and the generation
 # project, a pipeline of its own that reproduce does not check.
 NOT_COPIED = (
-    "call_cache", "generation_dir", "generation_reports_dir", "generation_accept", "generated_dir"
-)  # fmt: skip
+    "call_cache",
+    "generation_dir",
+    "generation_reports_dir",
+    "generation_accept",
+    "generated_dir",
+)
 
 
 class Replay:
