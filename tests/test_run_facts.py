@@ -156,10 +156,12 @@ def test_a_log_whose_table_has_changed_since_is_refused(
 
 @pytest.mark.slow  # a dvc repro of the golden run's sample cell with K = 2, then dvc checkout
 def test_a_checked_out_run_is_not_shown_with_the_last_runs_log(
-    golden_run: GoldenRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    golden_run: GoldenRun, own_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The steps: a run, another with more trials, then the first checked out again.
+    # The steps: a run, another with more trials, then the first checked out again,
+    # on the machine of the first run (its second trial resumes from the first's prompts).
     repo = golden_run.copy(tmp_path / "repo")
+    golden_run.lend_prompt_states(own_home)
     log = repo / "data" / "responses" / "smollm2" / "naive.log.json"
     assert json.loads(log.read_text())["requests"] == 2  # two scenarios, K = 1
     assert [p.name for p in repo.glob("data/**/*.log.json")] == [log.name]  # its one run log
