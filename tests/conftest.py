@@ -36,6 +36,7 @@ import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolve
 from losona.core.config import Paths, load_option
 from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
+from losona.models.prompt_states import FOLDER as PROMPT_STATES
 from losona.reproduce.checks import Run, check_stages, published_calls
 from losona.reproduce.compare import Check
 from losona.pipeline.recorded import RecordedSettings
@@ -350,17 +351,36 @@ GOLDEN_SWEEP = {"models": ["smollm2"], "conditions": ["naive"], "judges": ["lexi
 GOLDEN_IDENTITY = {"user.email": "user@example.org", "user.name": "a user"}
 
 
+def prompt_states(home: Path) -> Path:
+    """Where the embedded model keeps its prompt states on a machine with this HOME: beside
+    the default call cache (conf/paths/default.yaml)."""
+    cache = str(load_option("paths", "default").paths.call_cache)
+    assert cache.startswith("~/"), cache
+    return (home / cache.removeprefix("~/")).parent / PROMPT_STATES
+
+
 @dataclass(frozen=True)
 class GoldenRun:
-    """The committed golden run, and what its `dvc repro` printed."""
+    """The committed golden run, what its `dvc repro` printed, and the HOME it was made in."""
 
     repo: Path
     output: str
+    home: Path
 
     def copy(self, target: Path) -> Path:
         """A copy of the run (git history, DVC cache and outputs) for one test to change."""
         shutil.copytree(self.repo, target, symlinks=True)
         return target
+
+    def lend_prompt_states(self, home: Path) -> None:
+        """Give `home` the prompt states the embedded model kept while making the run, as the
+        machine that ran it has them: a prompt that starts with a first-turn prompt (a second
+        turn, another trial) is then read from where that one ended, not from its start.
+        A state changes no reply (tests/test_models_smollm2.py), and `home`'s call cache stays
+        cold. None are kept where this CPU's batching changes the numbers: nothing to lend."""
+        kept = prompt_states(self.home)
+        if kept.is_dir():
+            shutil.copytree(kept, prompt_states(home))
 
 
 @pytest.fixture(scope="session")
@@ -392,7 +412,7 @@ def golden_run(tmp_path_factory: pytest.TempPathFactory) -> GoldenRun:
             subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
             subprocess.run(["git", "commit", "-qm", "a golden run"], cwd=repo, check=True)
             (root / "made").touch()
-    return GoldenRun(repo=root / "repo", output=(root / "repro.out").read_text())
+    return GoldenRun(root / "repo", (root / "repro.out").read_text(), root / "home")
 
 
 def run_dvc(

@@ -108,11 +108,13 @@ def changed(repo: Path) -> set[str]:
 
 
 def test_dvc_exp_run_turns_the_second_turn_on_offline_and_off_again(
-    golden_run: GoldenRun, tmp_path: Path
+    golden_run: GoldenRun, own_home: Path, tmp_path: Path
 ) -> None:
     # The committed golden run, made with the extension off as shipped: two scenarios, one
-    # trial each, the embedded model; this test's HOME, so its own call cache.
+    # trial each, the embedded model; this test's HOME, so its own call cache, with the
+    # prompt states of the machine that ran the first turn (the second resumes from them).
     repo = golden_run.copy(tmp_path / "repo")
+    golden_run.lend_prompt_states(own_home)
     assert not any(stage.startswith("dynamic") for stage in ran(golden_run.output))
     assert "dynamic" not in run_dvc("stage", "list", cwd=repo).stdout
     before = outputs(repo)
@@ -280,8 +282,10 @@ def test_the_docs_offline_recipe_for_a_simulated_group_runs_and_reruns_with_no_c
     # K, sweep and judge (the golden run): the recipe's `dvc exp run` adds the second turn.
     repo = golden_run.copy(tmp_path / "repo")
     recipe = docs_block("docs/dynamic.md", "python -m losona.testing.openai_server --group &")
-    # A machine of its own (its HOME holds the call cache), as a new shell has it.
+    # A machine of its own (its HOME holds the call cache), as a new shell has it: the one
+    # that ran the first turn, so with the prompt states the embedded model kept.
     (tmp_path / "home").mkdir()
+    golden_run.lend_prompt_states(tmp_path / "home")
     env = clean_env(tmp_path / "home", repo)
     with port_to_ourselves(CONFIG_PORT):  # where the server listens and the configs look
         done = run_block(recipe, cwd=repo, env=env)

@@ -151,10 +151,6 @@ def test_the_first_hour_from_the_recipe_to_a_checked_clone(
             re.M,
         ), compared.stdout
         assert not re.search(r"^!", compared.stdout, re.M)
-        columns = run_dvc("exp", "show", "--csv", cwd=repo, env=env).stdout.splitlines()[0]
-        print(
-            f"dvc exp show: {columns.count(',') + 1} columns; losona.experiments: {len(rows)} lines"
-        )
 
         # Back to the two-judge run, the one to publish.
         run_dvc("exp", "apply", "two-judges", cwd=repo, env=env)

@@ -245,8 +245,9 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     (repo_copy / "data" / "calls").mkdir(parents=True)
     git("config", "user.email", "test@example.com", cwd=repo_copy)
     git("config", "user.name", "test", cwd=repo_copy)
-    for stage in ("preflight", "model_config", "judge_config", "aggregate", "audit", "plot"):
-        run_dvc("repro", "--single-item", stage, cwd=repo_copy)
+    # One DVC command each time: --single-item runs its targets in the order given.
+    stages = ("preflight", "model_config", "judge_config", "aggregate", "audit", "plot")
+    run_dvc("repro", "--single-item", *stages, cwd=repo_copy)
     assert (repo_copy / "reports" / "index.html").is_file()
     shown = json.loads(run_dvc("metrics", "show", "--json", cwd=repo_copy).stdout)
     metrics = shown[""]["data"]["reports/metrics.json"]["data"]
@@ -262,8 +263,7 @@ def test_dvc_shows_and_diffs_the_metrics_and_plots(
     git("commit", "-qm", "first run", cwd=repo_copy)
 
     put(verdicts.with_columns(complies=pl.lit(True)))
-    for stage in ("aggregate", "audit", "plot"):
-        run_dvc("repro", "--single-item", stage, cwd=repo_copy)
+    run_dvc("repro", "--single-item", "aggregate", "audit", "plot", cwd=repo_copy)
     diff = json.loads(run_dvc("metrics", "diff", "--json", cwd=repo_copy).stdout)
     changed = diff["reports/metrics.json"]["lexicon.models.model_a.naive.acc_at_k"]
     assert (changed["old"], changed["new"]) == (50.0, 100.0)

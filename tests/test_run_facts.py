@@ -154,17 +154,21 @@ def test_a_log_whose_table_has_changed_since_is_refused(
     assert "data/verdicts/scripted/local/naive.parquet is gone" in err
 
 
-@pytest.mark.slow  # a dvc repro of the golden run with K = 2, then dvc checkout
+@pytest.mark.slow  # a dvc repro of the golden run's sample cell with K = 2, then dvc checkout
 def test_a_checked_out_run_is_not_shown_with_the_last_runs_log(
-    golden_run: GoldenRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    golden_run: GoldenRun, own_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The steps: a run, another with more trials, then the first checked out again.
+    # The steps: a run, another with more trials, then the first checked out again,
+    # on the machine of the first run (its second trial resumes from the first's prompts).
     repo = golden_run.copy(tmp_path / "repo")
+    golden_run.lend_prompt_states(own_home)
     log = repo / "data" / "responses" / "smollm2" / "naive.log.json"
     assert json.loads(log.read_text())["requests"] == 2  # two scenarios, K = 1
+    assert [p.name for p in repo.glob("data/**/*.log.json")] == [log.name]  # its one run log
     run = repo / "conf" / "run.yaml"
     run.write_text(run.read_text().replace("  trials: 1 ", "  trials: 2 "))
-    run_dvc("repro", cwd=repo)
+    # Only the run's one logged cell: the stages after it keep no run log to show.
+    run_dvc("repro", "sample@smollm2-naive", cwd=repo)
     assert json.loads(log.read_text())["requests"] == 4
     subprocess.run(["git", "checkout", "--", "conf/run.yaml", "dvc.lock"], cwd=repo, check=True)
     run_dvc("checkout", cwd=repo)
