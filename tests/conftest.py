@@ -37,9 +37,9 @@ from losona.core.config import Paths, load_option
 from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
 from losona.models.prompt_states import FOLDER as PROMPT_STATES
+from losona.pipeline.recorded import RecordedSettings
 from losona.reproduce.checks import Run, check_stages, published_calls
 from losona.reproduce.compare import Check
-from losona.pipeline.recorded import RecordedSettings
 from losona.reproduce.replay import replaying
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,11 +29,11 @@ from losona.core.files import display_path, write_parquet
 from losona.core.layout import RunLayout
 from losona.models import Completion
 from losona.models.call_cache import CallCache
+from losona.pipeline.recorded import RecordedSettings
 from losona.pipeline.table import STAGES
 from losona.provenance.record import read_provenance
 from losona.reproduce.checks import NOT_COMPARED, NOT_RERUN, check_run
 from losona.reproduce.cli import compose
-from losona.pipeline.recorded import RecordedSettings
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
