@@ -36,7 +36,7 @@ import losona.core.config  # noqa: F401 - registers the ${dvc_param:...} resolve
 from losona.core.config import Paths, load_option
 from losona.core.contracts import VERDICT_SCHEMA, table
 from losona.core.layout import RunLayout
-from losona.models.prompt_states import FOLDER as PROMPT_STATES
+from losona.models.prompt_states import folder_beside
 from losona.pipeline.recorded import RecordedSettings
 from losona.reproduce.checks import Run, check_stages, published_calls
 from losona.reproduce.compare import Check
@@ -356,7 +356,7 @@ def prompt_states(home: Path) -> Path:
     the default call cache (conf/paths/default.yaml)."""
     cache = str(load_option("paths", "default").paths.call_cache)
     assert cache.startswith("~/"), cache
-    return (home / cache.removeprefix("~/")).parent / PROMPT_STATES
+    return folder_beside(home / cache.removeprefix("~/"))
 
 
 @dataclass(frozen=True)

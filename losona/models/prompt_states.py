@@ -30,6 +30,11 @@ SUFFIX = ".state"
 TOKEN = np.dtype("<i4")
 
 
+def folder_beside(call_cache: Path) -> Path:
+    """Where the prompt states of a machine whose call cache is `call_cache` are kept."""
+    return call_cache.parent / FOLDER
+
+
 @dataclass(frozen=True)
 class Kept:
     """A state on disk and the tokens it read."""

@@ -318,7 +318,7 @@ def keep_states_beside(call_cache: Path) -> None:
     """Keep the embedded model's prompt states in a folder beside this call cache."""
     for item in litellm.custom_provider_map:
         if isinstance(handler := item["custom_handler"], SmolLM2):
-            handler.states = call_cache.parent / prompt_states.FOLDER
+            handler.states = prompt_states.folder_beside(call_cache)
 
 
 def register() -> None:
