@@ -149,46 +149,26 @@ def _estimate(
     bootstrap: AggregateSettings,
 ) -> dict[tuple[Any, ...], tuple[float, ...]]:
     """Every accuracy, paired effect and mean over models, from one scenario bootstrap."""
-    stats = _Statistics()
-    for cell in cells:
-        stats.add(("acc", cell), outcome_of[cell])
-    for cell, base in pairs:
-        stats.add(("delta", cell), outcome_of[cell] - outcome_of[base])
+    keys: list[tuple[Any, ...]] = [("acc", cell) for cell in cells]
+    keys += [("delta", cell) for cell, _ in pairs]
+    rows = [outcome_of[cell] for cell in cells]
+    rows += [outcome_of[cell] - outcome_of[base] for cell, base in pairs]
+    row_of = {key: i for i, key in enumerate(keys)}
+    # Each mean over models is a row of `combine` averaging its members' rows.
+    means: list[tuple[tuple[Any, ...], list[int]]] = []
     for judge, condition in _unique((c[0], c[2]) for c in cells):
-        stats.mean(
-            ("acc", judge, condition), [("acc", c) for c in cells if c[::2] == (judge, condition)]
-        )
-        members = [("delta", cell) for cell, _ in pairs if cell[::2] == (judge, condition)]
-        if members:
-            stats.mean(("delta", judge, condition), members)
-    return stats.estimate(bootstrap)
-
-
-class _Statistics:
-    """Means over scenarios to bootstrap together, and means of those over models."""
-
-    def __init__(self) -> None:
-        self.rows: list[np.ndarray] = []
-        self.position: dict[tuple[Any, ...], int] = {}
-        self.combined: list[tuple[tuple[Any, ...], list[int]]] = []
-
-    def add(self, key: tuple[Any, ...], values: np.ndarray) -> None:
-        self.position[key] = len(self.rows)
-        self.rows.append(values)
-
-    def mean(self, key: tuple[Any, ...], members: list[tuple[Any, ...]]) -> None:
-        self.combined.append((key, [self.position[m] for m in members]))
-
-    def estimate(self, settings: AggregateSettings) -> dict[tuple[Any, ...], tuple[float, ...]]:
-        n_rows = len(self.rows)
-        combine = np.zeros((n_rows + len(self.combined), n_rows))
-        combine[:n_rows] = np.eye(n_rows)
-        for offset, (_, members) in enumerate(self.combined):
-            combine[n_rows + offset, members] = 1 / len(members)
-        keys = [*self.position, *(key for key, _ in self.combined)]
-        result = bootstrap_intervals(np.vstack(self.rows), settings, combine=combine)
-        triples = zip(result.estimate, result.low, result.high, strict=True)
-        return dict(zip(keys, triples, strict=True))
+        accs = [row_of["acc", c] for c in cells if c[::2] == (judge, condition)]
+        means.append((("acc", judge, condition), accs))
+        deltas = [row_of["delta", cell] for cell, _ in pairs if cell[::2] == (judge, condition)]
+        if deltas:
+            means.append((("delta", judge, condition), deltas))
+    combine = np.zeros((len(rows) + len(means), len(rows)))
+    combine[: len(rows)] = np.eye(len(rows))
+    for offset, (_, members) in enumerate(means):
+        combine[len(rows) + offset, members] = 1 / len(members)
+    result = bootstrap_intervals(np.vstack(rows), bootstrap, combine=combine)
+    triples = zip(result.estimate, result.low, result.high, strict=True)
+    return dict(zip([*keys, *(key for key, _ in means)], triples, strict=True))
 
 
 def _unique(items: Iterable[T]) -> list[T]:
@@ -306,7 +286,7 @@ def _paired(
         paired = ~np.isnan(naive) & ~np.isnan(prompted)
         recovered = paired & (naive == 0) & (prompted == 1)
         regressed = paired & (naive == 1) & (prompted == 0)
-        n_paired = int(paired.sum())
+        n_paired, n_recovered, n_regressed = (int(m.sum()) for m in (paired, recovered, regressed))
         _, low, high = estimates[("delta", cell)]
         deltas.append(
             {
@@ -318,13 +298,13 @@ def _paired(
                 "scenarios": n_paired,
                 "naive_acc": percent(_share(int(naive[paired].sum()), n_paired)),
                 "condition_acc": percent(_share(int(prompted[paired].sum()), n_paired)),
-                "delta": percent(_share(int(recovered.sum()) - int(regressed.sum()), n_paired)),
+                "delta": percent(_share(n_recovered - n_regressed, n_paired)),
                 "delta_low": percent(low),
                 "delta_high": percent(high),
-                "mcnemar_p": mcnemar_exact(int(recovered.sum()), int(regressed.sum())),
-                "recovered": int(recovered.sum()),
+                "mcnemar_p": mcnemar_exact(n_recovered, n_regressed),
+                "recovered": n_recovered,
                 "naive_failures": int((paired & (naive == 0)).sum()),
-                "regressed": int(regressed.sum()),
+                "regressed": n_regressed,
                 "naive_successes": int((paired & (naive == 1)).sum()),
             }
         )
