@@ -23,6 +23,7 @@ from losona.audit.tables import CORRECTED_DELTA_SCHEMA, CORRECTED_SCHEMA, CORREC
 from losona.core.config import AggregateSettings
 from losona.core.contracts import table
 from losona.core.formatting import percent
+from losona.judges.verdicts import judge_model
 from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
 from losona.results.resampling import bootstrap_distribution, percentile_interval
@@ -101,7 +102,7 @@ def corrected_compliance(
     for judge in judges:
         error = judge_error(labelled, verdicts, judge)
         reason = error.not_identifiable()
-        basis.append(_basis_row(judge, verdicts, error, reason, bootstrap))
+        basis.append(_basis_row(judge, judge_model(verdicts, judge), error, reason, bootstrap))
         if reason is None:
             rows, paired = _corrected_rows(
                 judge, outcomes.filter(pl.col("judge") == judge), error, presentation, bootstrap
@@ -117,7 +118,7 @@ def corrected_compliance(
 
 def _basis_row(
     judge: str,
-    verdicts: pl.DataFrame,
+    model: str,
     error: JudgeError,
     reason: str | None,
     bootstrap: AggregateSettings,
@@ -127,10 +128,9 @@ def _basis_row(
     sens, sens_low, sens_high = _rate(c.yes_yes, people_yes, bootstrap.confidence)
     spec, spec_low, spec_high = _rate(c.no_no, people_no, bootstrap.confidence)
     youden = None if sens is None or spec is None else round(sens + spec - 1, 3)
-    mine = verdicts.filter(pl.col("judge") == judge)
     return {
         "judge": judge,
-        "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+        "judge_model": model,
         "labelled": c.n,
         "people_compliant": people_yes,
         "people_breaching": people_no,

@@ -13,6 +13,7 @@ from losona.core.contracts import table
 from losona.core.errors import LosonaError
 from losona.core.files import sha256_text
 from losona.core.formatting import percent
+from losona.judges.verdicts import judge_model
 from losona.results.metrics import bootstrap_intervals
 
 
@@ -26,7 +27,6 @@ def human_agreement(
     the sheet's key with a `human` column); an item a judge did not score is counted, left out."""
     summary, items = [], []
     for judge in judges:
-        mine = verdicts.filter(pl.col("judge") == judge)
         rows = labelled_verdicts(labelled, verdicts, judge)
         scored = rows.filter(pl.col("judge_complies").is_not_null())
         confusion = Confusion.of(scored["judge_complies"], scored["human"])
@@ -36,7 +36,7 @@ def human_agreement(
         summary.append(
             {
                 "judge": judge,
-                "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+                "judge_model": judge_model(verdicts, judge),
                 "items": rows.height,
                 "not_judged": rows["judged"].null_count(),
                 "unscored": rows.filter(pl.col("judged")).height - scored.height,

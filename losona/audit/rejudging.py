@@ -15,6 +15,7 @@ from losona.core.config import judge_kind_settings
 from losona.core.contracts import scenarios_from_table, table
 from losona.core.formatting import percent
 from losona.judges.base import Judge, JudgeCase, Judgement
+from losona.judges.verdicts import judge_model
 
 DETERMINISM_COUNTS = (
     "items",
@@ -54,7 +55,7 @@ def determinism(
             summary.append(
                 {
                     "judge": name,
-                    "judge_model": ", ".join(mine["judge_model"].drop_nulls().unique().sort()),
+                    "judge_model": judge_model(mine, name),
                     "method": steady or "not run",
                     **dict.fromkeys(DETERMINISM_COUNTS, 0),
                 }

@@ -134,6 +134,12 @@ def _check_grid(verdicts: pl.DataFrame) -> None:
             )
 
 
+def judge_model(verdicts: pl.DataFrame, judge: str) -> str:
+    """What decided a judge's verdicts, as reports name it: its `judge_model` strings, joined."""
+    models = verdicts.filter(pl.col("judge") == judge)["judge_model"]
+    return ", ".join(models.drop_nulls().unique().sort())
+
+
 def cell_of(row: Mapping[str, Any]) -> Cell:
     """The cell of a row that has judge, subject_model and condition columns."""
     return (row["judge"], row["subject_model"], row["condition"])

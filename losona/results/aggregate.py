@@ -16,7 +16,7 @@ from losona.core.files import read_parquet
 from losona.core.formatting import percent
 from losona.core.layout import RunLayout
 from losona.judges.health import JudgeEvidence, controls_accuracy, degenerate_signs
-from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts
+from losona.judges.verdicts import CELL, Cell, cell_of, check_verdicts, judge_model
 from losona.results.bundle import BundleFiles, ReportBundle
 from losona.results.metrics import (
     BASELINE_CONDITION,
@@ -118,7 +118,7 @@ def aggregate(
     estimates = _estimate(cells, pairs, outcome_of, bootstrap)
 
     counts = _cell_counts(outcomes)
-    judge_models = _judge_models(verdicts)
+    judge_models = {judge: judge_model(verdicts, judge) for judge in verdicts["judge"].unique()}
     degenerate = _degenerate(verdicts, judges or {})
     results = _results(
         cells, counts, estimates, judge_models, _non_answers(verdicts), degenerate, show
@@ -188,11 +188,6 @@ def _cell_counts(outcomes: pl.DataFrame) -> dict[Cell, dict[str, Any]]:
         consistency_scenarios=pl.col("consistent").is_not_null().sum(),
     )
     return {cell_of(row): row for row in summary.iter_rows(named=True)}
-
-
-def _judge_models(verdicts: pl.DataFrame) -> dict[str, str]:
-    named = verdicts.group_by("judge").agg(pl.col("judge_model").drop_nulls().unique().sort())
-    return {judge: ", ".join(models) for judge, models in named.iter_rows()}
 
 
 def _non_answers(verdicts: pl.DataFrame) -> dict[Cell, int | None]:
