@@ -150,6 +150,13 @@ def headline_stability(
     return table(rows, STABILITY_SCHEMA, sort_by=[])
 
 
+def headline_checks(stability: pl.DataFrame, a: str, b: str) -> tuple[int, int]:
+    """How many of a pair's headline comparisons could be made, and how many came out the same."""
+    pair = stability.filter((pl.col("judge_a") == a) & (pl.col("judge_b") == b))
+    same = pair["same"].drop_nulls()
+    return same.len(), int(same.sum())
+
+
 def _check(
     a: str, b: str, model: str, check: str, condition: str | None, on_a: str, on_b: str
 ) -> dict[str, Any]:

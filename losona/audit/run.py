@@ -7,7 +7,12 @@ from typing import Any
 
 import polars as pl
 
-from losona.audit.comparison import compare_judges, headline_stability, judge_names
+from losona.audit.comparison import (
+    compare_judges,
+    headline_checks,
+    headline_stability,
+    judge_names,
+)
 from losona.audit.controls import control_results
 from losona.audit.correction import corrected_compliance
 from losona.audit.files import AUDIT_FILES
@@ -51,43 +56,31 @@ def audit(
             f"no validity controls for judge(s) {missing}: run the judge_controls stage "
             "(python stages/judge_controls.py judge=NAME, or dvc repro)"
         )
-    pairs, breakdown = compare_judges(verdicts, judges, presentation)
-    stability = headline_stability(reports["results.csv"], reports["deltas.csv"], judges)
+    # Every file starts empty: the human-label tables stay so until labels are back.
+    tables = {name: table([], schema, sort_by=[]) for name, schema in AUDIT_FILES.items()}
+    tables["judge_pairs.csv"], tables["judge_pair_breakdown.csv"] = compare_judges(
+        verdicts, judges, presentation
+    )
+    tables["headline_stability.csv"] = headline_stability(
+        reports["results.csv"], reports["deltas.csv"], judges
+    )
     if labels.human is not None:
-        human, human_items = human_agreement(labels.human, verdicts, judges, bootstrap)
-        correction, corrected, corrected_deltas = corrected_compliance(
-            labels.human, verdicts, judges, presentation, bootstrap
+        tables["human_agreement.csv"], tables["human_items.csv"] = human_agreement(
+            labels.human, verdicts, judges, bootstrap
         )
-    else:
-        human = table([], AUDIT_FILES["human_agreement.csv"], sort_by=[])
-        human_items = table([], AUDIT_FILES["human_items.csv"], sort_by=[])
-        correction = table([], AUDIT_FILES["correction.csv"], sort_by=[])
-        corrected = table([], AUDIT_FILES["corrected.csv"], sort_by=[])
-        corrected_deltas = table([], AUDIT_FILES["corrected_deltas.csv"], sort_by=[])
-    preference = self_preference(verdicts, judges, kinds, families or Families(), bootstrap)
-    stable, flips = determinism(verdicts, scenarios, judges, determinism_settings, kinds, rejudge)
-    control_table, misses = control_results({j: controls[j] for j in judges})
-    tables = {
-        "judge_pairs.csv": pairs,
-        "judge_pair_breakdown.csv": breakdown,
-        "headline_stability.csv": stability,
-        "human_agreement.csv": human,
-        "human_items.csv": human_items,
-        "determinism.csv": stable,
-        "determinism_flips.csv": flips,
-        "controls.csv": control_table,
-        "control_misses.csv": misses,
-        "correction.csv": correction,
-        "corrected.csv": corrected,
-        "corrected_deltas.csv": corrected_deltas,
-        "self_preference.csv": preference,
-    }
+        tables["correction.csv"], tables["corrected.csv"], tables["corrected_deltas.csv"] = (
+            corrected_compliance(labels.human, verdicts, judges, presentation, bootstrap)
+        )
+    tables["self_preference.csv"] = self_preference(
+        verdicts, judges, kinds, families or Families(), bootstrap
+    )
+    tables["determinism.csv"], tables["determinism_flips.csv"] = determinism(
+        verdicts, scenarios, judges, determinism_settings, kinds, rejudge
+    )
+    tables["controls.csv"], tables["control_misses.csv"] = control_results(
+        {j: controls[j] for j in judges}
+    )
     return ReportBundle(tables, _metrics(tables, labels, bootstrap))
-
-
-def pair_name(a: str, b: str) -> str:
-    """How a pair of judges is keyed in metrics.json, e.g. "lexicon_vs_gemini_pro"."""
-    return f"{a}_vs_{b}"
 
 
 def _metrics(
@@ -99,10 +92,8 @@ def _metrics(
     stability = tables["headline_stability.csv"]
     judge_pairs = {}
     for row in tables["judge_pairs.csv"].iter_rows(named=True):
-        checks = stability.filter(
-            (pl.col("judge_a") == row["judge_a"]) & (pl.col("judge_b") == row["judge_b"])
-        )["same"].drop_nulls()
-        judge_pairs[pair_name(row["judge_a"], row["judge_b"])] = pick(
+        checks, same = headline_checks(stability, row["judge_a"], row["judge_b"])
+        judge_pairs[f"{row['judge_a']}_vs_{row['judge_b']}"] = pick(
             row,
             (
                 "both_scored",
@@ -113,7 +104,7 @@ def _metrics(
                 "a_yes_b_no",
                 "a_no_b_yes",
             ),
-        ) | {"headline_checks": checks.len(), "headline_same": int(checks.sum())}
+        ) | {"headline_checks": checks, "headline_same": same}
     human = {
         row["judge"]: pick(row, [c for c in HUMAN_AGREEMENT_SCHEMA.names() if c != "judge"])
         for row in tables["human_agreement.csv"].iter_rows(named=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from losona.audit.comparison import headline_checks
 from losona.core.formatting import number, signed
 from losona.results.bundle import ReportBundle
 
@@ -13,13 +14,11 @@ def summary_lines(result: ReportBundle) -> list[str]:
     lines = []
     stability = result["headline_stability.csv"]
     for r in result["judge_pairs.csv"].iter_rows(named=True):
-        same = stability.filter(
-            (pl.col("judge_a") == r["judge_a"]) & (pl.col("judge_b") == r["judge_b"])
-        )["same"].drop_nulls()
+        checks, same = headline_checks(stability, r["judge_a"], r["judge_b"])
         lines.append(
             f"{r['judge_a']} vs {r['judge_b']}: {number(r['agreement'])}% agreement, kappa "
             f"{number(r['kappa'], 3)}, on {r['both_scored']} responses both scored; "
-            f"{int(same.sum())} of {same.len()} headline comparisons the same"
+            f"{same} of {checks} headline comparisons the same"
         )
     for r in result["human_agreement.csv"].iter_rows(named=True):
         lines.append(
