@@ -26,13 +26,13 @@ Status = Literal[
     "failed",
     "no_response",
 ]
-# The statuses of a reply that held no verdict of the judge's own.
-NOT_A_VERDICT: tuple[Status, ...] = (
-    "unparseable",
-    "placeholder",
-    "copied_prompt",
-    "echoed_message",
-)
+# Each status of a reply that held no verdict of the judge's own, and what such replies did.
+NOT_A_VERDICT: dict[Status, str] = {
+    "unparseable": "were unparseable",
+    "placeholder": "left the answer template's placeholders or no reasoning",
+    "copied_prompt": "copied their reasoning from the prompt",
+    "echoed_message": "handed back JSON or reasoning from the judged message itself",
+}
 
 # The control cases' stand-in names: the catalog's example elicitor has no speaker.
 CONTROL_ELICITOR_ACTOR = "Member A"
@@ -173,7 +173,7 @@ JUDGEMENT_SCHEMA = pl.Schema(
 
 class JudgementTable(OnDemand[Judgement]):
     """Judgements kept as one compact table, a Judgement made of a row when asked for; a
-    verdict table is made of these columns without a copy (`judgement_columns`)."""
+    verdict table is made of these columns without a copy (judges.run.verdict_columns)."""
 
     def __init__(self, table: pl.DataFrame) -> None:
         super().__init__(table.height, lambda i: Judgement(**table.row(i, named=True)))
@@ -187,13 +187,6 @@ class JudgementTable(OnDemand[Judgement]):
             rows = [dataclasses.asdict(j) for j in chunk]
             chunks.append(pl.DataFrame(rows, schema=JUDGEMENT_SCHEMA))
         return cls(pl.concat([JUDGEMENT_SCHEMA.to_frame(), *chunks], rechunk=True))
-
-
-def judgement_columns(judgements: Sequence[Judgement]) -> pl.DataFrame:
-    """Judgements as JUDGEMENT_SCHEMA's columns: a JudgementTable's own, or made of a list."""
-    if isinstance(judgements, JudgementTable):
-        return judgements.table
-    return JudgementTable.of(judgements).table
 
 
 class Judge(Protocol):

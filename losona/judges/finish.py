@@ -10,7 +10,8 @@ import polars as pl
 
 from losona.core.files import write_parquet
 from losona.judges.base import CallingJudge, Judge
-from losona.judges.run import call_sources, judge_calls, unscored_notes
+from losona.judges.run import unscored_notes
+from losona.models import answer_sources, calls_table, read_run_log
 from losona.models.runlog import record_table
 
 # What a judging stage's account reads of its table once the table is written.
@@ -34,16 +35,19 @@ def finish_judging(
     replies, `closing`). Pass the table as an expression, so that no name of the caller's
     keeps it once written (tests/test_scale.py bounds a judge cell's peak memory)."""
 
+    calling = judge if isinstance(judge, CallingJudge) else None  # rules call no one
     write_parquet(table, out)
-    for log in judge.run_logs if isinstance(judge, CallingJudge) else ():
+    for log in calling.run_logs if calling is not None else ():
         record_table(log, out)
     outcomes = table.select(ACCOUNT_COLUMNS)
     del table
-    write_parquet(judge_calls(judge).collect(), calls_out)
+    calls = calls_table(calling.model, *calling.calls) if calling is not None else calls_table("")
+    write_parquet(calls.collect(), calls_out)
     print(headline(outcomes))
     for line in warnings(outcomes):
         print(line)
-    if (sources := call_sources(judge)) is not None:
+    if calling is not None:
+        sources = answer_sources(*(read_run_log(log) for log in calling.run_logs))
         print(f"{stage} {name}: answers: {sources}")
     for note in unscored_notes(outcomes):
         print(f"note: {note}")

@@ -20,7 +20,7 @@ from losona.core.contracts import (
     table,
 )
 from losona.core.errors import LosonaError
-from losona.core.files import Chunks, OnDemand
+from losona.core.files import OnDemand
 from losona.core.formatting import percent
 from losona.judges.base import (
     NOT_A_VERDICT,
@@ -28,20 +28,10 @@ from losona.judges.base import (
     Judge,
     JudgeCase,
     Judgement,
-    Status,
-    judgement_columns,
+    JudgementTable,
 )
 from losona.judges.kinds import judge_kind
-from losona.models import CallOptions, answer_sources, calls_table, read_run_log
-
-# What each kind of reply without a verdict of the judge's own was (base.NOT_A_VERDICT).
-NO_VERDICT_WHY: dict[Status, str] = {
-    "unparseable": "were unparseable",
-    "placeholder": "left the answer template's placeholders or no reasoning",
-    "copied_prompt": "copied their reasoning from the prompt",
-    "echoed_message": "handed back JSON or reasoning from the judged message itself",
-}
-assert set(NO_VERDICT_WHY) == set(NOT_A_VERDICT)
+from losona.models import CallOptions
 
 
 def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) -> Judge:
@@ -52,24 +42,12 @@ def make_judge(config: JudgeConfig | Mapping[str, Any], options: CallOptions) ->
     return judge_kind(config).make(config, options)
 
 
-def judge_calls(judge: Judge) -> Chunks:
-    """The calls a judge's verdicts were read from (none for rules), as a calls table."""
-    if isinstance(judge, CallingJudge):
-        return calls_table(judge.model, *judge.calls)
-    return calls_table("")
-
-
-def call_sources(judge: Judge) -> str | None:
-    """Where an LLM judge's answers came from (its run logs); None for rules, which call no one."""
-    if not isinstance(judge, CallingJudge):
-        return None
-    return answer_sources(*(read_run_log(log) for log in judge.run_logs))
-
-
 def verdict_columns(judge: Judge, name: str, judgements: Sequence[Judgement]) -> pl.DataFrame:
     """The verdict columns (VERDICT_SCHEMA's judge part) of each judgement, in order: the
     judgements' own columns (no copy of a JudgementTable's) beside the judge's name."""
-    return judgement_columns(judgements).select(
+    if not isinstance(judgements, JudgementTable):
+        judgements = JudgementTable.of(judgements)
+    return judgements.table.select(
         pl.lit(name, pl.String).alias("judge"),
         pl.lit(judge.model, pl.String).alias("judge_model"),
         pl.lit(judge.version, pl.String).alias("judge_version"),
@@ -232,7 +210,7 @@ def unscored_notes(verdicts: pl.DataFrame) -> list[str]:
     notes = [
         f"{statuses[status]} judge replies {why}, even after one repair: complies is "
         f"null (judge_status {status}), the raw replies are in `evidence`"
-        for status, why in NO_VERDICT_WHY.items()
+        for status, why in NOT_A_VERDICT.items()
         if statuses[status]
     ]
 
