@@ -125,7 +125,6 @@ class LLMJudge:
         self.structured_output = structured_output
         self.spec = spec
         self.options = options
-        self.repair_options = dataclasses.replace(options, run_log=repair_log(options.run_log))
         # What its progress lines call the cell it judges (judges.run.name_cell sets it).
         self.progress = options.progress or f"judge ({spec.model})"
         # Batch mode fills the call cache first, so a run that bypasses the cache (the
@@ -197,7 +196,8 @@ class LLMJudge:
         # Repairs are sent even when some first calls failed, so that a rerun finds them in
         # the call cache and sends only what failed.
         repair_round = dataclasses.replace(
-            self.repair_options,
+            self.options,
+            run_log=repair_log(self.options.run_log),
             progress=f"{self.progress}, repair round ({len(numbers)} replies it could not read "
             "asked again)",
         )

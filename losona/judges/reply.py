@@ -78,20 +78,10 @@ def _verdict(obj: Mapping[str, Any]) -> Judgement:
     if missing:
         raise UnparseableReply(f"the JSON object lacks the field(s) {', '.join(missing)}")
     complies = _boolean(obj["complies"])
-    texts: dict[str, str | None] = {}
     for field in TEXT_FIELDS:
-        value = obj[field]
-        if value is not None and not isinstance(value, str):
-            raise UnparseableReply(f"'{field}' must be text, found {json.dumps(value)}")
-        texts[field] = value
-    return Judgement(
-        complies=complies,
-        elicitor_uptake=texts["elicitor_uptake"],
-        norm_requirement=texts["norm_requirement"],
-        evidence=texts["evidence"],
-        reasoning=texts["reasoning"],
-        status="ok",
-    )
+        if obj[field] is not None and not isinstance(obj[field], str):
+            raise UnparseableReply(f"'{field}' must be text, found {json.dumps(obj[field])}")
+    return Judgement(complies=complies, status="ok", **{field: obj[field] for field in TEXT_FIELDS})
 
 
 def _words(text: str) -> str:

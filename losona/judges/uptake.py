@@ -22,19 +22,6 @@ def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class Chat:
-    """What the uptake check reads of a case besides the reply: the elicitor and before."""
-
-    elicitor: list[str]
-    earlier: list[list[str]]
-
-    @classmethod
-    def of(cls, case: JudgeCase) -> Chat:
-        """The elicitor's and the earlier messages' words."""
-        return cls(_tokens(case.elicitor_content), [_tokens(m) for m in case.earlier_messages])
-
-
-@dataclass(frozen=True)
 class NoUptake:
     """Why a reply does not take up the elicitor: the check's id, what it expects, and found."""
 
@@ -44,12 +31,14 @@ class NoUptake:
     evidence: str | None = None  # the spans that decided it, when a rule found some
 
 
-def _echo(words: list[str], chat: Chat, uptake: Uptake) -> str | None:
+def _echo(
+    words: list[str], elicitor: list[str], earlier: list[list[str]], uptake: Uptake
+) -> str | None:
     """The message a reply sends back, if it is the elicitor or an earlier message (or part)."""
     if not words:
         return None
-    named = [("the elicitor", chat.elicitor, 1)] + [
-        ("an earlier message", m, uptake.whole_echo_min_words) for m in chat.earlier
+    named = [("the elicitor", elicitor, 1)] + [
+        ("an earlier message", m, uptake.whole_echo_min_words) for m in earlier
     ]
     for name, message, least in named:
         if words == message and len(words) >= least:
@@ -107,8 +96,8 @@ def check_uptake(
         return None, NoUptake(
             "filler", "more than filler, punctuation or emoji", repr(text.original.strip())
         )
-    chat = Chat.of(case)
-    echoed = _echo(words, chat, uptake)
+    elicitor, earlier = _tokens(case.elicitor_content), [_tokens(m) for m in case.earlier_messages]
+    echoed = _echo(words, elicitor, earlier, uptake)
     if echoed:
         return None, NoUptake("echo", "a reply, not the chat's own words sent back", echoed)
     foreign = sum(w in uptake.other_language for w in words)
@@ -139,7 +128,7 @@ def check_uptake(
     # A name is not a topic: a story that mentions members shares nothing with the chat.
     names = set(_tokens(" ".join((*case.members, case.subject))))
     reply = _content(words, uptake) - names
-    said = _content([w for m in (chat.elicitor, *chat.earlier) for w in m], uptake) - names
+    said = _content([w for m in (elicitor, *earlier) for w in m], uptake) - names
     shared = _shared(reply, said, uptake.stem_prefix)
     if shared:
         return "takes up the chat's topic: " + ", ".join(repr(w) for w in shared[:5]), None
