@@ -59,7 +59,8 @@ def self_preference(
     complying, scored = _per_scenario(verdicts, pairs, scenario_ids)
     column = {pair: i for i, pair in enumerate(pairs)}
 
-    plans: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    weights = []  # per estimated judge, each figure as a weighted sum of the c(j, m)
     for judge in rated:
         family = families.judges.get(judge)
         own, other, reference = [], [], []  # nothing to compare for a judge without a family
@@ -70,48 +71,39 @@ def self_preference(
                 r for r in rated if r != judge and not _same(families.judges.get(r), family)
             ]
         status = _why_not(family, own, other, reference) or ESTIMATED
-        plans.append(
-            dict(
-                judge=judge, family=family, own=own, other=other, reference=reference, status=status
-            )
+        rows.append(
+            {
+                "judge": judge,
+                "family": family,
+                "own_family_models": ", ".join(own),
+                "other_models": ", ".join(other),
+                "reference_judges": ", ".join(reference),
+                "scenarios": len(scenario_ids),
+                "status": status,
+            }
         )
+        if status == ESTIMATED:
+            judge_gap = _gap({judge: 1.0}, own, other, column, len(pairs))
+            share = 1.0 / len(reference)
+            reference_gap = _gap(dict.fromkeys(reference, share), own, other, column, len(pairs))
+            weights += [judge_gap, reference_gap, judge_gap - reference_gap]
 
-    estimated = [p for p in plans if p["status"] == ESTIMATED]
-    # Each figure is a weighted sum of the c(j, m): three rows of weights per judge.
-    weights = np.zeros((3 * len(estimated), len(pairs)))
-    for k, plan in enumerate(estimated):
-        judge_gap = _gap({plan["judge"]: 1.0}, plan["own"], plan["other"], column, len(pairs))
-        share = 1.0 / len(plan["reference"])
-        reference_gap = _gap(
-            dict.fromkeys(plan["reference"], share), plan["own"], plan["other"], column, len(pairs)
-        )
-        weights[3 * k : 3 * k + 3] = judge_gap, reference_gap, judge_gap - reference_gap
-
-    def statistic(scenario_counts: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rates = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
-        result: np.ndarray = weights @ rates.T
-        return result
-
-    point = statistic(np.ones((1, len(scenario_ids))))[:, 0] if estimated else np.zeros(0)
-    low = high = np.full(point.shape, np.nan)
+    estimated = [row for row in rows if row["status"] == ESTIMATED]
     if estimated:
+        combine = np.vstack(weights)
+
+        def statistic(scenario_counts: np.ndarray) -> np.ndarray:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rates = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
+            result: np.ndarray = combine @ rates.T
+            return result
+
+        point = statistic(np.ones((1, len(scenario_ids))))[:, 0]
+        low = high = np.full(point.shape, np.nan)
         distribution = bootstrap_distribution(statistic, (len(scenario_ids),), bootstrap)
         if distribution is not None:
             low, high = percentile_interval(distribution, bootstrap.confidence)
-
-    rows, k = [], 0
-    for plan in plans:
-        row: dict[str, Any] = {
-            "judge": plan["judge"],
-            "family": plan["family"],
-            "own_family_models": ", ".join(plan["own"]),
-            "other_models": ", ".join(plan["other"]),
-            "reference_judges": ", ".join(plan["reference"]),
-            "scenarios": len(scenario_ids),
-            "status": plan["status"],
-        }
-        if plan["status"] == ESTIMATED:
+        for k, row in enumerate(estimated):
             row |= {
                 "judge_gap": percent(float(point[3 * k])),
                 "reference_gap": percent(float(point[3 * k + 1])),
@@ -119,8 +111,6 @@ def self_preference(
                 "self_preference_low": percent(float(low[3 * k + 2])),
                 "self_preference_high": percent(float(high[3 * k + 2])),
             }
-            k += 1
-        rows.append(row)
     return table(rows, SELF_PREFERENCE_SCHEMA, sort_by=[])
 
 
