@@ -211,15 +211,13 @@ def _corrected_rows(
         low = high = np.full(point.shape, np.nan)
         unidentified = np.zeros(point.shape, dtype=int)
     else:
-        parts = [distribution[a:b] for a, b in itertools.pairwise(layout)]
+        # An undefined corrected figure widens its interval to the whole range.
+        undefined = (None, (0.0, 1.0), None, (-1.0, 1.0))
         bounds = [
-            percentile_interval(parts[0], bootstrap.confidence),
-            percentile_interval(parts[1], bootstrap.confidence, undefined=(0.0, 1.0)),
-            percentile_interval(parts[2], bootstrap.confidence),
-            percentile_interval(parts[3], bootstrap.confidence, undefined=(-1.0, 1.0)),
+            percentile_interval(distribution[a:b], bootstrap.confidence, when_undefined)
+            for (a, b), when_undefined in zip(itertools.pairwise(layout), undefined, strict=True)
         ]
-        low = np.concatenate([b[0] for b in bounds])
-        high = np.concatenate([b[1] for b in bounds])
+        low, high = (np.concatenate(ends) for ends in zip(*bounds, strict=True))
         unidentified = np.isnan(distribution).sum(axis=-1)
 
     def figures(column: str, k: int) -> dict[str, float | None]:
