@@ -200,15 +200,6 @@ def _line(line: str) -> tuple[str | None, str]:
     return (name, text) if colon else (None, line)
 
 
-def read_key(path: str | Path) -> pl.DataFrame:
-    """The sheet's key, as `write_sheet` wrote it."""
-    return read_csv(
-        path,
-        SHEET_KEY_SCHEMA,
-        "export the sheet again (python stages/audit.py audit.export=true)",
-    )
-
-
 def read_labels(path: str | Path, key: pl.DataFrame) -> pl.DataFrame:
     """People's labels for the sheet `key` describes: the key's columns and `human`."""
     path = Path(path)
@@ -277,6 +268,10 @@ def load_labels(key_path: str | Path, labels_path: str | Path) -> Labels:
                 "or point paths.label_key at its key"
             )
         return Labels(None, None)
-    key = read_key(key_path)
+    key = read_csv(
+        key_path,
+        SHEET_KEY_SCHEMA,
+        "export the sheet again (python stages/audit.py audit.export=true)",
+    )
     human = read_labels(labels_path, key) if labels_path.is_file() else None
     return Labels(key, human)
