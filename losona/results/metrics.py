@@ -99,7 +99,8 @@ def bootstrap_intervals(
             means = (drawn @ numerators.T) / (drawn @ denominators.T)
         return _combined(means.T, combine)
 
-    estimate = _point_estimates(values, combine, sizes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = _combined(numerators.sum(axis=1) / denominators.sum(axis=1), combine)
     distribution = bootstrap_distribution(combined_means, [values.shape[1]], settings)
     if distribution is None:
         return Estimates(estimate, np.full_like(estimate, np.nan), np.full_like(estimate, np.nan))
@@ -129,15 +130,6 @@ def _combined(means: np.ndarray, combine: np.ndarray | None) -> np.ndarray:
     # Without `combine`, each statistic is its own row's mean: no product, so that a
     # row with no data in a resample (NaN) leaves every other row's mean as it is.
     return means if combine is None else combine @ means
-
-
-def _point_estimates(
-    values: np.ndarray, combine: np.ndarray | None, sizes: np.ndarray | None
-) -> np.ndarray:
-    """Each statistic over all the scenarios, as `bootstrap_means` estimates it."""
-    numerators, denominators = _weighted(values, sizes)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _combined(numerators.sum(axis=1) / denominators.sum(axis=1), combine)
 
 
 def mcnemar_exact(recovered: int, regressed: int) -> float:
