@@ -10,9 +10,9 @@ import polars as pl
 
 from losona.audit.comparison import judge_names
 from losona.audit.self_preference import Families
-from losona.core.config import option, option_file
+from losona.core.config import option
 from losona.judges.verdicts import load_verdicts
-from losona.results.presentation import Presentation, presentation_for
+from losona.results.presentation import Presentation, configured, presentation_for
 
 
 @dataclass(frozen=True)
@@ -40,17 +40,9 @@ def audit_inputs(
     recorded = recorded_kinds or {}
     kinds = {j: recorded.get(j) or option("judge", j).kind for j in judges}
     models = verdicts["subject_model"].unique().sort().to_list()
+    # None where a config names no family, or is gone (a published run's judge or model).
     families = Families(
-        judges={j: _family("judge", j) for j in judges},
-        models={m: _family("model", m) for m in models},
+        judges={j: getattr(configured("judge", j), "family", None) for j in judges},
+        models={m: getattr(configured("model", m), "family", None) for m in models},
     )
     return AuditInputs(verdicts, presentation, judges, kinds, families)
-
-
-def _family(group: str, name: str) -> str | None:
-    """The model family a config names; None without a config (a judge or model of a
-    published run whose config is gone) or without `family`."""
-    if not option_file(group, name).is_file():
-        return None
-    family: str | None = option(group, name).family
-    return family

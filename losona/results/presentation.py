@@ -72,12 +72,15 @@ def _rank(order: Sequence[str], name: str) -> tuple[int, str]:
     return (order.index(name), "") if name in order else (len(order), name)
 
 
+def configured(group: str, name: str) -> Any | None:
+    """`conf/<group>/<name>.yaml`, checked; None for a name without one (a published run's
+    judge or model whose config is gone)."""
+    return option(group, name) if option_file(group, name).is_file() else None
+
+
 def judge_kinds(names: Iterable[str]) -> dict[str, str]:
     """Each judge's kind from `conf/judge/<name>.yaml` ("llm" for one without a config)."""
-    return {
-        name: option("judge", name).kind if option_file("judge", name).is_file() else "llm"
-        for name in names
-    }
+    return {name: getattr(configured("judge", name), "kind", "llm") for name in names}
 
 
 def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
@@ -85,22 +88,17 @@ def config_labels(group: str, names: Iterable[str]) -> dict[str, str]:
     name without a config file, or without a label, keeps its name."""
     labels = {}
     for name in names:
-        if not option_file(group, name).is_file():
-            labels[name] = name
-            continue
-        checked = option(group, name)
-        labels[name] = display_label(checked.label or name, _test_double(checked))
+        config = configured(group, name)
+        labels[name] = (
+            name if config is None else display_label(config.label or name, _test_double(config))
+        )
     return labels
 
 
-def _test_double(checked: Any) -> bool:
+def _test_double(config: Any) -> bool:
     """Whether a model's or judge's numbers are a test double's: its config says so, or it
     is a panel with a test-double member (panels of panels are refused: one level is all)."""
-
-    if getattr(checked, "test_double", False):
+    if getattr(config, "test_double", False):
         return True
-    members = getattr(checked, "members", None) or ()
-    return any(
-        option_file("judge", member).is_file() and option("judge", member).test_double
-        for member in members
-    )
+    members = getattr(config, "members", None) or ()
+    return any(getattr(configured("judge", member), "test_double", False) for member in members)
