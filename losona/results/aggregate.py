@@ -175,15 +175,21 @@ def _unique(items: Iterable[T]) -> list[T]:
     return list(dict.fromkeys(items))
 
 
+# What the results and the breakdowns both count of a group's outcomes.
+_OUTCOME_COUNTS = {
+    "scenarios": pl.col("passed").is_not_null().sum(),
+    "undetermined": pl.col("passed").is_null().sum(),
+    "passed": pl.col("passed").sum(),
+    "scored": pl.col("scored").sum(),
+    "complying": pl.col("complying").sum(),
+}
+
+
 def _cell_counts(outcomes: pl.DataFrame) -> dict[Cell, dict[str, Any]]:
     summary = outcomes.group_by(CELL).agg(
+        **_OUTCOME_COUNTS,
         k=pl.col("trials").max(),
-        scenarios=pl.col("passed").is_not_null().sum(),
-        undetermined=pl.col("passed").is_null().sum(),
-        passed=pl.col("passed").sum(),
         trials=pl.col("trials").sum(),
-        scored=pl.col("scored").sum(),
-        complying=pl.col("complying").sum(),
         consistent=pl.col("consistent").sum(),
         consistency_scenarios=pl.col("consistent").is_not_null().sum(),
     )
@@ -360,13 +366,7 @@ def _mean_share(members: list[dict[str, Any]], part: str, whole: str) -> float |
 
 
 def _breakdown(outcomes: pl.DataFrame, by: str, show: Presentation) -> pl.DataFrame:
-    summary = outcomes.group_by(*CELL, by).agg(
-        scenarios=pl.col("passed").is_not_null().sum(),
-        undetermined=pl.col("passed").is_null().sum(),
-        passed=pl.col("passed").sum(),
-        scored=pl.col("scored").sum(),
-        complying=pl.col("complying").sum(),
-    )
+    summary = outcomes.group_by(*CELL, by).agg(**_OUTCOME_COUNTS)
     rows = [
         {
             **{key: row[key] for key in (*CELL, by, "scenarios", "undetermined", "passed")},
