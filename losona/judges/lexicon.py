@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from losona.core.catalog import Catalog, load_catalog
+from losona.core.catalog import load_catalog
 from losona.core.errors import LosonaError
 from losona.judges.base import JudgeCase, Judgement
-from losona.judges.rules import RULES_PATH, Rule, Rulebook, Scope, Text, load_rules
+from losona.judges.rules import RULES_PATH, Rule, Scope, Text, load_rules
 from losona.judges.uptake import check_uptake
 
 
@@ -60,9 +60,9 @@ def judge_text(
 class LexiconJudge:
     """The rule-based judge; `model` is `lexicon@<rules version>`."""
 
-    def __init__(self, rulebook: Rulebook | None = None, catalog: Catalog | None = None) -> None:
-        self.rulebook = rulebook or load_rules()
-        self.catalog = catalog or load_catalog()
+    def __init__(self) -> None:
+        self.rulebook = load_rules()
+        self.catalog = load_catalog()
 
     @property
     def model(self) -> str:
