@@ -400,17 +400,15 @@ def _metrics(
 ) -> dict[str, Any]:
     headline = ("acc_at_k", "acc_low", "acc_high", "compliance", "consistency")
     paired = ("delta", "delta_low", "delta_high", "recovered", "regressed")
-    effect = {
-        (r["judge"], r["subject_model"], r["condition"]): r for r in deltas.iter_rows(named=True)
-    }
+    effect = {cell_of(row): row for row in deltas.iter_rows(named=True)}
     metrics: dict[str, Any] = {
         "settings": {**bootstrap_settings(bootstrap), "unscored_policy": UNSCORED_POLICY_ID}
     }
-    for judge, rows in results.group_by("judge", maintain_order=True):
+    for (judge,), rows in results.group_by("judge", maintain_order=True):
         models: dict[str, Any] = {}
         for row in rows.iter_rows(named=True):
             entry = {key: row[key] for key in headline}
-            delta = effect.get((row["judge"], row["subject_model"], row["condition"]))
+            delta = effect.get(cell_of(row))
             entry |= {key: delta[key] for key in paired} if delta else {}
             models.setdefault(row["subject_model"], {})[row["condition"]] = entry
         mean = {
@@ -420,16 +418,16 @@ def _metrics(
                 # Consistency is null at K = 1, as each model's is; no delta: the baseline.
                 if row[key] is not None or key == "consistency"
             }
-            for row in means.filter(pl.col("judge") == judge[0]).iter_rows(named=True)
+            for row in means.filter(pl.col("judge") == judge).iter_rows(named=True)
         }
-        metrics[str(judge[0])] = {
+        metrics[str(judge)] = {
             "models": models,
             "mean_over_models": mean,
             "counts": {
                 "trials": int(rows["trials"].sum()),
                 "unscored_trials": int(rows["unscored_trials"].sum()),
                 "undetermined_scenarios": int(rows["undetermined"].sum()),
-                "unscored_by_status": unscored[str(judge[0])],
+                "unscored_by_status": unscored[str(judge)],
             },
         }
     return metrics
