@@ -173,15 +173,15 @@ def _corrected_rows(
         key=lambda cell: presentation.cell_key((judge, *cell)),
     )
     scenario_ids = sorted(outcomes["scenario_id"].unique().to_list())
-    complying, scored = (
-        np.vstack([_per_scenario(outcomes, cell, column, scenario_ids) for cell in cells])
-        for column in ("complying", "scored")
+    complying, scored = trials_per_scenario(
+        outcomes, ("subject_model", "condition"), cells, scenario_ids
     )
     pairs = [
         (i, cells.index((model, BASELINE_CONDITION)))
         for i, (model, condition) in enumerate(cells)
         if condition != BASELINE_CONDITION and (model, BASELINE_CONDITION) in cells
     ]
+    prompted, naive = [i for i, _ in pairs], [j for _, j in pairs]
     comply_item = error.human.astype(float)  # people: complies
     judged_yes = error.judge.astype(float)
 
@@ -197,7 +197,11 @@ def _corrected_rows(
             sens, spec = true_pos / positives, true_neg / negatives
         # A resample with no positive or no negative item has NaN rates: undefined too.
         fixed = rogan_gladen(observed, sens[:, None], spec[:, None])
-        return _with_effects(observed, fixed, pairs).T
+        effects = [
+            observed[:, prompted] - observed[:, naive],
+            fixed[:, prompted] - fixed[:, naive],
+        ]
+        return np.hstack([observed, fixed, *effects]).T
 
     everything = np.ones((1, len(scenario_ids)))
     items = np.ones((1, error.human.size))
@@ -249,30 +253,21 @@ def _corrected_rows(
     return rows, paired
 
 
-def _with_effects(
-    observed: np.ndarray, fixed: np.ndarray, pairs: Sequence[tuple[int, int]]
-) -> np.ndarray:
-    """Cells' observed and corrected compliance, then each pair's two effects (resamples x ...)."""
-    condition = [i for i, _ in pairs]
-    naive = [j for _, j in pairs]
-    return np.hstack(
-        [
-            observed,
-            fixed,
-            observed[:, condition] - observed[:, naive],
-            fixed[:, condition] - fixed[:, naive],
-        ]
+def trials_per_scenario(
+    counts: pl.DataFrame,
+    by: tuple[str, str],
+    keys: Sequence[tuple[str, str]],
+    scenario_ids: Sequence[str],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Complying and scored trials as two keys x scenarios matrices, from `counts` (one row
+    per `by` values and scenario); 0 where it has no row."""
+    columns = counts.select(*by, "scenario_id", "complying", "scored")
+    found = {(a, b, s): (c, n) for a, b, s, c, n in columns.iter_rows()}
+    complying, scored = (
+        np.array([[found.get((*key, s), (0, 0))[i] for s in scenario_ids] for key in keys], float)
+        for i in (0, 1)
     )
-
-
-def _per_scenario(
-    outcomes: pl.DataFrame, cell: tuple[str, str], column: str, scenario_ids: list[str]
-) -> np.ndarray:
-    """One cell's `column` (complying or scored trials) per scenario, in `scenario_ids` order."""
-    model, condition = cell
-    part = outcomes.filter((pl.col("subject_model") == model) & (pl.col("condition") == condition))
-    by_id = dict(part.select("scenario_id", column).iter_rows())
-    return np.array([by_id.get(s, 0) for s in scenario_ids], dtype=float)
+    return complying, scored
 
 
 def _names(judge: str, cell: tuple[str, str], presentation: Presentation) -> dict[str, str]:

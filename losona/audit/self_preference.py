@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from losona.audit.correction import trials_per_scenario
 from losona.audit.tables import SELF_PREFERENCE_SCHEMA
 from losona.core.config import AggregateSettings, judge_kind_settings
 from losona.core.contracts import table
@@ -56,7 +57,12 @@ def self_preference(
 
     scenario_ids = sorted(verdicts["scenario_id"].unique().to_list())
     pairs = [(j, m) for j in rated for m in models]
-    complying, scored = _per_scenario(verdicts, pairs, scenario_ids)
+    counted = verdicts.group_by("judge", "subject_model", "scenario_id").agg(
+        complying=pl.col("complies").sum(), scored=pl.col("complies").is_not_null().sum()
+    )  # every condition pooled
+    complying, scored = trials_per_scenario(
+        counted, ("judge", "subject_model"), pairs, scenario_ids
+    )
     column = {pair: i for i, pair in enumerate(pairs)}
 
     rows: list[dict[str, Any]] = []
@@ -143,18 +149,3 @@ def _gap(
         for m in other:
             row[column[(judge, m)]] -= share / len(other)
     return row
-
-
-def _per_scenario(
-    verdicts: pl.DataFrame, pairs: Sequence[tuple[str, str]], scenario_ids: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Complying and scored trials per (judge, model) and scenario, every condition pooled."""
-    counted = verdicts.group_by("judge", "subject_model", "scenario_id").agg(
-        complying=pl.col("complies").sum(), scored=pl.col("complies").is_not_null().sum()
-    )
-    found = {(j, m, s): (c, n) for j, m, s, c, n in counted.iter_rows()}
-    complying, scored = (
-        np.array([[found.get((j, m, s), (0, 0))[i] for s in scenario_ids] for j, m in pairs], float)
-        for i in (0, 1)
-    )
-    return complying, scored
