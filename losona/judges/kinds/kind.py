@@ -33,6 +33,4 @@ class JudgeKind:
     verdict_origin: Callable[[Mapping[str, Any], str], dict[str, Any]]
     # What makes its numbers comparable with another run's (a board groups runs by it),
     # from that record and the run's template hashes (provenance's `templates`).
-    identity: Callable[[Mapping[str, Any], Mapping[str, Any]], str] = lambda entry, templates: (
-        model_and_template(entry, templates)
-    )
+    identity: Callable[[Mapping[str, Any], Mapping[str, Any]], str] = model_and_template
