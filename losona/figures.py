@@ -7,6 +7,7 @@ Rendering settings are fixed here so that the same tables give byte-identical fi
 
 from __future__ import annotations
 
+import base64
 import io
 import textwrap
 from collections.abc import Sequence
@@ -78,6 +79,11 @@ def render(figure: MplFigure) -> tuple[bytes, str]:
     figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
     figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
     return png.getvalue(), svg.getvalue()
+
+
+def svg_data_uri(svg: str) -> str:
+    """An SVG as a data: URI, so that a page holding it opens offline."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
 def scope_text(scenarios: int, k: str, subset: str | None) -> str:

@@ -4,7 +4,6 @@ DVC metrics, from each cell's numbers (statistics.py), and the files they are wr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -235,12 +234,3 @@ def presentation_of(
         condition_labels=config_labels("condition", conditions),
         judge_labels=config_labels("judge", judges),
     )
-
-
-# -- files -----------------------------------------------------------------------------------
-
-
-def read_dynamic_reports(root: str | Path) -> ReportBundle:
-    """One judge's reports as dynamic_aggregate wrote them, refusing a missing or changed file."""
-
-    return ReportBundle.read(root, DYNAMIC_FILES)

@@ -4,7 +4,6 @@ opens offline. Each function here computes the data of one `Section`; its templa
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -13,7 +12,7 @@ import polars as pl
 
 from losona.core.contracts import scenarios_from_table, subset_note
 from losona.core.formatting import counted, is_test_double, number, signed
-from losona.figures import Figure, k_label
+from losona.figures import Figure, k_label, svg_data_uri
 from losona.pages import Section, fragment, render_page, section
 from losona.report.plots import no_pairs
 from losona.results.aggregate import Reports
@@ -185,8 +184,7 @@ def figures_section(figures: Sequence[Figure]) -> Section:
             "name": f.name,
             "caption": f.caption,
             "full_size": f.full_size,
-            "src": "data:image/svg+xml;base64,"
-            + base64.b64encode(f.svg.encode("utf-8")).decode("ascii"),
+            "src": svg_data_uri(f.svg),
         }
         for f in figures
     ]
