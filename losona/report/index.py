@@ -239,7 +239,7 @@ def breakdown_section(reports: Reports) -> Section:
             pooled = rows.group_by(by, "condition", maintain_order=True).agg(
                 pl.col("passed").sum(), pl.col("scenarios").sum()
             )
-            conditions = list(dict.fromkeys(rows["condition"].to_list()))
+            conditions = rows["condition"].unique(maintain_order=True).to_list()
             cells = {(r[by], r["condition"]): r for r in pooled.iter_rows(named=True)}
             tables.append(
                 {
