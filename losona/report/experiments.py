@@ -232,11 +232,11 @@ def settings_rows(experiments: Sequence[Experiment]) -> list[Row]:
     """What each run covered and how: dataset, K, subset, models, conditions, judges."""
 
     def subset(e: Experiment) -> str:
-        run = e.params.get(str(RUN_FILE), {})
-        limit, ids = _get(run, "dataset", "limit"), _get(run, "dataset", "scenario_ids") or []
+        chosen = scenario_settings(e)
+        ids, limit = chosen["dataset.scenario_ids"], chosen["dataset.limit"]
         parts = [f"{len(ids)} ids"] if ids else []
         if limit is not None:
-            parts.append(f"limit {limit}, seed {_get(run, 'dataset', 'limit_seed')}")
+            parts.append(f"limit {limit}, seed {chosen['dataset.limit_seed']}")
         return "; ".join(parts) or "all scenarios"
 
     def judges(e: Experiment) -> str:
