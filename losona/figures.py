@@ -43,9 +43,6 @@ PALETTE = ["#999999", "#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D
 SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
 
 
-DPI = 150
-
-
 SEP = " · "
 
 
@@ -76,7 +73,7 @@ def write_figures(figures: Sequence[Figure], figures_dir: str | Path) -> None:
 def render(figure: MplFigure) -> tuple[bytes, str]:
     """The figure as PNG and SVG, with the settings that make its bytes reproducible."""
     png, svg = io.BytesIO(), io.StringIO()
-    figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
+    figure.savefig(png, format="png", dpi=150, bbox_inches="tight")
     figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
     return png.getvalue(), svg.getvalue()
 
