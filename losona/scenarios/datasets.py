@@ -66,7 +66,7 @@ def fetch_followups(
     for _, row in rows:
         if row.get(FOLLOWUP) is not None:
             bundled = dataset.kind == "bundled"
-            source = followup_version(BUNDLED_DIR) if bundled else str(row["source"])
+            source = followup_version() if bundled else str(row["source"])
             found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
     return found
 
@@ -80,7 +80,7 @@ def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
 
 def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
     if dataset.kind == "bundled":
-        rows = load_bundled(catalog, BUNDLED_DIR)
+        rows = load_bundled(catalog)
     elif dataset.kind == "local":
         rows = load_local(Path(str(dataset.path)))
     else:
@@ -157,16 +157,16 @@ class Subset:
         return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
-def bundled_version(directory: Path = BUNDLED_DIR) -> str:
+def bundled_version() -> str:
     """The bundled set's name@version from its manifest, as recorded in `source`."""
-    manifest = read_yaml(directory / "manifest.yaml")
+    manifest = read_yaml(BUNDLED_DIR / "manifest.yaml")
     return f"{manifest['name']}@{manifest['version']}"
 
 
-def followup_version(directory: Path = BUNDLED_DIR) -> str:
+def followup_version() -> str:
     """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1:
     versioned apart, as the scenarios' version is in every row of every run."""
-    path = directory / "manifest.yaml"
+    path = BUNDLED_DIR / "manifest.yaml"
     manifest = read_yaml(path)
     version = manifest.get("followup_version") if isinstance(manifest, dict) else None
     if version is None:
@@ -177,17 +177,17 @@ def followup_version(directory: Path = BUNDLED_DIR) -> str:
     return f"bundled:{manifest['name']}-followups@{version}"
 
 
-def bundled_files(directory: Path = BUNDLED_DIR) -> list[Path]:
+def bundled_files() -> list[Path]:
     """Every scenario file of the bundled set, sorted by name."""
-    return sorted(p for p in directory.glob("*.yaml") if p.name != "manifest.yaml")
+    return sorted(p for p in BUNDLED_DIR.glob("*.yaml") if p.name != "manifest.yaml")
 
 
-def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
+def load_bundled(catalog: Catalog) -> Rows:
     """The bundled scenario files as contract rows, with judge fields from the catalog."""
-    source = f"bundled:{bundled_version(directory)}"
+    source = f"bundled:{bundled_version()}"
     rows: Rows = []
     problems: list[Problem] = []
-    for path in bundled_files(directory):
+    for path in bundled_files():
         raw = read_yaml(path)
         origin = display_path(path)
         if not isinstance(raw, dict):
