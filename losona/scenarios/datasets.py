@@ -41,32 +41,25 @@ _BUNDLED_KEYS = (CONTRACT_FIELDS - _ELICITOR_FIELDS - set(JUDGE_FIELDS)) | {"eli
 
 def fetch_scenarios(
     dataset: DatasetConfig | Mapping[str, Any],
-    catalog: Catalog | None = None,
     *,
     origin: Callable[[str], str] | None = None,
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row (follow-ups too, then left out), and
     return the sorted scenario table; `origin`: where each dotted key's value came from."""
     dataset = _checked(dataset)
-    catalog = catalog or load_catalog()
     subset = Subset.of(dataset, origin)
-    rows = [_without_followup(row) for _, row in _validated_rows(dataset, catalog)]
+    rows = [_without_followup(row) for _, row in _validated_rows(dataset)]
     return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
 
 
-def fetch_followups(
-    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
-) -> dict[str, Followup]:
+def fetch_followups(dataset: DatasetConfig | Mapping[str, Any]) -> dict[str, Followup]:
     """Every scenario's follow-up material, by scenario id, checked against its scenario as
     fetch reads the whole dataset; scenarios without any are absent."""
     dataset = _checked(dataset)
-    catalog = catalog or load_catalog()
-    rows = _validated_rows(dataset, catalog)
     found = {}
-    for _, row in rows:
+    for _, row in _validated_rows(dataset):
         if row.get(FOLLOWUP) is not None:
-            bundled = dataset.kind == "bundled"
-            source = followup_version() if bundled else str(row["source"])
+            source = followup_version() if dataset.kind == "bundled" else str(row["source"])
             found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
     return found
 
@@ -78,7 +71,8 @@ def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
     return DatasetConfig.from_config(dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml")
 
 
-def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
+def _validated_rows(dataset: DatasetConfig) -> Rows:
+    catalog = load_catalog()
     if dataset.kind == "bundled":
         rows = load_bundled(catalog)
     elif dataset.kind == "local":
