@@ -42,7 +42,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = k_label(results), reports.confidence
     judges = _judges(results)
-    scope = scope_line(reports, subset)
+    scope = scope_text(reports["outcomes.csv"]["scenario_id"].n_unique(), k, subset)
     drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame, bool]] = [
         (
             "fig2_accuracy",
@@ -94,12 +94,6 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             png, svg = render(figure)
         figures.append(Figure(name, caption, png, svg, data, full_size))
     return figures
-
-
-def scope_line(reports: Reports, subset: str | None) -> str:
-    """What a figure rests on, above it: N scenarios and K, and a subset's warning first."""
-    scenarios = reports["outcomes.csv"]["scenario_id"].n_unique()
-    return scope_text(scenarios, k_label(reports["results.csv"]), subset)
 
 
 def _judges(results: pl.DataFrame) -> list[Judge]:
