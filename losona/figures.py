@@ -7,6 +7,7 @@ Rendering settings are fixed here so that the same tables give byte-identical fi
 
 from __future__ import annotations
 
+import base64
 import io
 import textwrap
 from collections.abc import Sequence
@@ -42,9 +43,6 @@ PALETTE = ["#999999", "#E69F00", "#56B4E9", "#009E73", "#CC79A7", "#0072B2", "#D
 SUBSET_COLOUR = "#A15C00"  # the report's warning colour (losona/pages/templates/page.css)
 
 
-DPI = 150
-
-
 SEP = " · "
 
 
@@ -75,9 +73,14 @@ def write_figures(figures: Sequence[Figure], figures_dir: str | Path) -> None:
 def render(figure: MplFigure) -> tuple[bytes, str]:
     """The figure as PNG and SVG, with the settings that make its bytes reproducible."""
     png, svg = io.BytesIO(), io.StringIO()
-    figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
+    figure.savefig(png, format="png", dpi=150, bbox_inches="tight")
     figure.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
     return png.getvalue(), svg.getvalue()
+
+
+def svg_data_uri(svg: str) -> str:
+    """An SVG as a data: URI, so that a page holding it opens offline."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
 def scope_text(scenarios: int, k: str, subset: str | None) -> str:

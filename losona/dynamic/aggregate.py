@@ -4,7 +4,6 @@ DVC metrics, from each cell's numbers (statistics.py), and the files they are wr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -54,10 +53,9 @@ def aggregate_dynamic(
     *,
     judge: str,
     bootstrap: AggregateSettings,
-    presentation: Presentation | None = None,
+    presentation: Presentation,
 ) -> ReportBundle:
     """One judge's dynamic tables and metrics from its cells' prompt and verdict tables."""
-    show = presentation or Presentation()
     if not cells:
         raise LosonaError(
             f"dynamic_aggregate: no cells for judge '{judge}' (dynamic.models x conditions)"
@@ -81,11 +79,11 @@ def aggregate_dynamic(
                 {
                     "judge": judge,
                     "judge_model": judge_model,
-                    "judge_label": show.judge_label(judge),
+                    "judge_label": presentation.judge_label(judge),
                     "subject_model": cell.model,
-                    "model_label": show.model_label(cell.model),
+                    "model_label": presentation.model_label(cell.model),
                     "condition": cell.condition,
-                    "condition_label": show.condition_label(cell.condition),
+                    "condition_label": presentation.condition_label(cell.condition),
                     "k": k,
                     "scenarios": len(ids),
                     "level": stat.level,
@@ -235,12 +233,3 @@ def presentation_of(
         condition_labels=config_labels("condition", conditions),
         judge_labels=config_labels("judge", judges),
     )
-
-
-# -- files -----------------------------------------------------------------------------------
-
-
-def read_dynamic_reports(root: str | Path) -> ReportBundle:
-    """One judge's reports as dynamic_aggregate wrote them, refusing a missing or changed file."""
-
-    return ReportBundle.read(root, DYNAMIC_FILES)

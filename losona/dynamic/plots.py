@@ -78,7 +78,7 @@ def draw_recovery(results: pl.DataFrame, name: str, level: str, subset: str | No
 
 
 def _draw(data: pl.DataFrame, judge: Judge) -> MplFigure:
-    labels = list(dict.fromkeys(data["label"].to_list()))
+    labels = data["label"].unique(maintain_order=True).to_list()
     figure = MplFigure(figsize=(11.0, 1.8 + 0.6 * max(1, len(labels))), layout="constrained")
     axes = figure.subplots(1, len(LEVELS), squeeze=False)[0]
     height = 0.8 / len(SHOWN)

@@ -4,9 +4,8 @@ in the table with its status and why."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -110,11 +109,19 @@ def render_cell(
                 f"{len(by_id)} scenarios have none: {_named(lacking)}. Write it, or set "
                 "dynamic.source=simulated to have a group model write the follow-ups"
             )
-        writer: _Writer = _Scripted(followups)
+        writer = _Writer(followups)
         calls = calls_table("").collect()
     else:
-        simulated = _Simulated(group, followups, by_id, trials)
-        writer, calls = simulated, simulated.calls
+        asks = group_asks(followups, by_id, trials)
+        requests = [request for *_, request in asks]
+        to = f"the group model '{group.spec.name}'"
+        completions = complete_all(group.spec, requests, group.options, to=to)
+        calls = calls_table(group.spec.model, completions).collect()
+        written = {
+            key: read_group_reply(completion.text or "", scenario, kind)
+            for (key, scenario, kind, _), completion in zip(asks, completions, strict=True)
+        }
+        writer = _Writer(followups, group, written)
     rows = []
     for trial in trials:
         scenario = by_id[trial["scenario_id"]]
@@ -165,7 +172,9 @@ def _continued(
     try:
         check_no_leak(blank, condition, subject_prompt(blank, condition))
     except LeakError as leak:
-        if not writer.written_at_run_time:
+        # Scripted material was checked by fetch, so a leak in it stops us; a leak in what
+        # a model wrote during the run leaves only its trial out.
+        if writer.group is None:
             raise
         return row | {"status": NO_FOLLOWUP, "note": f"the group model's follow-up: {leak}"}
     messages = [{"role": "user", "content": subject_prompt(shown, condition)}]
@@ -205,93 +214,50 @@ def group_asks(
     return asks
 
 
-class _Writer(ABC):
-    """Where a trial's follow-up and second elicitor come from."""
+# What the group model wrote, by its ask's key: the messages, or why they cannot be used.
+Written = Mapping[tuple[str, ...], tuple[tuple[Message, ...], str | None]]
 
-    # Whether the follow-ups are written during the run (by a model): a problem with one
-    # then leaves its trial out; scripted material was checked by fetch, so it stops us.
-    written_at_run_time = False
 
-    @abstractmethod
+@dataclass(frozen=True)
+class _Writer:
+    """Where a trial's follow-up and second elicitor come from: the scenario's own material,
+    the same for every trial; or, with `group`, the group model's reactions to each actual
+    reply (`written`), and a second elicitor for a scenario without a scripted one."""
+
+    followups: Mapping[str, Followup]
+    group: GroupModel | None = None
+    written: Written = field(default_factory=dict)
+
     def followup(
         self, scenario: Scenario, trial: Mapping[str, Any], continuation: str
     ) -> tuple[tuple[Message, ...], Message | None, str | None]:
         """The follow-up messages, the second elicitor, and why they cannot be used (if so)."""
-
-    @abstractmethod
-    def followup_source(self, scenario: Scenario) -> str:
-        """The follow-up's source, with its version."""
-
-    @abstractmethod
-    def elicitor_source(self, scenario: Scenario) -> str:
-        """The second elicitor's source, with its version."""
-
-
-class _Scripted(_Writer):
-    """The scenario's own follow-up material: the same for every trial."""
-
-    def __init__(self, followups: Mapping[str, Followup]) -> None:
-        self.followups = followups
-
-    def followup(
-        self, scenario: Scenario, trial: Mapping[str, Any], continuation: str
-    ) -> tuple[tuple[Message, ...], Message | None, str | None]:
-        material = self.followups[scenario.scenario_id]
-        said = material.sanction if continuation == SANCTIONING else material.neutral
-        return said, material.elicitor, None
-
-    def followup_source(self, scenario: Scenario) -> str:
-        return self.followups[scenario.scenario_id].source
-
-    def elicitor_source(self, scenario: Scenario) -> str:
-        return self.followup_source(scenario)
-
-
-class _Simulated(_Writer):
-    """The group model's reactions to each actual reply, asked all at once."""
-
-    written_at_run_time = True
-
-    def __init__(
-        self,
-        group: GroupModel,
-        followups: Mapping[str, Followup],
-        scenarios: Mapping[str, Scenario],
-        trials: list[dict[str, Any]],
-    ) -> None:
-        self.group, self.followups = group, followups
-        asks = group_asks(followups, scenarios, trials)
-        spec, requests = group.spec, [request for *_, request in asks]
-        completions = complete_all(
-            spec, requests, group.options, to=f"the group model '{spec.name}'"
-        )
-
-        self.calls = calls_table(spec.model, completions).collect()
-        self.read: dict[tuple[str, ...], tuple[tuple[Message, ...], str | None]] = {
-            key: read_group_reply(completion.text or "", scenario, kind)
-            for (key, scenario, kind, _), completion in zip(asks, completions, strict=True)
-        }
-
-    def followup(
-        self, scenario: Scenario, trial: Mapping[str, Any], continuation: str
-    ) -> tuple[tuple[Message, ...], Message | None, str | None]:
         sid = scenario.scenario_id
+        if self.group is None:
+            material = self.followups[sid]
+            said = material.sanction if continuation == SANCTIONING else material.neutral
+            return said, material.elicitor, None
         if sid in self.followups:
-            elicitor: Message | None = self.followups[sid].elicitor
+            elicitor = self.followups[sid].elicitor
         else:
-            written, problem = self.read[(sid,)]
+            written, problem = self.written[(sid,)]
             if problem is not None:
                 return (), None, problem
             elicitor = written[0]
-        said, problem = self.read[(sid, str(trial["trial"]), continuation)]
+        said, problem = self.written[(sid, str(trial["trial"]), continuation)]
         return said, elicitor, problem
 
     def followup_source(self, scenario: Scenario) -> str:
+        """The follow-up's source, with its version."""
+        if self.group is None:
+            return self.followups[scenario.scenario_id].source
         return self.group.source
 
     def elicitor_source(self, scenario: Scenario) -> str:
-        material = self.followups.get(scenario.scenario_id)
-        return self.group.source if material is None else material.source
+        """The second elicitor's source, with its version: a scripted one's, else the group's."""
+        if self.group is None or scenario.scenario_id in self.followups:
+            return self.followups[scenario.scenario_id].source
+        return self.group.source
 
 
 def _named(ids: list[str]) -> str:

@@ -3,7 +3,6 @@ adds it only when the extension is on."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,9 +10,10 @@ from losona.core.errors import LosonaError
 from losona.core.files import display_path
 from losona.core.formatting import number, signed
 from losona.core.layout import RunLayout
-from losona.dynamic.aggregate import FIGURE, read_dynamic_reports
+from losona.dynamic.aggregate import DYNAMIC_FILES, FIGURE
 from losona.dynamic.arms import ARMS, FIRST_TURN_UNSCORED
 from losona.dynamic.plots import scope
+from losona.figures import svg_data_uri
 from losona.pages import Section, section
 from losona.results.bundle import ReportBundle
 from losona.results.table1 import judge_heading, subset_warning
@@ -31,7 +31,7 @@ def read_judges(layout: RunLayout, judges: Sequence[str]) -> dict[str, tuple[Rep
     found = {}
     for judge in judges:
         root = layout.dynamic_reports(judge)
-        reports = read_dynamic_reports(root)
+        reports = ReportBundle.read(root, DYNAMIC_FILES)
         svg = root / f"{FIGURE}.svg"
         if not svg.is_file():
             raise LosonaError(f"{display_path(svg)} not found: rerun dynamic_aggregate (dvc repro)")
@@ -102,7 +102,6 @@ def judge_data(judge: str, reports: ReportBundle, svg: str) -> dict[str, Any]:
         "elicitor_sources": settings.get("elicitor_sources", []),
         "metrics": list(METRIC_LABELS.items()),
         "cells": list(cells.values()),
-        "figure": "data:image/svg+xml;base64,"
-        + base64.b64encode(svg.encode("utf-8")).decode("ascii"),
+        "figure": svg_data_uri(svg),
         "examples": list(reports["examples.csv"].iter_rows(named=True)),
     }

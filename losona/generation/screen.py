@@ -6,7 +6,6 @@ the judge scores them, and enough baselines failing to adapt keep the candidate
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -176,22 +175,22 @@ def recheck_followups(candidates: pl.DataFrame) -> pl.DataFrame:
 
 def cell_report(candidates: pl.DataFrame) -> pl.DataFrame:
     """Per (event, norm) cell: generated, rejected by validation or by screening, accepted."""
-    counts: dict[tuple[str, str], Counter[str]] = {}
-    for row in candidates.iter_rows(named=True):
-        counts.setdefault((row["event_type"], row["norm_id"]), Counter())[row["status"]] += 1
-    rows = [
-        {
-            "event_type": event,
-            "norm_id": norm,
-            "generated": sum(found.values()),
-            "rejected_validation": found["invalid"],
-            "rejected_screening": found["screened_out"],
-            "undetermined": found["undetermined"],
-            "accepted": found["accepted"],
-        }
-        for (event, norm), found in counts.items()
-    ]
-    return table(rows, GENERATION_CELL_SCHEMA, sort_by=["event_type", "norm_id"])
+
+    def count(status: str) -> pl.Expr:
+        return (pl.col("status") == status).sum()
+
+    return (
+        candidates.group_by("event_type", "norm_id")
+        .agg(
+            generated=pl.len(),
+            rejected_validation=count("invalid"),
+            rejected_screening=count("screened_out"),
+            undetermined=count("undetermined"),
+            accepted=count("accepted"),
+        )
+        .cast(GENERATION_CELL_SCHEMA)
+        .sort("event_type", "norm_id")
+    )
 
 
 def totals(cells: pl.DataFrame) -> dict[str, Any]:

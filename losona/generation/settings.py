@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, StrictStr, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    StrictStr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from losona.core.config import ModelSpec, option
 from losona.core.config.checker import Refusal
@@ -21,15 +28,19 @@ KEEP_RULES = {
     "all": "kept when every baseline breaches it (no baseline adapts by default)",
     "majority": "kept when more than half of the baselines breach it",
 }
-DistinctNames = Annotated[
-    tuple[Text, ...], Field(min_length=1, description="a non-empty list of names without repeats")
-]
 
 
-def _distinct(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    if names is not None and len(set(names)) != len(names):
+def _distinct(names: tuple[str, ...]) -> tuple[str, ...]:
+    if len(set(names)) != len(names):
         raise Refusal("names without repeats")
     return names
+
+
+DistinctNames = Annotated[
+    tuple[Text, ...],
+    Field(min_length=1, description="a non-empty list of names without repeats"),
+    AfterValidator(_distinct),
+]
 
 
 class CellSelection(Schema):
@@ -50,11 +61,6 @@ class CellSelection(Schema):
     @classmethod
     def _null_is_none(cls, cells: Any) -> Any:
         return () if cells is None else cells
-
-    @field_validator("venues")
-    @classmethod
-    def _venues_once(cls, venues: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return _distinct(venues)
 
     @model_validator(mode="after")
     def _list_mode_lists(self) -> Self:
@@ -107,11 +113,6 @@ class ScreenSettings(Schema):
     judge: Text
     keep: KeepRule
     max_cost_usd: CostCap
-
-    @field_validator("models")
-    @classmethod
-    def _models_once(cls, models: tuple[str, ...]) -> tuple[str, ...] | None:
-        return _distinct(models)
 
 
 SetName = Annotated[

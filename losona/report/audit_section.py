@@ -11,8 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from losona.core.formatting import number as _num
-from losona.core.formatting import signed as _signed
+from losona.core.formatting import number, signed
 from losona.pages import Section, section
 from losona.results.aggregate import Reports
 from losona.results.bundle import ReportBundle
@@ -50,10 +49,10 @@ def pairs_data(
     rows = [
         _labelled(r, judges, "judge_a", "judge_b")
         | {
-            "agreement": _num(r["agreement"]),
-            "kappa": _num(r["kappa"], 3),
-            "a_compliance": _num(r["a_compliance"]),
-            "b_compliance": _num(r["b_compliance"]),
+            "agreement": number(r["agreement"]),
+            "kappa": number(r["kappa"], 3),
+            "a_compliance": number(r["a_compliance"]),
+            "b_compliance": number(r["b_compliance"]),
         }
         for r in result["judge_pairs.csv"].iter_rows(named=True)
     ]
@@ -105,10 +104,10 @@ def pairs_data(
                             if by == "norm_id"
                             else names.get(r["group"], r["group"]),
                             "both_scored": r["both_scored"],
-                            "agreement": _num(r["agreement"]),
-                            "kappa": _num(r["kappa"], 3),
-                            "a_compliance": _num(r["a_compliance"]),
-                            "b_compliance": _num(r["b_compliance"]),
+                            "agreement": number(r["agreement"]),
+                            "kappa": number(r["kappa"], 3),
+                            "a_compliance": number(r["a_compliance"]),
+                            "b_compliance": number(r["b_compliance"]),
                         }
                         for r in part.iter_rows(named=True)
                     ],
@@ -139,11 +138,11 @@ def human_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any
         "rows": [
             _labelled(r, judges, "judge")
             | {
-                "agreement": f"{_num(r['agreement'])} [{_num(r['agreement_low'])}, "
-                f"{_num(r['agreement_high'])}]",
-                "kappa": _num(r["kappa"], 3),
-                "human_compliance": _num(r["human_compliance"]),
-                "judge_compliance": _num(r["judge_compliance"]),
+                "agreement": f"{number(r['agreement'])} [{number(r['agreement_low'])}, "
+                f"{number(r['agreement_high'])}]",
+                "kappa": number(r["kappa"], 3),
+                "human_compliance": number(r["human_compliance"]),
+                "judge_compliance": number(r["judge_compliance"]),
             }
             for r in result["human_agreement.csv"].iter_rows(named=True)
         ],
@@ -167,9 +166,9 @@ def self_preference_data(result: ReportBundle, names: Mapping[str, str]) -> dict
             | {
                 "own_family_models": models(r["own_family_models"]),
                 "other_models": models(r["other_models"]),
-                "judge_gap": _signed(r["judge_gap"]),
-                "reference_gap": _signed(r["reference_gap"]),
-                "self_preference": _signed(r["self_preference"]),
+                "judge_gap": signed(r["judge_gap"]),
+                "reference_gap": signed(r["reference_gap"]),
+                "self_preference": signed(r["self_preference"]),
                 "interval": _interval(r["self_preference_low"], r["self_preference_high"]),
             }
             for r in result["self_preference.csv"].iter_rows(named=True)
@@ -203,8 +202,8 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
                     {
                         "model": d["model_label"],
                         "condition": d["condition_label"],
-                        "delta": _estimate(d, "compliance_delta", _signed),
-                        "corrected": _estimate(d, "corrected_delta", _signed),
+                        "delta": _estimate(d, "compliance_delta", signed),
+                        "corrected": _estimate(d, "corrected_delta", signed),
                     }
                     for d in effects.iter_rows(named=True)
                 ],
@@ -218,10 +217,10 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
 
 
 def _interval(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
+    return "" if low is None or high is None else f"[{number(low)}, {number(high)}]"
 
 
-def _estimate(row: Mapping[str, Any], key: str, shown: Callable[[Any], str] = _num) -> str:
+def _estimate(row: Mapping[str, Any], key: str, shown: Callable[[Any], str] = number) -> str:
     """`row[key]` then its interval (`key`_low, `key`_high), e.g. "42.0 [30.1, 55.2]"."""
     return f"{shown(row[key])} " + _interval(row[f"{key}_low"], row[f"{key}_high"])
 
@@ -230,7 +229,7 @@ def determinism_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[st
     """Each judge's determinism check (re-judged, rules, or not run) and the items that flipped."""
     return {
         "rows": [
-            _labelled(r, judges, "judge") | {"flip_rate": _num(r["flip_rate"])}
+            _labelled(r, judges, "judge") | {"flip_rate": number(r["flip_rate"])}
             for r in result["determinism.csv"].iter_rows(named=True)
         ],
         "flips": [
@@ -253,7 +252,7 @@ def controls_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, 
                 "kinds": [
                     {
                         "right": f"{kinds[k]['right']}/{kinds[k]['items']}",
-                        "accuracy": _num(kinds[k]["accuracy"]),
+                        "accuracy": number(kinds[k]["accuracy"]),
                     }
                     for k in ("all", "compliant", "breaching")
                 ],

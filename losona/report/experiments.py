@@ -5,6 +5,7 @@ hundreds of columns `dvc exp show` prints."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -232,11 +233,11 @@ def settings_rows(experiments: Sequence[Experiment]) -> list[Row]:
     """What each run covered and how: dataset, K, subset, models, conditions, judges."""
 
     def subset(e: Experiment) -> str:
-        run = e.params.get(str(RUN_FILE), {})
-        limit, ids = _get(run, "dataset", "limit"), _get(run, "dataset", "scenario_ids") or []
+        chosen = scenario_settings(e)
+        ids, limit = chosen["dataset.scenario_ids"], chosen["dataset.limit"]
         parts = [f"{len(ids)} ids"] if ids else []
         if limit is not None:
-            parts.append(f"limit {limit}, seed {_get(run, 'dataset', 'limit_seed')}")
+            parts.append(f"limit {limit}, seed {chosen['dataset.limit_seed']}")
         return "; ".join(parts) or "all scenarios"
 
     def judges(e: Experiment) -> str:
@@ -373,15 +374,9 @@ def _row_lines(row: Row, label_width: int, widths: Sequence[int]) -> list[str]:
     texts = [_wrap(label, label_width), *(_wrap(c, w) for c, w in zip(cells, widths, strict=True))]
     return [
         GAP.join(
-            [
-                f"{(texts[0][n : n + 1] or [''])[0]:<{label_width}}",
-                *(
-                    f"{(t[n : n + 1] or [''])[0]:>{w}}"
-                    for t, w in zip(texts[1:], widths, strict=True)
-                ),
-            ]
+            [f"{first:<{label_width}}", *(f"{t:>{w}}" for t, w in zip(rest, widths, strict=True))]
         ).rstrip()
-        for n in range(max(map(len, texts)))
+        for first, *rest in itertools.zip_longest(*texts, fillvalue="")
     ]
 
 

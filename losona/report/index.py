@@ -4,7 +4,6 @@ opens offline. Each function here computes the data of one `Section`; its templa
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -12,10 +11,8 @@ from typing import Any
 import polars as pl
 
 from losona.core.contracts import scenarios_from_table, subset_note
-from losona.core.formatting import counted, is_test_double
-from losona.core.formatting import number as _num
-from losona.core.formatting import signed as _signed
-from losona.figures import Figure, k_label
+from losona.core.formatting import counted, is_test_double, number, signed
+from losona.figures import Figure, k_label, svg_data_uri
 from losona.pages import Section, fragment, render_page, section
 from losona.report.plots import no_pairs
 from losona.results.aggregate import Reports
@@ -90,9 +87,9 @@ def results_section(reports: Reports) -> Section:
                         "condition": r["condition_label"],
                         "acc": _acc(r),
                         "undetermined": r["undetermined"],
-                        "compliance": _num(r["compliance"]),
+                        "compliance": number(r["compliance"]),
                         "consistency": _consistency(r),
-                        "non_answers": _num(r["non_answer_share"]),
+                        "non_answers": number(r["non_answer_share"]),
                     }
                     for r in rows.iter_rows(named=True)
                 ],
@@ -105,8 +102,8 @@ def results_section(reports: Reports) -> Section:
                     {
                         "condition": r["condition_label"],
                         "acc": _acc(r),
-                        "compliance": _num(r["compliance"]),
-                        "consistency": _num(r["consistency"]),
+                        "compliance": number(r["compliance"]),
+                        "consistency": number(r["consistency"]),
                     }
                     for r in means.filter(pl.col("judge") == judge).iter_rows(named=True)
                     if several_models
@@ -155,7 +152,7 @@ def judges_section(
                 "test_double": is_test_double(label),
                 "compliant": right(judge, "compliant"),
                 "breaching": right(judge, "breaching"),
-                "accuracy": None if every is None else _num(every["accuracy"]),
+                "accuracy": None if every is None else number(every["accuracy"]),
                 "unscored": None if every is None else every["unscored"],
                 "degenerate": [
                     f"{r['model_label']} / {r['condition_label']}: {r['degenerate']}"
@@ -176,7 +173,7 @@ def _correction_basis(row: Mapping[str, Any] | None) -> str | None:
         return f"not corrected: {row['status']}"
     return (
         f"corrected (under Judge audit) from {row['labelled']} labelled items: sensitivity "
-        f"{_num(row['sensitivity'])}, specificity {_num(row['specificity'])}"
+        f"{number(row['sensitivity'])}, specificity {number(row['specificity'])}"
     )
 
 
@@ -187,8 +184,7 @@ def figures_section(figures: Sequence[Figure]) -> Section:
             "name": f.name,
             "caption": f.caption,
             "full_size": f.full_size,
-            "src": "data:image/svg+xml;base64,"
-            + base64.b64encode(f.svg.encode("utf-8")).decode("ascii"),
+            "src": svg_data_uri(f.svg),
         }
         for f in figures
     ]
@@ -212,7 +208,7 @@ def effects_section(reports: Reports) -> Section:
             "judge": judges.get(r["judge"], r["judge"]),
             "model": r["model_label"],
             "condition": r["condition_label"],
-            "delta": f"{_signed(r['delta'])} [{_num(r['delta_low'])}, {_num(r['delta_high'])}]",
+            "delta": f"{signed(r['delta'])} [{number(r['delta_low'])}, {number(r['delta_high'])}]",
             "p": _p(r["mcnemar_p"]),
             "recovered": flips(r, "recovered", "naive_failures"),
             "regressed": flips(r, "regressed", "naive_successes"),
@@ -243,7 +239,7 @@ def breakdown_section(reports: Reports) -> Section:
             pooled = rows.group_by(by, "condition", maintain_order=True).agg(
                 pl.col("passed").sum(), pl.col("scenarios").sum()
             )
-            conditions = list(dict.fromkeys(rows["condition"].to_list()))
+            conditions = rows["condition"].unique(maintain_order=True).to_list()
             cells = {(r[by], r["condition"]): r for r in pooled.iter_rows(named=True)}
             tables.append(
                 {
@@ -413,10 +409,10 @@ def _p(value: float | None) -> str:
 
 def _consistency(row: Mapping[str, Any]) -> str:
     """A cell's consistency, or n/a for a cell of one trial per scenario (K = 1)."""
-    return _num(row["consistency"] if row["k"] > 1 else None)
+    return number(row["consistency"] if row["k"] > 1 else None)
 
 
 def _acc(row: Mapping[str, Any]) -> str:
     if row["acc_low"] is None:
-        return _num(row["acc_at_k"])
-    return f"{_num(row['acc_at_k'])} [{_num(row['acc_low'])}, {_num(row['acc_high'])}]"
+        return number(row["acc_at_k"])
+    return f"{number(row['acc_at_k'])} [{number(row['acc_low'])}, {number(row['acc_high'])}]"

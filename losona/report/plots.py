@@ -42,7 +42,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     results, deltas = reports["results.csv"], reports["deltas.csv"]
     k, level = k_label(results), reports.confidence
     judges = _judges(results)
-    scope = scope_line(reports, subset)
+    scope = scope_text(reports["outcomes.csv"]["scenario_id"].n_unique(), k, subset)
     drawings: list[tuple[str, str, Callable[[], MplFigure], pl.DataFrame, bool]] = [
         (
             "fig2_accuracy",
@@ -96,12 +96,6 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
     return figures
 
 
-def scope_line(reports: Reports, subset: str | None) -> str:
-    """What a figure rests on, above it: N scenarios and K, and a subset's warning first."""
-    scenarios = reports["outcomes.csv"]["scenario_id"].n_unique()
-    return scope_text(scenarios, k_label(reports["results.csv"]), subset)
-
-
 def _judges(results: pl.DataFrame) -> list[Judge]:
     return list(
         results.select("judge", "judge_model", "judge_label")
@@ -145,8 +139,8 @@ def _model_rows(ax: Axes, models: Sequence[str]) -> None:
 
 
 def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigure:
-    models = _unique(results["model_label"])
-    conditions = _unique(results["condition_label"])
+    models = results["model_label"].unique(maintain_order=True).to_list()
+    conditions = results["condition_label"].unique(maintain_order=True).to_list()
     figure, axes = _panels(len(judges), 1, max(6.0, 1.1 * len(models) + 2.5), 3.6)
     colours = _colours(conditions)
     width = 0.8 / len(conditions)
@@ -199,8 +193,8 @@ def _no_pairs_of(results: pl.DataFrame, judge: Judge) -> str:
 def _paired_effect(
     deltas: pl.DataFrame, judges: Sequence[Judge], k: str, results: pl.DataFrame
 ) -> MplFigure:
-    models = _unique(deltas["model_label"]) or [""]
-    conditions = _unique(deltas["condition_label"])
+    models = deltas["model_label"].unique(maintain_order=True).to_list() or [""]
+    conditions = deltas["condition_label"].unique(maintain_order=True).to_list()
     height = 1.6 + 0.5 * len(models) * (0.4 + 0.2 * len(conditions))
     figure, axes = _panels(len(judges), 1, 7.0, height)
     colours = _colours(["", *conditions])  # grey stays the baseline's colour
@@ -240,8 +234,8 @@ def _paired_effect(
 
 
 def _flips(deltas: pl.DataFrame, judges: Sequence[Judge], results: pl.DataFrame) -> MplFigure:
-    models = _unique(deltas["model_label"]) or [""]
-    conditions = _unique(deltas["condition_label"]) or [""]
+    models = deltas["model_label"].unique(maintain_order=True).to_list() or [""]
+    conditions = deltas["condition_label"].unique(maintain_order=True).to_list() or [""]
     figure, axes = _panels(len(judges), len(conditions), 4.2, 0.32 * len(models) + 1.6)
     reach = max([1, *deltas["naive_failures"], *deltas["naive_successes"]])
     at = {m: j for j, m in enumerate(models)}
@@ -413,7 +407,3 @@ def _heatmap(reports: Reports, judge: Judge) -> MplFigure:
             fontsize=HEATMAP_LABEL_PT,
         )
     return figure
-
-
-def _unique(series: pl.Series) -> list[str]:
-    return list(dict.fromkeys(series.to_list()))

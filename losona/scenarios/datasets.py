@@ -41,32 +41,25 @@ _BUNDLED_KEYS = (CONTRACT_FIELDS - _ELICITOR_FIELDS - set(JUDGE_FIELDS)) | {"eli
 
 def fetch_scenarios(
     dataset: DatasetConfig | Mapping[str, Any],
-    catalog: Catalog | None = None,
     *,
     origin: Callable[[str], str] | None = None,
 ) -> pl.DataFrame:
     """Load the configured dataset, validate every row (follow-ups too, then left out), and
     return the sorted scenario table; `origin`: where each dotted key's value came from."""
     dataset = _checked(dataset)
-    catalog = catalog or load_catalog()
     subset = Subset.of(dataset, origin)
-    rows = [_without_followup(row) for _, row in _validated_rows(dataset, catalog)]
+    rows = [_without_followup(row) for _, row in _validated_rows(dataset)]
     return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
 
 
-def fetch_followups(
-    dataset: DatasetConfig | Mapping[str, Any], catalog: Catalog | None = None
-) -> dict[str, Followup]:
+def fetch_followups(dataset: DatasetConfig | Mapping[str, Any]) -> dict[str, Followup]:
     """Every scenario's follow-up material, by scenario id, checked against its scenario as
     fetch reads the whole dataset; scenarios without any are absent."""
     dataset = _checked(dataset)
-    catalog = catalog or load_catalog()
-    rows = _validated_rows(dataset, catalog)
     found = {}
-    for _, row in rows:
+    for _, row in _validated_rows(dataset):
         if row.get(FOLLOWUP) is not None:
-            bundled = dataset.kind == "bundled"
-            source = followup_version(BUNDLED_DIR) if bundled else str(row["source"])
+            source = followup_version() if dataset.kind == "bundled" else str(row["source"])
             found[str(row["scenario_id"])] = Followup.of(row[FOLLOWUP], source)
     return found
 
@@ -78,9 +71,10 @@ def _checked(dataset: DatasetConfig | Mapping[str, Any]) -> DatasetConfig:
     return DatasetConfig.from_config(dataset, origin=f"conf/dataset/{dataset.get('name')}.yaml")
 
 
-def _validated_rows(dataset: DatasetConfig, catalog: Catalog) -> Rows:
+def _validated_rows(dataset: DatasetConfig) -> Rows:
+    catalog = load_catalog()
     if dataset.kind == "bundled":
-        rows = load_bundled(catalog, BUNDLED_DIR)
+        rows = load_bundled(catalog)
     elif dataset.kind == "local":
         rows = load_local(Path(str(dataset.path)))
     else:
@@ -157,16 +151,16 @@ class Subset:
         return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
-def bundled_version(directory: Path = BUNDLED_DIR) -> str:
+def bundled_version() -> str:
     """The bundled set's name@version from its manifest, as recorded in `source`."""
-    manifest = read_yaml(directory / "manifest.yaml")
+    manifest = read_yaml(BUNDLED_DIR / "manifest.yaml")
     return f"{manifest['name']}@{manifest['version']}"
 
 
-def followup_version(directory: Path = BUNDLED_DIR) -> str:
+def followup_version() -> str:
     """The bundled follow-up material's own source, e.g. bundled:losona-bundled-followups@1:
     versioned apart, as the scenarios' version is in every row of every run."""
-    path = directory / "manifest.yaml"
+    path = BUNDLED_DIR / "manifest.yaml"
     manifest = read_yaml(path)
     version = manifest.get("followup_version") if isinstance(manifest, dict) else None
     if version is None:
@@ -177,17 +171,17 @@ def followup_version(directory: Path = BUNDLED_DIR) -> str:
     return f"bundled:{manifest['name']}-followups@{version}"
 
 
-def bundled_files(directory: Path = BUNDLED_DIR) -> list[Path]:
+def bundled_files() -> list[Path]:
     """Every scenario file of the bundled set, sorted by name."""
-    return sorted(p for p in directory.glob("*.yaml") if p.name != "manifest.yaml")
+    return sorted(p for p in BUNDLED_DIR.glob("*.yaml") if p.name != "manifest.yaml")
 
 
-def load_bundled(catalog: Catalog, directory: Path = BUNDLED_DIR) -> Rows:
+def load_bundled(catalog: Catalog) -> Rows:
     """The bundled scenario files as contract rows, with judge fields from the catalog."""
-    source = f"bundled:{bundled_version(directory)}"
+    source = f"bundled:{bundled_version()}"
     rows: Rows = []
     problems: list[Problem] = []
-    for path in bundled_files(directory):
+    for path in bundled_files():
         raw = read_yaml(path)
         origin = display_path(path)
         if not isinstance(raw, dict):

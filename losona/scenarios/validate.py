@@ -149,10 +149,6 @@ class RowProblems:
 class _RowChecker(RowProblems):
     """Checks one row against the contract and the construction rules."""
 
-    def __init__(self, row: Mapping[str, Any], origin: str, catalog: Catalog) -> None:
-        super().__init__(row, origin)
-        self.catalog = catalog
-
     def text(self, field: str, value: Any) -> bool:
         problem = (
             ("non-empty text", "nothing (the field is missing or null)")
@@ -163,7 +159,7 @@ class _RowChecker(RowProblems):
             self.fail(field, *problem)
         return problem is None
 
-    def run(self) -> list[Problem]:
+    def run(self, catalog: Catalog) -> list[Problem]:
         row = self.row
         for field in TEXT_FIELDS + JUDGE_FIELDS:
             self.text(field, row.get(field))
@@ -171,9 +167,9 @@ class _RowChecker(RowProblems):
             self.fail(
                 "scenario_id", "letters, digits, '_', '.' or '-' only", shown(self.scenario_id)
             )
-        if is_text(row.get("event_type")) and row["event_type"] not in self.catalog.events:
+        if is_text(row.get("event_type")) and row["event_type"] not in catalog.events:
             self.fail("event_type", "an event id from the catalog", shown(row["event_type"]))
-        if is_text(row.get("norm_id")) and row["norm_id"] not in self.catalog.norms:
+        if is_text(row.get("norm_id")) and row["norm_id"] not in catalog.norms:
             self.fail("norm_id", "a norm id from the catalog", shown(row["norm_id"]))
         end_goal = row.get("end_goal")
         if end_goal is not None and (
@@ -296,8 +292,8 @@ def check_scenarios(rows: Iterable[tuple[str, Mapping[str, Any]]], catalog: Cata
         if not isinstance(row, Mapping):
             problems.append(Problem(origin, None, "(row)", "a mapping of fields", shown(row)))
             continue
-        checker = _RowChecker(row, origin, catalog)
-        problems.extend(checker.run())
+        checker = _RowChecker(row, origin)
+        problems.extend(checker.run(catalog))
         sid = checker.scenario_id
         if sid is None:
             continue
