@@ -119,7 +119,6 @@ def run_sample_command(cfg: DictConfig) -> None:
         )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"model": "model", "condition": "condition"}
 
 
