@@ -107,18 +107,13 @@ def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
         except InterpolationResolutionError as exc:
             # A resolver's LosonaError (e.g. a broken params.yaml behind ${dvc_param:...})
             # reaches us wrapped by OmegaConf, which chains the original as the context.
-            cause = _losona_error_in_chain(exc)
+            cause = next((c for c in causes(exc) if isinstance(c, LosonaError)), None)
             if cause is None:
                 raise
             print(f"error: {cause}", file=sys.stderr)
             sys.exit(USER_ERROR_EXIT)
 
     return wrapper
-
-
-def _losona_error_in_chain(exc: BaseException) -> LosonaError | None:
-    """The LosonaError an exception was raised while handling, if any."""
-    return next((cause for cause in causes(exc) if isinstance(cause, LosonaError)), None)
 
 
 def overrides_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -17,10 +17,10 @@ from omegaconf import DictConfig
 
 from losona.audit.settings import AuditSettings
 from losona.core.config.loading import (
-    CONF_DIR,
     PANELS_FILE,
     PARAMS_FILE,
     RUN_FILE,
+    available,
     option_file,
     plain,
 )
@@ -92,11 +92,6 @@ def _check_names(problems: list[str], where: str, group: str, names: Sequence[An
     for name in names:
         if str(name) not in unknown:
             _collect(problems, partial(option, group, str(name)))
-
-
-def available(group: str) -> list[str]:
-    """The options of a config group: the names a sweep may use."""
-    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
 
 
 def _check_panel(panel: str, judges: Sequence[str]) -> None:

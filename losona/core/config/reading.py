@@ -80,7 +80,9 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     sources = Sources.of_hydra()
     checked = check(schema, node, origin=sources.where, key=key)
     if group in NAMED:
-        _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
+        _named_after_file(
+            checked, group, sources.choices.get(group), sources.where(f"{group}.name")
+        )
     return checked
 
 
