@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from losona.core.config import SamplingSettings as SamplingSettings
 from losona.core.contracts import RESPONSE_SCHEMA, row_order, table
 from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, Chunks, OnDemand
