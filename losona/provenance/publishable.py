@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from losona.core.cli import USER_ERROR_EXIT
-from losona.core.config import PARAMS_FILE
+from losona.core.config import PARAMS_FILE, option_file
 from losona.core.errors import LosonaError
 from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
@@ -219,7 +219,7 @@ def _dataset_file(root: Path) -> list[str]:
     """The scenario file a run on its own dataset reads (conf/dataset/<name>.yaml's path)."""
     try:
         params = yaml.safe_load((root / PARAMS_FILE).read_text(encoding="utf-8")) or {}
-        config = root / "conf" / "dataset" / f"{params.get('dataset')}.yaml"
+        config = root / option_file("dataset", str(params.get("dataset")))
         path = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("path")
     except (OSError, yaml.YAMLError, AttributeError):
         return []  # dvc status and the preflight name a broken params.yaml or config
