@@ -24,15 +24,11 @@ def run_config(config: ModelSpec | JudgeConfig, layout: RunLayout) -> None:
     print(f"config: {group} {config.name} -> {out}")
 
 
-# The groups whose options the stage records.
-GROUPS = ("model", "judge")
-
-
 def run_config_stage(cfg: DictConfig, given: Iterable[str]) -> None:
     """config: each option of the composed config whose group was named on the command line
     (`given`: the overridden keys; both groups have defaults, so only those are meant)."""
     named = set(given)
-    groups = [group for group in GROUPS if group in named]
+    groups = [group for group in ("model", "judge") if group in named]
     if not groups:
         raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
     layout = RunLayout(chosen(cfg, "paths"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -63,8 +63,6 @@ GROUPS = Schemas(
 )
 # Options whose `name` names their outputs: it must be the file's name.
 NAMED = ("dataset", "model", "judge", "condition")
-
-G = TypeVar("G", bound=Schema)
 
 
 def chosen(cfg: DictConfig, group: str) -> Any:
