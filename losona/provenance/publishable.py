@@ -30,6 +30,7 @@ MAX_LINES = 12  # of one reason's cases: the count says how many more
 PIPELINE_FILE = Path("dvc.yaml")
 # DVC's project settings, kept in git: the default remote a clone pulls the outputs from.
 DVC_CONFIG = Path(".dvc/config")
+DVC = (sys.executable, "-m", "dvc")  # the DVC of the Python running this
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,11 @@ def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
 STRAY = "new: no stage of dvc.lock writes it and git does not hold it"
 
 
+def _run(command: Sequence[str], root: Path) -> subprocess.CompletedProcess[str]:
+    """A git or DVC command run in `root`, its output as text; its exit status is the caller's."""
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+
+
 def _files_under(folder: Path, root: Path) -> list[str]:
     """Every file under a folder, as a path from `root`."""
     return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -89,13 +95,7 @@ def _written_by(path: str, outputs: Iterable[str]) -> bool:
 
 def git_tracked(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """The files at or under `paths` that git tracks (in its index)."""
-    done = subprocess.run(
-        ["git", "ls-files", "-z", "--", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _run(["git", "ls-files", "-z", "--", *paths], root)
     return [path for path in done.stdout.split("\0") if path] if done.returncode == 0 else []
 
 
@@ -119,13 +119,7 @@ def git_changes(paths: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
     each file's path and how ('new', 'ignored', 'modified', 'added' but not committed, ...)."""
     if not paths:
         return {}
-    done = subprocess.run(
-        [*GIT_STATUS, "--", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _run([*GIT_STATUS, "--", *paths], root)
     if done.returncode != 0:
         return {}
     found: dict[str, str] = {}
@@ -230,13 +224,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """Those of `paths` that DVC ignores (`dvc check-ignore`, after .dvcignore)."""
     if not paths:
         return []
-    done = subprocess.run(
-        [sys.executable, "-m", "dvc", "check-ignore", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _run([*DVC, "check-ignore", *paths], root)
     # Exit 1: none of them is ignored; another failure leaves each one to be named.
     return (
         [path for path in done.stdout.splitlines() if path in paths] if done.returncode == 0 else []
@@ -245,9 +233,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
 
 def git_refusal(root: Path = Path(".")) -> Refusal | None:
     """Files the run rests on that git does not hold as they are, committed."""
-    if subprocess.run(
-        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, check=False
-    ).returncode:
+    if _run(["git", "rev-parse", "--verify", "-q", "HEAD"], root).returncode:
         return Refusal(
             "this is not a git repository with a commit, so no one else can get the run:",
             ("no commit holds dvc.yaml, dvc.lock and the configs",),
@@ -313,13 +299,7 @@ def lock_refusal(root: Path = Path(".")) -> Refusal | None:
 
 def default_remote(root: Path = Path(".")) -> str | None:
     """The name of the default DVC remote, None where none is set."""
-    remote = subprocess.run(
-        [sys.executable, "-m", "dvc", "remote", "default"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    remote = _run([*DVC, "remote", "default"], root)
     return (remote.stdout.strip() or None) if remote.returncode == 0 else None
 
 
