@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from losona.audit.settings import AuditSettings
+from losona.core.cli import restore_command
 from losona.core.config.loading import (
     PANELS_FILE,
     PARAMS_FILE,
@@ -141,19 +142,10 @@ def refusal(problems: Iterable[str], changed: Sequence[str], missing: Sequence[s
         *(f"  {line}" for line in lines),
         *(f"  missing: {path}" for path in missing),
     ]
-    restore = []
-    if changed:
-        # touch first: DVC rewrites a file in place, and an edit of the same size within
-        # the same second is one git's stat cache misses, so a plain checkout keeps it.
-        files = " ".join(changed)
-        restore.append(f"touch {files} && git checkout HEAD -- {files}")
-    if missing:
-        restore.append("dvc checkout")
+    restore = restore_command(changed, outputs=bool(missing))
     if restore:
         what = "settings and outputs git and DVC hold" if missing else "settings git holds"
-        message.append(
-            f"  Fix the setting and run again, or get back the {what}: {' && '.join(restore)}"
-        )
+        message.append(f"  Fix the setting and run again, or get back the {what}: {restore}")
     return "\n".join(message)
 
 
