@@ -1,6 +1,5 @@
 """The sample stage as functions: one cell sampled (or priced, as a dry run), or the whole
-sweep priced. stages/sample.py composes the config and calls these; tests call them
-in-process with a composed config."""
+sweep priced."""
 
 from __future__ import annotations
 
