@@ -97,7 +97,6 @@ def _check_names(problems: list[str], where: str, group: str, names: Sequence[An
 
 def _check_panel(panel: str, judges: Sequence[str]) -> None:
     config = option("judge", panel)
-    where = f"{option_file('judge', panel)}"
     if not judge_kind_settings(config.kind).combines:
         raise LosonaError(
             f"{PANELS_FILE}: 'panels': expected judges of kind panel, found "
@@ -107,8 +106,8 @@ def _check_panel(panel: str, judges: Sequence[str]) -> None:
     outside = [member for member in config.members if member not in judges]
     if outside:
         raise LosonaError(
-            f"{where}: 'judge.members': expected judges of {PARAMS_FILE}'s sweep.judges "
-            f"{list(judges)} (a panel combines their verdicts), found {outside}"
+            f"{option_file('judge', panel)}: 'judge.members': expected judges of {PARAMS_FILE}'s "
+            f"sweep.judges {list(judges)} (a panel combines their verdicts), found {outside}"
         )
 
 
