@@ -69,18 +69,18 @@ class RunLayout:
     # -- the first stages ----------------------------------------------------------------------
 
     @property
-    def run_checked(self) -> Path:
-        """preflight's mark: the whole run was checked."""
-        return Path(self.paths.configs_dir) / "run.checked"
-
-    def config(self, group: str, name: str) -> Path:
-        """One option of the sweep as checked (config stage): configs/<group>/<name>.json."""
-        return Path(self.paths.configs_dir) / group / f"{name}.json"
-
-    @property
     def configs_folder(self) -> Path:
         """Every checked config of the sweep (and preflight's mark)."""
         return Path(self.paths.configs_dir)
+
+    @property
+    def run_checked(self) -> Path:
+        """preflight's mark: the whole run was checked."""
+        return self.configs_folder / "run.checked"
+
+    def config(self, group: str, name: str) -> Path:
+        """One option of the sweep as checked (config stage): configs/<group>/<name>.json."""
+        return self.configs_folder / group / f"{name}.json"
 
     @property
     def scenarios(self) -> Path:
