@@ -8,7 +8,6 @@ not, 2 when there is no DVC pipeline here or DVC cannot say.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from losona.core.config import PARAMS_FILE, option_file
 from losona.core.errors import LosonaError
 from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
-from losona.provenance.dvc_json import dvc_json
+from losona.provenance.dvc_json import DVC, dvc_json, run_in
 from losona.provenance.lock import check_lock
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
@@ -30,7 +29,6 @@ MAX_LINES = 12  # of one reason's cases: the count says how many more
 PIPELINE_FILE = Path("dvc.yaml")
 # DVC's project settings, kept in git: the default remote a clone pulls the outputs from.
 DVC_CONFIG = Path(".dvc/config")
-DVC = (sys.executable, "-m", "dvc")  # the DVC of the Python running this
 
 
 @dataclass(frozen=True)
@@ -78,11 +76,6 @@ def changed_in(folder: str, root: Path = Path(".")) -> list[str]:
 STRAY = "new: no stage of dvc.lock writes it and git does not hold it"
 
 
-def _run(command: Sequence[str], root: Path) -> subprocess.CompletedProcess[str]:
-    """A git or DVC command run in `root`, its output as text; its exit status is the caller's."""
-    return subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
-
-
 def _files_under(folder: Path, root: Path) -> list[str]:
     """Every file under a folder, as a path from `root`."""
     return sorted(p.relative_to(root).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -95,7 +88,7 @@ def _written_by(path: str, outputs: Iterable[str]) -> bool:
 
 def git_tracked(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """The files at or under `paths` that git tracks (in its index)."""
-    done = _run(["git", "ls-files", "-z", "--", *paths], root)
+    done = run_in(root, ["git", "ls-files", "-z", "--", *paths])
     return [path for path in done.stdout.split("\0") if path] if done.returncode == 0 else []
 
 
@@ -119,7 +112,7 @@ def git_changes(paths: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
     each file's path and how ('new', 'ignored', 'modified', 'added' but not committed, ...)."""
     if not paths:
         return {}
-    done = _run([*GIT_STATUS, "--", *paths], root)
+    done = run_in(root, [*GIT_STATUS, "--", *paths])
     if done.returncode != 0:
         return {}
     found: dict[str, str] = {}
@@ -224,7 +217,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """Those of `paths` that DVC ignores (`dvc check-ignore`, after .dvcignore)."""
     if not paths:
         return []
-    done = _run([*DVC, "check-ignore", *paths], root)
+    done = run_in(root, [*DVC, "check-ignore", *paths])
     # Exit 1: none of them is ignored; another failure leaves each one to be named.
     return (
         [path for path in done.stdout.splitlines() if path in paths] if done.returncode == 0 else []
@@ -233,7 +226,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
 
 def git_refusal(root: Path = Path(".")) -> Refusal | None:
     """Files the run rests on that git does not hold as they are, committed."""
-    if _run(["git", "rev-parse", "--verify", "-q", "HEAD"], root).returncode:
+    if run_in(root, ["git", "rev-parse", "--verify", "-q", "HEAD"]).returncode:
         return Refusal(
             "this is not a git repository with a commit, so no one else can get the run:",
             ("no commit holds dvc.yaml, dvc.lock and the configs",),
@@ -299,7 +292,7 @@ def lock_refusal(root: Path = Path(".")) -> Refusal | None:
 
 def default_remote(root: Path = Path(".")) -> str | None:
     """The name of the default DVC remote, None where none is set."""
-    remote = _run([*DVC, "remote", "default"], root)
+    remote = run_in(root, [*DVC, "remote", "default"])
     return (remote.stdout.strip() or None) if remote.returncode == 0 else None
 
 
