@@ -19,7 +19,7 @@ from losona.models.call_store import call_store
 from losona.models.runlog import record_table
 from losona.pipeline.command import Cell, ComposedSettings, Settings, cell_of
 from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
-from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
+from losona.sampling.sample import plan_sampling, sample_cell
 
 
 def run_sample(
@@ -91,7 +91,12 @@ def run_sample_dry_sweep(
 ) -> None:
     """sample, dry run of the sweep: what every cell (specs x conditions) would cost."""
     prompts = dry_run_prompts(layout, list(conditions), dataset)
-    cells = plan_sweep(prompts, specs, conditions, settings.trials, cache_path=call_store(layout))
+    store = call_store(layout)
+    cells = [
+        (condition, plan_sampling(prompts, spec, condition, settings.trials, cache_path=store))
+        for spec in specs
+        for condition in conditions
+    ]
     for condition, found in cells:
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
     total = CallPlan.total([found for _, found in cells])

@@ -60,22 +60,6 @@ def plan_sampling(
     return plan(spec, sample_requests(rows, trials), cache_path=cache_path)
 
 
-def plan_sweep(
-    prompts: pl.DataFrame,
-    specs: Sequence[ModelSpec],
-    conditions: Sequence[str],
-    trials: int,
-    *,
-    cache_path: CacheLocation,
-) -> list[tuple[str, CallPlan]]:
-    """Every cell's plan of a sweep, models x conditions, as (condition, plan) pairs."""
-    return [
-        (condition, plan_sampling(prompts, spec, condition, trials, cache_path=cache_path))
-        for spec in specs
-        for condition in conditions
-    ]
-
-
 @dataclass(frozen=True)
 class Sampled:
     """One cell's responses and the calls behind them, each made a chunk at a time."""
