@@ -25,13 +25,14 @@ from conftest import REPO, run_stage
 from test_judge import responses_table
 from test_judge_llm import scripted_judge
 
+from losona.core.config import SamplingSettings
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.judges.run import judge_responses, make_judge
 from losona.models import BatchFailed, BatchSettings, CallOptions, CallsFailed, ModelSpec
 from losona.models.batch import _BatchJob, _State, fill_cache_by_batch, state_dir
 from losona.prompts.render import render_prompts
-from losona.sampling.sample import SamplingSettings, sample_cell, sample_requests
+from losona.sampling.sample import sample_cell, sample_requests
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import OpenAIServer, fail_first
 

@@ -26,7 +26,7 @@ import yaml
 from conftest import REPO, call_stage, run_dvc, run_stage
 from omegaconf import DictConfig
 
-from losona.core.config import chosen
+from losona.core.config import SamplingSettings, chosen
 from losona.core.contracts import RESPONSE_SCHEMA
 from losona.core.errors import LosonaError
 from losona.core.files import sha256_file, write_parquet
@@ -34,7 +34,7 @@ from losona.core.layout import RunLayout
 from losona.models import CallOptions, CallPlan, ModelSpec
 from losona.pipeline.sample import run_sample
 from losona.prompts.render import render_prompts
-from losona.sampling.sample import SamplingSettings, sample_cell
+from losona.sampling.sample import sample_cell
 from losona.scenarios.datasets import fetch_scenarios
 from losona.testing.openai_server import Fault, OpenAIServer, body_digest, rate_limited
 

@@ -7,7 +7,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -25,11 +25,21 @@ INTERRUPTED_EXIT = 130
 
 # Set once Hydra has composed the config and a stage's own code is running.
 _stage_started = False
+
+
+def restore_command(files: Sequence[str], outputs: bool) -> str:
+    """The command that gets back the committed `files` and, with `outputs`, the outputs DVC
+    holds ("" for neither)."""
+    # touch first: DVC rewrites a file in place, and an edit of the same size within the
+    # same second is one git's stat cache misses, so a plain checkout keeps it.
+    names = " ".join(files)
+    steps = [f"touch {names} && git checkout HEAD -- {names}"] if files else []
+    return " && ".join([*steps, "dvc checkout"] if outputs else steps)
+
+
 # What gets the committed run back after DVC stopped midway: DVC deletes a stage's outputs
 # before it runs it, writes dvc.lock stage by stage, and `-S` edits the settings files.
-# touch first, as preflight's restore does: git's stat cache can miss DVC's in-place rewrite.
-RUN_RECORDS = "dvc.lock params.yaml conf/run.yaml"
-RESTORE_COMMITTED_RUN = f"touch {RUN_RECORDS} && git checkout HEAD -- {RUN_RECORDS} && dvc checkout"
+RESTORE_COMMITTED_RUN = restore_command(["dvc.lock", "params.yaml", "conf/run.yaml"], True)
 
 
 def launch(main: Callable[[], None]) -> None:
@@ -107,18 +117,13 @@ def reports_user_errors(task: Callable[..., T]) -> Callable[..., T]:
         except InterpolationResolutionError as exc:
             # A resolver's LosonaError (e.g. a broken params.yaml behind ${dvc_param:...})
             # reaches us wrapped by OmegaConf, which chains the original as the context.
-            cause = _losona_error_in_chain(exc)
+            cause = next((c for c in causes(exc) if isinstance(c, LosonaError)), None)
             if cause is None:
                 raise
             print(f"error: {cause}", file=sys.stderr)
             sys.exit(USER_ERROR_EXIT)
 
     return wrapper
-
-
-def _losona_error_in_chain(exc: BaseException) -> LosonaError | None:
-    """The LosonaError an exception was raised while handling, if any."""
-    return next((cause for cause in causes(exc) if isinstance(cause, LosonaError)), None)
 
 
 def overrides_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -85,11 +85,6 @@ class Chunks:
     height: int  # its rows, as a DataFrame's height counts them
     produce: Callable[[], Iterator[pl.DataFrame]]
 
-    @classmethod
-    def of(cls, table: pl.DataFrame) -> Chunks:
-        """A table already in memory, as one chunk."""
-        return cls(table.schema, table.height, lambda: iter([table]))
-
     def collect(self) -> pl.DataFrame:
         """The whole table in memory (for small tables and tests)."""
         return pl.concat([self.schema.to_frame(), *self.produce()], rechunk=True)

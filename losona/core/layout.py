@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 from losona.core.config import Paths
 
@@ -17,7 +17,8 @@ from losona.core.config import Paths
 SAMPLE_CALLS, JUDGE_CALLS, CONTROLS_CALLS = "sample", "judge", "judge_controls"
 # The dynamic stages' (the group model's calls are written by dynamic_render: an empty
 # table when the follow-ups are scripted).
-DYNAMIC_CALLS = ("dynamic_group", "dynamic_sample", "dynamic_judge")
+DynamicCalls = Literal["dynamic_group", "dynamic_sample", "dynamic_judge"]
+DYNAMIC_CALLS: tuple[DynamicCalls, ...] = get_args(DynamicCalls)
 # A run log sits beside the table it was made with, or in a logs folder: it differs on
 # every run, so it is never a DVC output.
 LOG_SUFFIX = ".log.json"
@@ -68,18 +69,18 @@ class RunLayout:
     # -- the first stages ----------------------------------------------------------------------
 
     @property
-    def run_checked(self) -> Path:
-        """preflight's mark: the whole run was checked."""
-        return Path(self.paths.configs_dir) / "run.checked"
-
-    def config(self, group: str, name: str) -> Path:
-        """One option of the sweep as checked (config stage): configs/<group>/<name>.json."""
-        return Path(self.paths.configs_dir) / group / f"{name}.json"
-
-    @property
     def configs_folder(self) -> Path:
         """Every checked config of the sweep (and preflight's mark)."""
         return Path(self.paths.configs_dir)
+
+    @property
+    def run_checked(self) -> Path:
+        """preflight's mark: the whole run was checked."""
+        return self.configs_folder / "run.checked"
+
+    def config(self, group: str, name: str) -> Path:
+        """One option of the sweep as checked (config stage): configs/<group>/<name>.json."""
+        return self.configs_folder / group / f"{name}.json"
 
     @property
     def scenarios(self) -> Path:
@@ -226,10 +227,8 @@ class RunLayout:
         """One cell's second-turn verdicts (dynamic_judge)."""
         return self.dynamic_judge_folder(judge) / "verdicts" / model / f"{condition}.parquet"
 
-    def dynamic_calls(self, stage: str, judge: str, model: str, condition: str) -> Path:
-        """The calls a dynamic stage (one of DYNAMIC_CALLS) built one cell's table from."""
-        if stage not in DYNAMIC_CALLS:
-            raise ValueError(f"no dynamic calls folder {stage!r}: one of {DYNAMIC_CALLS}")
+    def dynamic_calls(self, stage: DynamicCalls, judge: str, model: str, condition: str) -> Path:
+        """The calls a dynamic stage built one cell's table from."""
         return self.calls_folder / stage / judge / model / f"{condition}.parquet"
 
     def dynamic_log(self, stage: str, judge: str, model: str, condition: str) -> Path:

@@ -52,7 +52,6 @@ def run_aggregate(
         )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

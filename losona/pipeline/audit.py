@@ -113,7 +113,6 @@ def run_audit_command(cfg: DictConfig) -> None:
         run(ComposedSettings(cfg), layout, {})
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

@@ -24,7 +24,6 @@ def run_calls(layout: RunLayout, sweep: Mapping[str, Sequence[str]], dynamic: Dy
     print(f"calls: {calls.height} calls from {len(files)} files -> {layout.calls}")
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

@@ -1,6 +1,7 @@
 """How a stage is called: each stage module's `run(settings, layout, cell)` takes its settings
 from a `Settings` (the composed config here; a published run's record in reproduce) and its
-cell by the names its `CELL` lists; `run_stage` is the command that gives them from Hydra.
+cell by the names its `CELL` lists, each list its cells expand over (dvc.yaml's matrix keys)
+with the command-line key that names it; `run_stage` is the command that gives them from Hydra.
 """
 
 from __future__ import annotations
@@ -63,17 +64,13 @@ class Sweep(Mapping[str, Any]):
         return len(self.node)
 
 
-# What a missing cell key's example reads, where not NAME.
-EXAMPLES = {"condition": "naive"}
-
-
 def cell_of(cfg: DictConfig, stage: str, names: Mapping[str, str]) -> dict[str, str]:
     """The cell a command names: each key of the stage's CELL by its command-line key."""
     cell = {}
     for key, flag in names.items():
         node = cfg.get(flag.lstrip("+"))
         if node is None:
-            example = EXAMPLES.get(flag, "NAME")
+            example = "naive" if flag == "condition" else "NAME"
             raise LosonaError(f"{stage} needs one {key}, e.g. {flag}={example}")
         if isinstance(node, DictConfig):
             node = chosen(cfg, flag).name  # a model, judge or condition named as its file is

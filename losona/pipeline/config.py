@@ -4,11 +4,11 @@ checked, in a file of its own (data/configs/<group>/<name>.json).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from omegaconf import DictConfig
 
-from losona.core.config import JudgeConfig, ModelSpec, chosen, config_record
+from losona.core.config import JudgeConfig, ModelSpec, Sources, chosen, config_record
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
 from losona.core.layout import RunLayout
@@ -24,15 +24,11 @@ def run_config(config: ModelSpec | JudgeConfig, layout: RunLayout) -> None:
     print(f"config: {group} {config.name} -> {out}")
 
 
-# The groups whose options the stage records.
-GROUPS = ("model", "judge")
-
-
-def run_config_stage(cfg: DictConfig, given: Iterable[str]) -> None:
+def run_config_stage(cfg: DictConfig) -> None:
     """config: each option of the composed config whose group was named on the command line
-    (`given`: the overridden keys; both groups have defaults, so only those are meant)."""
-    named = set(given)
-    groups = [group for group in GROUPS if group in named]
+    (both groups have defaults, so only those named are meant)."""
+    named = {override.split("=", 1)[0] for override in Sources.of_hydra().overrides}
+    groups = [group for group in ("model", "judge") if group in named]
     if not groups:
         raise LosonaError("config needs an option to record: model=<name> or judge=<name>")
     layout = RunLayout(chosen(cfg, "paths"))

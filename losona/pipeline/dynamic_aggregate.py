@@ -50,7 +50,6 @@ def run_dynamic_aggregate(
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"judge": "judge"}
 
 

@@ -88,7 +88,6 @@ def run_dynamic_render(
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
 
 

@@ -56,7 +56,6 @@ def run_dynamic_sample(
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
 
 

@@ -23,7 +23,6 @@ def run_fetch(
     print(f"fetch: {counted(scenarios.height, 'scenario')} from {source} -> {layout.scenarios}")
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

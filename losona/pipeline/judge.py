@@ -98,7 +98,6 @@ def _judged_cell(
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"judge": "judge", "model": "model", "condition": "condition"}
 
 

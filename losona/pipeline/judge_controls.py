@@ -93,7 +93,6 @@ def run_judge_controls(config: JudgeConfig, settings: ControlsSettings, layout: 
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"judge": "judge"}
 
 

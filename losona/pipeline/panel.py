@@ -64,7 +64,6 @@ def run_panel(panel: JudgeConfig, layout: RunLayout, judges: Sequence[str]) -> N
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"panel": "judge"}
 
 

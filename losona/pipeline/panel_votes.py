@@ -42,7 +42,6 @@ def run_panel_votes(
     print(f"panel_votes {panel.name}: {said} -> {out}/")
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"panel": "judge", "judge": "+member"}
 
 

@@ -50,7 +50,6 @@ def run_plot(layout: RunLayout, dynamic: DynamicSettings) -> None:
     )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

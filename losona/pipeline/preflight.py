@@ -16,11 +16,12 @@ from typing import Any
 from omegaconf import DictConfig
 
 from losona.audit.settings import AuditSettings
+from losona.core.cli import restore_command
 from losona.core.config.loading import (
-    CONF_DIR,
     PANELS_FILE,
     PARAMS_FILE,
     RUN_FILE,
+    available,
     option_file,
     plain,
 )
@@ -94,14 +95,8 @@ def _check_names(problems: list[str], where: str, group: str, names: Sequence[An
             _collect(problems, partial(option, group, str(name)))
 
 
-def available(group: str) -> list[str]:
-    """The options of a config group: the names a sweep may use."""
-    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
-
-
 def _check_panel(panel: str, judges: Sequence[str]) -> None:
     config = option("judge", panel)
-    where = f"{option_file('judge', panel)}"
     if not judge_kind_settings(config.kind).combines:
         raise LosonaError(
             f"{PANELS_FILE}: 'panels': expected judges of kind panel, found "
@@ -111,8 +106,8 @@ def _check_panel(panel: str, judges: Sequence[str]) -> None:
     outside = [member for member in config.members if member not in judges]
     if outside:
         raise LosonaError(
-            f"{where}: 'judge.members': expected judges of {PARAMS_FILE}'s sweep.judges "
-            f"{list(judges)} (a panel combines their verdicts), found {outside}"
+            f"{option_file('judge', panel)}: 'judge.members': expected judges of {PARAMS_FILE}'s "
+            f"sweep.judges {list(judges)} (a panel combines their verdicts), found {outside}"
         )
 
 
@@ -146,19 +141,10 @@ def refusal(problems: Iterable[str], changed: Sequence[str], missing: Sequence[s
         *(f"  {line}" for line in lines),
         *(f"  missing: {path}" for path in missing),
     ]
-    restore = []
-    if changed:
-        # touch first: DVC rewrites a file in place, and an edit of the same size within
-        # the same second is one git's stat cache misses, so a plain checkout keeps it.
-        files = " ".join(changed)
-        restore.append(f"touch {files} && git checkout HEAD -- {files}")
-    if missing:
-        restore.append("dvc checkout")
+    restore = restore_command(changed, outputs=bool(missing))
     if restore:
         what = "settings and outputs git and DVC hold" if missing else "settings git holds"
-        message.append(
-            f"  Fix the setting and run again, or get back the {what}: {' && '.join(restore)}"
-        )
+        message.append(f"  Fix the setting and run again, or get back the {what}: {restore}")
     return "\n".join(message)
 
 

@@ -36,7 +36,6 @@ def run_provenance(
     print(f"provenance -> {layout.provenance}")
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {}
 
 

@@ -1,6 +1,5 @@
 """The sample stage as functions: one cell sampled (or priced, as a dry run), or the whole
-sweep priced. stages/sample.py composes the config and calls these; tests call them
-in-process with a composed config."""
+sweep priced."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from losona.models.call_store import call_store
 from losona.models.runlog import record_table
 from losona.pipeline.command import Cell, ComposedSettings, Settings, cell_of
 from losona.sampling.prompts import DatasetSource, condition_rows, dry_run_prompts
-from losona.sampling.sample import plan_sampling, plan_sweep, sample_cell
+from losona.sampling.sample import plan_sampling, sample_cell
 
 
 def run_sample(
@@ -92,7 +91,12 @@ def run_sample_dry_sweep(
 ) -> None:
     """sample, dry run of the sweep: what every cell (specs x conditions) would cost."""
     prompts = dry_run_prompts(layout, list(conditions), dataset)
-    cells = plan_sweep(prompts, specs, conditions, settings.trials, cache_path=call_store(layout))
+    store = call_store(layout)
+    cells = [
+        (condition, plan_sampling(prompts, spec, condition, settings.trials, cache_path=store))
+        for spec in specs
+        for condition in conditions
+    ]
     for condition, found in cells:
         print(f"sample (dry run, no calls made): {condition}, {found.describe()}")
     total = CallPlan.total([found for _, found in cells])
@@ -119,7 +123,6 @@ def run_sample_command(cfg: DictConfig) -> None:
         )
 
 
-# The command-line key that names each list its cells expand over (dvc.yaml's matrix).
 CELL: dict[str, str] = {"model": "model", "condition": "condition"}
 
 

@@ -8,7 +8,6 @@ files the other finds are not the recorded, committed run.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import yaml
 
 from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
+from losona.provenance.dvc_json import run_in
 
 MISSING = "(missing)"
 
@@ -44,13 +44,7 @@ class LockCheck:
 def committed_lock(root: Path = Path(".")) -> str | None:
     """dvc.lock as committed at git HEAD, None outside a git work tree or without one."""
     try:
-        shown = subprocess.run(
-            ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        shown = run_in(root, ["git", "show", f"HEAD:./{LOCK_FILE.as_posix()}"])
     except OSError:  # no git on this machine: there is no commit to compare with
         return None
     return shown.stdout if shown.returncode == 0 else None

@@ -8,7 +8,6 @@ not, 2 when there is no DVC pipeline here or DVC cannot say.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,11 +17,11 @@ from typing import Any
 import yaml
 
 from losona.core.cli import USER_ERROR_EXIT
-from losona.core.config import PARAMS_FILE
+from losona.core.config import PARAMS_FILE, option_file
 from losona.core.errors import LosonaError
 from losona.models.call_store import LOCK_FILE, lock_outputs
 from losona.models.published_calls import md5_file
-from losona.provenance.dvc_json import dvc_json
+from losona.provenance.dvc_json import DVC, dvc_json, run_in
 from losona.provenance.lock import check_lock
 
 NOT_CLEAN_EXIT = 3  # as reproduce's "a value differs"
@@ -89,13 +88,7 @@ def _written_by(path: str, outputs: Iterable[str]) -> bool:
 
 def git_tracked(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """The files at or under `paths` that git tracks (in its index)."""
-    done = subprocess.run(
-        ["git", "ls-files", "-z", "--", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_in(root, ["git", "ls-files", "-z", "--", *paths])
     return [path for path in done.stdout.split("\0") if path] if done.returncode == 0 else []
 
 
@@ -119,13 +112,7 @@ def git_changes(paths: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
     each file's path and how ('new', 'ignored', 'modified', 'added' but not committed, ...)."""
     if not paths:
         return {}
-    done = subprocess.run(
-        [*GIT_STATUS, "--", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_in(root, [*GIT_STATUS, "--", *paths])
     if done.returncode != 0:
         return {}
     found: dict[str, str] = {}
@@ -219,7 +206,7 @@ def _dataset_file(root: Path) -> list[str]:
     """The scenario file a run on its own dataset reads (conf/dataset/<name>.yaml's path)."""
     try:
         params = yaml.safe_load((root / PARAMS_FILE).read_text(encoding="utf-8")) or {}
-        config = root / "conf" / "dataset" / f"{params.get('dataset')}.yaml"
+        config = root / option_file("dataset", str(params.get("dataset")))
         path = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("path")
     except (OSError, yaml.YAMLError, AttributeError):
         return []  # dvc status and the preflight name a broken params.yaml or config
@@ -230,13 +217,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
     """Those of `paths` that DVC ignores (`dvc check-ignore`, after .dvcignore)."""
     if not paths:
         return []
-    done = subprocess.run(
-        [sys.executable, "-m", "dvc", "check-ignore", *paths],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_in(root, [*DVC, "check-ignore", *paths])
     # Exit 1: none of them is ignored; another failure leaves each one to be named.
     return (
         [path for path in done.stdout.splitlines() if path in paths] if done.returncode == 0 else []
@@ -245,9 +226,7 @@ def dvc_ignored(paths: Sequence[str], root: Path = Path(".")) -> list[str]:
 
 def git_refusal(root: Path = Path(".")) -> Refusal | None:
     """Files the run rests on that git does not hold as they are, committed."""
-    if subprocess.run(
-        ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, check=False
-    ).returncode:
+    if run_in(root, ["git", "rev-parse", "--verify", "-q", "HEAD"]).returncode:
         return Refusal(
             "this is not a git repository with a commit, so no one else can get the run:",
             ("no commit holds dvc.yaml, dvc.lock and the configs",),
@@ -313,13 +292,7 @@ def lock_refusal(root: Path = Path(".")) -> Refusal | None:
 
 def default_remote(root: Path = Path(".")) -> str | None:
     """The name of the default DVC remote, None where none is set."""
-    remote = subprocess.run(
-        [sys.executable, "-m", "dvc", "remote", "default"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    remote = run_in(root, [*DVC, "remote", "default"])
     return (remote.stdout.strip() or None) if remote.returncode == 0 else None
 
 

@@ -7,7 +7,6 @@ nothing in it depends on when or how fast the run went, so a rerun writes the sa
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 from collections.abc import Mapping, Sequence
@@ -71,11 +70,8 @@ def package_versions() -> dict[str, str]:
 
 def scenarios_sha256(scenarios: pl.DataFrame) -> str:
     """The scenario table's content hash (see DATASET_HASH_METHOD)."""
-    digest = hashlib.sha256()
-    for row in scenarios.sort("scenario_id").iter_rows(named=True):
-        digest.update(_canonical(row).encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+    rows = scenarios.sort("scenario_id").iter_rows(named=True)
+    return sha256_text("".join(f"{_canonical(row)}\n" for row in rows))
 
 
 def _canonical(value: Any) -> str:

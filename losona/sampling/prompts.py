@@ -11,7 +11,7 @@ from losona.core.config import DatasetConfig, origin_of
 from losona.core.contracts import PROMPT_SCHEMA, SCENARIO_SCHEMA
 from losona.core.files import read_parquet
 from losona.core.layout import RunLayout
-from losona.prompts.render import render_table
+from losona.prompts.render import render_prompts
 from losona.scenarios.datasets import fetch_scenarios
 
 # The dataset's config, read only by a dry run before fetch has written the scenario table.
@@ -46,4 +46,4 @@ def dry_run_prompts(
         f"sample (dry run): no {layout.prompts} yet, so the prompts are rendered in memory "
         f"from {source}; nothing is written"
     )
-    return render_table(scenarios, conditions).collect()
+    return render_prompts(scenarios, conditions)

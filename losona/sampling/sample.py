@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from losona.core.config import SamplingSettings as SamplingSettings
 from losona.core.contracts import RESPONSE_SCHEMA, row_order, table
 from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, Chunks, OnDemand
@@ -59,22 +58,6 @@ def plan_sampling(
     """What sampling this cell would do: calls, cached calls and estimated cost."""
     rows = condition_prompts(prompts, condition)
     return plan(spec, sample_requests(rows, trials), cache_path=cache_path)
-
-
-def plan_sweep(
-    prompts: pl.DataFrame,
-    specs: Sequence[ModelSpec],
-    conditions: Sequence[str],
-    trials: int,
-    *,
-    cache_path: CacheLocation,
-) -> list[tuple[str, CallPlan]]:
-    """Every cell's plan of a sweep, models x conditions, as (condition, plan) pairs."""
-    return [
-        (condition, plan_sampling(prompts, spec, condition, trials, cache_path=cache_path))
-        for spec in specs
-        for condition in conditions
-    ]
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,8 @@ def load_option(group: str, name: str) -> DictConfig:
     """One option of a config group read on its own, e.g. conf/condition/naive.yaml."""
     path = option_file(group, name)
     if not path.is_file():
-        available = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
         raise LosonaError(
-            f"no config '{group}/{name}' ({path} does not exist); available: {available}"
+            f"no config '{group}/{name}' ({path} does not exist); available: {available(group)}"
         )
     config = OmegaConf.load(path)
     assert isinstance(config, DictConfig)
@@ -64,6 +63,11 @@ def load_option(group: str, name: str) -> DictConfig:
 def option_file(group: str, name: str) -> Path:
     """Where an option of a group lives, e.g. conf/model/gpt_5_5.yaml."""
     return CONF_DIR / group / f"{name}.yaml"
+
+
+def available(group: str) -> list[str]:
+    """The options of a config group: the names a sweep may use."""
+    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
 
 
 def plain(config: Any) -> Any:

@@ -47,9 +47,6 @@ class Sources:
         found = [p for p in (d / group / f"{name}.yaml" for d in self.searchpath) if p.is_file()]
         return display_path(found[0]) if found and not path.is_file() else str(path)
 
-    def choice(self, group: str) -> str | None:
-        return self.choices.get(group)
-
     def where(self, dotted: str) -> str:
         for override in reversed(self.overrides):
             target = override.split("=", 1)[0].lstrip("~+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -64,8 +64,6 @@ GROUPS = Schemas(
 # Options whose `name` names their outputs: it must be the file's name.
 NAMED = ("dataset", "model", "judge", "condition")
 
-G = TypeVar("G", bound=Schema)
-
 
 def chosen(cfg: DictConfig, group: str) -> Any:
     """The composed config's node of `group`, checked; errors name its file or override."""
@@ -80,7 +78,9 @@ def chosen(cfg: DictConfig, group: str) -> Any:
     sources = Sources.of_hydra()
     checked = check(schema, node, origin=sources.where, key=key)
     if group in NAMED:
-        _named_after_file(checked, group, sources.choice(group), sources.where(f"{group}.name"))
+        _named_after_file(
+            checked, group, sources.choices.get(group), sources.where(f"{group}.name")
+        )
     return checked
 
 

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
@@ -250,8 +250,8 @@ class AggregateSettings(Schema):
 
 
 # A panel's settings (docs/judges.md, "Judge panels"): how its members' verdicts combine.
-PANEL_RULES = ("majority", "unanimous")
-UNSCORED_MEMBER_POLICIES = ("abstain", "void")
+PanelRule = Literal["majority", "unanimous"]
+UnscoredPolicy = Literal["abstain", "void"]
 PanelMembers = Annotated[tuple[Text, ...], Field(min_length=2)]
 
 
@@ -275,8 +275,8 @@ class JudgeConfig(_Batched):
     members: PanelMembers | None = Field(
         None, description="a list of at least two judge names, each once"
     )
-    rule: Literal["majority", "unanimous"] | None = None
-    unscored_members: Literal["abstain", "void"] | None = None
+    rule: PanelRule | None = None
+    unscored_members: UnscoredPolicy | None = None
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -374,8 +374,8 @@ def _llm_needs_a_model(config: JudgeConfig) -> None:
 def _panel_needs_its_members(config: JudgeConfig) -> None:
     for key, expected in (
         ("members", "a list of at least two judge names (kind panel needs it)"),
-        ("rule", f"one of {list(PANEL_RULES)} (kind panel needs it)"),
-        ("unscored_members", f"one of {list(UNSCORED_MEMBER_POLICIES)} (kind panel needs it)"),
+        ("rule", f"one of {list(get_args(PanelRule))} (kind panel needs it)"),
+        ("unscored_members", f"one of {list(get_args(UnscoredPolicy))} (kind panel needs it)"),
     ):
         if getattr(config, key) is None:
             raise Refusal(expected, "nothing (it is missing)", key)
