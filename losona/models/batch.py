@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from losona.core.config import BatchSettings, ModelSpec
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
-from losona.models.call_cache import CacheLocation, CallCache, CallStore, cache_file
+from losona.models.call_cache import CacheLocation, CallCache, cache_file, offline
 from losona.models.completions import require_every_call
 from losona.models.litellm_api import api_key, litellm_module, provider_of
 from losona.models.options import CallOptions
@@ -150,7 +150,7 @@ class _BatchJob:
             missing = self._missing(keyed)
             if not missing:
                 return self.report
-            if isinstance(self.cache_path, CallStore) and self.cache_path.offline:
+            if offline(self.cache_path):
                 return self.report  # `complete` says which calls are missing
             self.spec.check_credentials()
             waiting = [s for s in self._waiting_jobs() if set(s.keys) & set(missing)]

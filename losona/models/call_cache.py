@@ -63,6 +63,11 @@ class CallNotFound(LosonaError):
 CacheLocation = str | Path | CallStore
 
 
+def offline(location: CacheLocation) -> bool:
+    """Whether calls at this location may only be read: no model is called."""
+    return isinstance(location, CallStore) and location.offline
+
+
 def cache_file(location: CacheLocation) -> Path:
     """The user's call cache file at a location."""
     return Path(location.path if isinstance(location, CallStore) else location)

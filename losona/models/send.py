@@ -174,7 +174,7 @@ class Sender:
         self.stats.sent_after_parent = len(pending) - len(ready)
         taken = 0  # requests a worker took and has not finished
         finished = asyncio.Condition()
-        estimates = self.budget.cap is not None and self.prepared.price_source != "unknown"
+        estimates = self.budget.cap is not None and self.prepared.rates.known
 
         async def worker() -> None:
             nonlocal taken
