@@ -19,6 +19,7 @@ from tqdm import tqdm
 from losona.core.errors import causes
 from losona.core.files import OnDemand
 from losona.models import litellm_api
+from losona.models.completions import failure_kind
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of
 from losona.models.prompt_caching import NO_REUSE, Reuse
@@ -53,19 +54,21 @@ def fault(exc: BaseException) -> str:
             return "dropped connection"
         if any(isinstance(c, json.JSONDecodeError) for c in chain):
             return "malformed body"
+    return error_name(exc)
+
+
+def error_name(exc: BaseException) -> str:
+    """An API error's class and HTTP status, e.g. "RateLimitError (429)"."""
     status = status_of(exc)
     return f"{type(exc).__name__}{f' ({status})' if status else ''}"
 
 
-def masked(exc: BaseException, secret: str | None) -> str:
-    """An error's message on one line, at most 300 characters, the API key masked."""
-    text = " ".join(str(exc).split())[:300]
-    return text.replace(secret, "***") if secret else text
-
-
-def describe(exc: BaseException, secret: str | None) -> str:
-    """What went wrong: the kind of fault, then its message (masked)."""
-    return f"{fault(exc)}: {masked(exc, secret)}"
+def masked(text: str, secret: str | None) -> str:
+    """An error's message on one line, at most 300 characters, the API key masked (before
+    the cut, so that no part of it shows)."""
+    if secret:
+        text = text.replace(secret, "***")
+    return " ".join(text.split())[:300]
 
 
 class Limiter:
@@ -259,7 +262,7 @@ class Sender:
             try:
                 response = await self.send(messages=messages, **params)
             except openai.APIError as exc:
-                error = describe(exc, self.secret)
+                error = f"{fault(exc)}: {masked(str(exc), self.secret)}"
                 status = status_of(exc)
                 rate_limited = status == RATE_LIMITED
                 if refused(exc):
@@ -313,7 +316,7 @@ class Sender:
                 if self.policy.gives_up(counted):
                     return self._failure(f"{error} (after {attempt} attempts)", attempt)
                 wait = self.policy.wait(counted, asked=wait)
-            self.stats.retried[error.split(":")[0]] += 1
+            self.stats.retried[failure_kind(error)] += 1
             await asyncio.sleep(wait)
 
     def _completed(
@@ -345,5 +348,5 @@ class Sender:
         return self.spec.api_base or f"the provider of {self.spec.model}"
 
     def _failure(self, error: str, attempts: int) -> Completion:
-        self.stats.failures[error.split(":")[0]] += 1
+        self.stats.failures[failure_kind(error)] += 1
         return Completion.failed(error, attempts)
