@@ -26,7 +26,7 @@ from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
 from losona.models.retry import RetryPolicy, status_of, transient
 from losona.models.runlog import BatchReport
-from losona.models.send import error_name, masked
+from losona.models.send import destination, error_name, masked
 from losona.models.values import Completion, Request
 
 # Providers whose batches litellm sends and returns in OpenAI's shape; its others need a
@@ -475,7 +475,7 @@ class _BatchJob:
             else f"Batch jobs waiting for results are recorded in {self.dir}; a rerun resumes them."
         )
         if status in NO_SUCH_ENDPOINT:
-            where = self.spec.api_base or f"the provider of {self.spec.model}"
+            where = destination(self.spec)
             return (
                 f"{left} {where} answers {status} to OpenAI's Batch API (/files, /batches): "
                 f"it has none, as most servers of one's own (vLLM, llama.cpp, Ollama) have "

@@ -16,6 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from losona.core.config import ModelSpec
 from losona.core.errors import causes
 from losona.core.files import OnDemand
 from losona.models import litellm_api
@@ -69,6 +70,11 @@ def masked(text: str, secret: str | None) -> str:
     if secret:
         text = text.replace(secret, "***")
     return " ".join(text.split())[:300]
+
+
+def destination(spec: ModelSpec) -> str:
+    """Where a model's calls go, as its config names it."""
+    return ", ".join(spec.endpoints) or spec.api_base or f"the provider of {spec.model}"
 
 
 class Limiter:
@@ -274,7 +280,7 @@ class Sender:
                     if not self.answered and self.refused_in_a_row >= UNREACHABLE_AFTER:
                         self.unreachable = True
                         self.stop = (
-                            f"could not connect to {self._endpoint()}: the first "
+                            f"could not connect to {destination(self.spec)}: the first "
                             f"{self.refused_in_a_row} connection attempts failed ({error}); "
                             "start the server there, or correct the address in the config"
                         )
@@ -340,12 +346,6 @@ class Sender:
             attempts=attempts,
             billed_usd=rates.cost(usage),
         )
-
-    def _endpoint(self) -> str:
-        """Where the calls go, as the config names it."""
-        if self.spec.endpoints:
-            return ", ".join(self.spec.endpoints)
-        return self.spec.api_base or f"the provider of {self.spec.model}"
 
     def _failure(self, error: str, attempts: int) -> Completion:
         self.stats.failures[failure_kind(error)] += 1
