@@ -145,7 +145,7 @@ class _BatchJob:
         for request in requests:
             key, params = self.prepared.key_and_params(request)
             keyed.setdefault(key, (request, params))
-        with CallCache.open(self.cache_path) as cache:
+        with CallCache(self.cache_path) as cache:
             self.cache = cache
             missing = self._missing(keyed)
             if not missing:

@@ -74,20 +74,14 @@ def cache_file(location: CacheLocation) -> Path:
 
 
 class CallCache:
-    """An open call cache; use as a context manager."""
+    """An open call cache, with the published layer its location names, if any; use as a
+    context manager."""
 
-    @classmethod
-    def open(cls, location: CacheLocation) -> CallCache:
-        """The cache at a location, with the published layer the location names, if any."""
-        if isinstance(location, CallStore):
-            return cls(location.path, published=location.published)
-        return cls(location)
-
-    def __init__(self, path: str | Path, published: PublishedCalls | None = None) -> None:
-        self.published = published
+    def __init__(self, location: CacheLocation) -> None:
+        self.published = location.published if isinstance(location, CallStore) else None
         # Keys held with another answer than the published calls', which was used instead.
         self.differing: set[str] = set()
-        self.path = Path(path).expanduser()
+        self.path = cache_file(location).expanduser()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

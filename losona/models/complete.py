@@ -58,7 +58,7 @@ async def acomplete(
     """The run inside an event loop: `complete` starts one, after any batch jobs."""
     request_keys = RequestKeys.of(spec)
     started_at, started = datetime.now(UTC), time.perf_counter()
-    with CallCache.open(options.cache_path) as cache:
+    with CallCache(options.cache_path) as cache:
         found = _look_up(request_keys, requests, cache, options.use_cache)
         pending = found.missing
         if pending and offline(options.cache_path):
@@ -275,7 +275,7 @@ def _held(keys: Sequence[str], cache_path: CacheLocation) -> set[str]:
     call cache where there is none yet."""
     store = cache_path if isinstance(cache_path, CallStore) else CallStore(cache_path)
     if Path(store.path).expanduser().exists():
-        with CallCache.open(cache_path) as cache:
+        with CallCache(cache_path) as cache:
             return set(cache.get_many(keys))
     return set(store.published.get_many(keys)) if store.published is not None else set()
 

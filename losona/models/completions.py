@@ -123,7 +123,7 @@ class Completions(Sequence[Completion]):
         connection of its own each time, so a table can be built on another thread)."""
         wanted = [key for key in keys if key not in self._held]
         if wanted:
-            with CallCache.open(self.location) as cache:
+            with CallCache(self.location) as cache:
                 stored = cache.get_many(wanted)
         read = []
         for key in keys:
