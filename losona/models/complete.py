@@ -123,25 +123,19 @@ class _Found:
 
     keys: list[str] = dataclasses.field(default_factory=list)  # each request's, in order
     missing: dict[str, int] = dataclasses.field(default_factory=dict)  # key -> first request
-    hits: int = 0  # requests served from the cache (or the run's published calls)
-    published: int = 0  # of them, the ones the published calls answered
-    hits_usd: float = 0.0  # their list cost
+    hits: runlog.Tally = dataclasses.field(default_factory=runlog.Tally)  # the cache hits
 
     def answered(self) -> str:
         """Where the requests answered before any call is made came from, for the first line."""
-        said = runlog.hit_sources(self.published, self.hits - self.published)
+        hits, published = self.hits.cache_hits, self.hits.from_published
+        said = runlog.hit_sources(published, hits - published)
         # A request asked twice in one run is sent once: its second asking waits for it.
-        repeats = len(self.keys) - self.hits - len(self.missing)
+        repeats = len(self.keys) - hits - len(self.missing)
         return f"{said}, {repeats} repeating a call of this run" if repeats else said
 
     def tally(self, made: dict[str, Receipt], held: dict[str, Completion]) -> runlog.Tally:
-        """What became of each request, for the run log."""
-        tally = runlog.Tally(
-            requests=len(self.keys),
-            cache_hits=self.hits,
-            from_published=self.published,
-            cost_usd=self.hits_usd,
-        )
+        """What became of each request, for the run log: the cache hits, and the calls."""
+        tally = dataclasses.replace(self.hits, requests=len(self.keys))
         for key in self.keys:
             if key not in self.missing:
                 continue
@@ -167,9 +161,9 @@ def _look_up(
         hits = cache.get_many(keys) if use_cache else {}
         for key in keys:
             if key in hits:
-                found.hits += 1
-                found.published += hits[key].published
-                found.hits_usd += hits[key].cost_usd
+                found.hits.cache_hits += 1
+                found.hits.from_published += hits[key].published
+                found.hits.cost_usd += hits[key].cost_usd
             else:
                 found.missing.setdefault(key, len(found.keys))
             found.keys.append(key)

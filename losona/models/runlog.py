@@ -63,8 +63,8 @@ class BatchReport:
 class Tally:
     """What became of each request of one run of `complete`."""
 
-    requests: int
-    cache_hits: int
+    requests: int = 0
+    cache_hits: int = 0  # requests served from the cache (or the run's published calls)
     from_published: int = 0  # cache hits the run's published calls answered
     completed: int = 0  # calls made in this run, counted per request that wanted them
     failed: int = 0
