@@ -164,7 +164,7 @@ def test_the_paper_subjects_have_the_papers_sampling_settings() -> None:
         expected = {} if name in ("gpt_5_5", "claude_fable") else {"temperature": 0.9}
         assert spec.params == expected, name
         # litellm knows each provider and accepts the parameters; each model has a price.
-        assert _prepare(spec).price_source in ("litellm", "config")
+        assert _prepare(spec).rates.source in ("litellm", "config")
 
 
 def test_every_model_config_is_named_after_its_file() -> None:

@@ -217,9 +217,9 @@ def test_the_published_calls_are_read_once_however_they_are_asked(
         return read_parquet(source, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pl, "read_parquet", counted)
-    # Served to a rerun (the call cache's layer), then looked up row by row (reproduce).
+    # Served to a rerun (the call cache's layer), then read as a table (reproduce).
     store = CallStore(tmp_path / "rerun.sqlite", published, offline=True)
     complete(spec, requests(6), CallOptions(cache_path=store))
-    assert set(published.rows_by_key) == keys and published.table().height == 6
+    assert set(published.table()["key"]) == keys and published.table().height == 6
     assert reads.count(str(path)) == 1
     assert server.request_count == 6  # publish's calls: the rerun made none

@@ -17,16 +17,16 @@ from typing import Any, TypeVar
 from losona.core.config import BatchSettings, ModelSpec
 from losona.core.errors import LosonaError
 from losona.core.files import write_json
-from losona.models.call_cache import CacheLocation, CallCache, CallStore, cache_file
+from losona.models.call_cache import CacheLocation, CallCache, cache_file, offline
 from losona.models.completions import require_every_call
-from losona.models.litellm_api import api_key, litellm_module, provider_of
+from losona.models.litellm_api import api_key, litellm_module, provider_of, resolve
 from losona.models.options import CallOptions
 from losona.models.prepare import Prepared, prepare
 from losona.models.pricing import Usage
 from losona.models.progress import progress_bar
 from losona.models.retry import RetryPolicy, status_of, transient
 from losona.models.runlog import BatchReport
-from losona.models.send import masked
+from losona.models.send import destination, error_name, masked
 from losona.models.values import Completion, Request
 
 # Providers whose batches litellm sends and returns in OpenAI's shape; its others need a
@@ -132,7 +132,7 @@ class _BatchJob:
         self.progress = progress
         self.dir = state_dir(cache_path)
         self.litellm = litellm_module()
-        self.model_name = self.litellm.get_llm_provider(spec.model)[0]
+        self.model_name = resolve(spec)[0]
         rates = self.prepared.rates
         self.report = BatchReport(
             batch_price_from=f"{rates.source} ({rates.batch_basis})", state_dir=str(self.dir)
@@ -145,12 +145,12 @@ class _BatchJob:
         for request in requests:
             key, params = self.prepared.key_and_params(request)
             keyed.setdefault(key, (request, params))
-        with CallCache.open(self.cache_path) as cache:
+        with CallCache(self.cache_path) as cache:
             self.cache = cache
             missing = self._missing(keyed)
             if not missing:
                 return self.report
-            if isinstance(self.cache_path, CallStore) and self.cache_path.offline:
+            if offline(self.cache_path):
                 return self.report  # `complete` says which calls are missing
             self.spec.check_credentials()
             waiting = [s for s in self._waiting_jobs() if set(s.keys) & set(missing)]
@@ -254,8 +254,7 @@ class _BatchJob:
         if state.batch_id is None:
             state.batch_id = created.id
             self._save(state)
-        self.report.batch_ids.append(state.batch_id)
-        self.report.lines_sent += len(state.keys)
+        self._note_sent(state, resumed=False)
 
     async def _recover(self, state: _State) -> bool:
         """Adopt the provider's batch for this job if one was created; whether it was."""
@@ -278,12 +277,12 @@ class _BatchJob:
                 self._state_path(state).unlink()
                 return {}
             if await self._recover(state):
-                self._note_resumed(state)
+                self._note_sent(state, resumed=True)
             else:
                 # Killed between the upload and the batch's creation: create it now.
                 await self._create(state, None)
         elif resumed:
-            self._note_resumed(state)
+            self._note_sent(state, resumed=True)
         assert state.batch_id is not None
         batch = await self._wait(state)
         failures: dict[str, LineFailure] = {}
@@ -316,10 +315,12 @@ class _BatchJob:
             )
         return failures
 
-    def _note_resumed(self, state: _State) -> None:
+    def _note_sent(self, state: _State, *, resumed: bool) -> None:
+        """Count a job's batch in the run log: created by this run, or by one that stopped."""
         assert state.batch_id is not None
         self.report.batch_ids.append(state.batch_id)
-        self.report.resumed.append(state.batch_id)
+        if resumed:
+            self.report.resumed.append(state.batch_id)
         self.report.lines_sent += len(state.keys)
 
     async def _wait(self, state: _State) -> Any:
@@ -386,10 +387,8 @@ class _BatchJob:
         if error or status != 200:
             detail = error or (body.get("error") if isinstance(body, dict) else None) or {}
             message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-            if self.secret:
-                message = message.replace(self.secret, "***")
             return _failure(
-                f"batch line error ({status}): {' '.join(message.split())[:300]}",
+                f"batch line error ({status}): {masked(message, self.secret)}",
                 status if isinstance(status, int) else None,
             )
         try:
@@ -459,11 +458,10 @@ class _BatchJob:
             except openai.APIError as exc:
                 status = status_of(exc)
                 if policy.fatal(status) or not transient(exc) or policy.gives_up(attempt):
-                    text = masked(exc, self.secret)
                     raise LosonaError(
-                        f"model '{self.spec.name}': could not {what} ({type(exc).__name__}"
-                        f"{f' ({status})' if status else ''}, after {attempt} attempts): "
-                        f"{text}. {self._after_failure(status, nothing_sent)}"
+                        f"model '{self.spec.name}': could not {what} ({error_name(exc)}, after "
+                        f"{attempt} attempts): {masked(str(exc), self.secret)}. "
+                        f"{self._after_failure(status, nothing_sent)}"
                     ) from None
             await asyncio.sleep(policy.wait(attempt))
             if before_retry is not None and await before_retry():
@@ -477,7 +475,7 @@ class _BatchJob:
             else f"Batch jobs waiting for results are recorded in {self.dir}; a rerun resumes them."
         )
         if status in NO_SUCH_ENDPOINT:
-            where = self.spec.api_base or f"the provider of {self.spec.model}"
+            where = destination(self.spec)
             return (
                 f"{left} {where} answers {status} to OpenAI's Batch API (/files, /batches): "
                 f"it has none, as most servers of one's own (vLLM, llama.cpp, Ollama) have "

@@ -63,26 +63,25 @@ class CallNotFound(LosonaError):
 CacheLocation = str | Path | CallStore
 
 
+def offline(location: CacheLocation) -> bool:
+    """Whether calls at this location may only be read: no model is called."""
+    return isinstance(location, CallStore) and location.offline
+
+
 def cache_file(location: CacheLocation) -> Path:
     """The user's call cache file at a location."""
     return Path(location.path if isinstance(location, CallStore) else location)
 
 
 class CallCache:
-    """An open call cache; use as a context manager."""
+    """An open call cache, with the published layer its location names, if any; use as a
+    context manager."""
 
-    @classmethod
-    def open(cls, location: CacheLocation) -> CallCache:
-        """The cache at a location, with the published layer the location names, if any."""
-        if isinstance(location, CallStore):
-            return cls(location.path, published=location.published)
-        return cls(location)
-
-    def __init__(self, path: str | Path, published: PublishedCalls | None = None) -> None:
-        self.published = published
+    def __init__(self, location: CacheLocation) -> None:
+        self.published = location.published if isinstance(location, CallStore) else None
         # Keys held with another answer than the published calls', which was used instead.
         self.differing: set[str] = set()
-        self.path = Path(path).expanduser()
+        self.path = cache_file(location).expanduser()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

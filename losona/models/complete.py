@@ -22,7 +22,7 @@ from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, write_json
 from losona.models import pricing, runlog
 from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
-from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore
+from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore, offline
 from losona.models.completions import CallFailed, Completions, Receipt, require_every_call
 from losona.models.litellm_api import keep_states_beside, provider_of
 from losona.models.options import CallOptions
@@ -36,12 +36,12 @@ from losona.models.values import CallPlan, Completion, Request
 def _ready_to_send(spec: ModelSpec, options: CallOptions) -> Prepared:
     """Before a run's first call: the spec checked against its provider, priced, its key found."""
     prepared = prepare(spec)
-    if options.max_cost_usd is not None and prepared.price_source == "unknown":
+    if options.max_cost_usd is not None and not prepared.rates.known:
         raise LosonaError(
             f"model '{spec.name}': max_cost_usd is set but nobody knows what "
             f"{spec.model} costs; set price in its config"
         )
-    if prepared.price_source == "unknown":
+    if not prepared.rates.known:
         print(
             f"warning: litellm has no price for {spec.model} and the config of "
             f"'{spec.name}' sets none: its cost is recorded as $0. Set price: "
@@ -58,10 +58,10 @@ async def acomplete(
     """The run inside an event loop: `complete` starts one, after any batch jobs."""
     request_keys = RequestKeys.of(spec)
     started_at, started = datetime.now(UTC), time.perf_counter()
-    with CallCache.open(options.cache_path) as cache:
+    with CallCache(options.cache_path) as cache:
         found = _look_up(request_keys, requests, cache, options.use_cache)
         pending = found.missing
-        if pending and isinstance(options.cache_path, CallStore) and options.cache_path.offline:
+        if pending and offline(options.cache_path):
             raise CallNotFound(len(pending), len(set(found.keys)))
         # Only a call that must be made needs litellm (seconds to import) and an API key.
         prepared = None
@@ -123,25 +123,19 @@ class _Found:
 
     keys: list[str] = dataclasses.field(default_factory=list)  # each request's, in order
     missing: dict[str, int] = dataclasses.field(default_factory=dict)  # key -> first request
-    hits: int = 0  # requests served from the cache (or the run's published calls)
-    published: int = 0  # of them, the ones the published calls answered
-    hits_usd: float = 0.0  # their list cost
+    hits: runlog.Tally = dataclasses.field(default_factory=runlog.Tally)  # the cache hits
 
     def answered(self) -> str:
         """Where the requests answered before any call is made came from, for the first line."""
-        said = runlog.hit_sources(self.published, self.hits - self.published)
+        hits, published = self.hits.cache_hits, self.hits.from_published
+        said = runlog.hit_sources(published, hits - published)
         # A request asked twice in one run is sent once: its second asking waits for it.
-        repeats = len(self.keys) - self.hits - len(self.missing)
+        repeats = len(self.keys) - hits - len(self.missing)
         return f"{said}, {repeats} repeating a call of this run" if repeats else said
 
     def tally(self, made: dict[str, Receipt], held: dict[str, Completion]) -> runlog.Tally:
-        """What became of each request, for the run log."""
-        tally = runlog.Tally(
-            requests=len(self.keys),
-            cache_hits=self.hits,
-            from_published=self.published,
-            cost_usd=self.hits_usd,
-        )
+        """What became of each request, for the run log: the cache hits, and the calls."""
+        tally = dataclasses.replace(self.hits, requests=len(self.keys))
         for key in self.keys:
             if key not in self.missing:
                 continue
@@ -162,25 +156,17 @@ def _look_up(
     """Each request's key, and which calls the cache lacks (identical requests: one call),
     a chunk at a time: no reply the cache holds is kept."""
     found = _Found()
-
-    def look_up(keys: list[str]) -> None:
+    for start in range(0, len(requests), CHUNK):
+        keys = [request_keys.key_and_params(r)[0] for r in requests[start : start + CHUNK]]
         hits = cache.get_many(keys) if use_cache else {}
         for key in keys:
             if key in hits:
-                found.hits += 1
-                found.published += hits[key].published
-                found.hits_usd += hits[key].cost_usd
+                found.hits.cache_hits += 1
+                found.hits.from_published += hits[key].published
+                found.hits.cost_usd += hits[key].cost_usd
             else:
                 found.missing.setdefault(key, len(found.keys))
             found.keys.append(key)
-
-    keys: list[str] = []
-    for request in requests:
-        keys.append(request_keys.key_and_params(request)[0])
-        if len(keys) == CHUNK:
-            look_up(keys)
-            keys = []
-    look_up(keys)
     return found
 
 
@@ -245,10 +231,9 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     found = _held([k for k, _ in keyed], cache_path)
     # Each distinct call once, in request order.
     todo = {key: r for r, (key, _) in zip(requests, keyed, strict=True) if key not in found}
-    tokens = prepared.params.get("max_tokens") or prepared.params.get("max_completion_tokens")
     basis = (
-        f"{tokens} completion tokens per call (max_tokens)"
-        if tokens
+        f"{prepared.max_tokens} completion tokens per call (max_tokens)"
+        if prepared.max_tokens
         else (f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call")
     )
     counted = CallPlan(
@@ -258,12 +243,18 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
         estimated_cost_usd=None,
         estimate_basis=(
             f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
-            f"price from {prepared.price_source}"
+            f"price from {prepared.rates.source}"
         ),
     )
     if not prepared.rates.known:
         return counted
-    three = estimate_prices(prepared, list(todo.values()))
+    priced = list(todo.values())
+    three = pricing.estimate(
+        prepared.rates,
+        [prepared.prompt_tokens(r) for r in priced],
+        prepared.completion_tokens,
+        prepared.reuse(priced),
+    )
     return dataclasses.replace(
         counted,
         estimated_cost_usd=three.list_usd,
@@ -278,29 +269,20 @@ def _held(keys: Sequence[str], cache_path: CacheLocation) -> set[str]:
     call cache where there is none yet."""
     store = cache_path if isinstance(cache_path, CallStore) else CallStore(cache_path)
     if Path(store.path).expanduser().exists():
-        with CallCache.open(cache_path) as cache:
+        with CallCache(cache_path) as cache:
             return set(cache.get_many(keys))
     return set(store.published.get_many(keys)) if store.published is not None else set()
 
 
-def estimate_prices(prepared: Prepared, requests: Sequence[Request]) -> pricing.Estimate:
-    """List, caching and batch prices of these requests, sent in this order (offline)."""
-    return pricing.estimate(
-        prepared.rates,
-        [prepared.prompt_tokens(r) for r in requests],
-        prepared.completion_tokens,
-        prepared.reuse(requests),
-    )
-
-
 def describe_estimate(prepared: Prepared, found: pricing.Estimate) -> str:
     """How the caching and batch prices were estimated, for the reader."""
-    rates, rule = prepared.rates, prepared.rule
+    rates, rule, spec = prepared.rates, prepared.rule, prepared.spec
+    provider = provider_of(spec)
     if rule is None:
         how = (
             "prompt caching is off (prompt_caching: false)"
-            if not prepared.spec.prompt_caching
-            else f"no prompt caching known for {provider_of(prepared.spec)}"
+            if not spec.prompt_caching
+            else f"no prompt caching known for {provider}"
         )
     else:
         written = f", {found.written_tokens} written to it" if found.written_tokens else ""
@@ -309,7 +291,6 @@ def describe_estimate(prepared: Prepared, found: pricing.Estimate) -> str:
             f"{found.cached_tokens} of {found.prompt_tokens} prompt tokens read from the "
             f"cache{written} ({rule.describe()}; {rates.cache_basis})"
         )
-    provider, spec = provider_of(prepared.spec), prepared.spec
     if provider not in BATCH_PROVIDERS or spec.endpoints:
         mode = f"batch mode sends only to {', '.join(BATCH_PROVIDERS)}, at one endpoint"
     elif spec.api_base:

@@ -36,7 +36,13 @@ def require_every_call(
 ) -> None:
     """Raise CallsFailed, saying how many calls `to` whom failed, by kind and why, if any did
     in these rounds (a judge's first calls and its repairs)."""
-    failed = [c.error for completions in rounds for c in failures(completions)]
+    failed = [
+        c.error
+        # A run of `complete` knows its failed calls without reading a reply back.
+        for completions in rounds
+        for c in (completions.failed() if isinstance(completions, Completions) else completions)
+        if not c.ok
+    ]
     if not failed:
         return
     kinds = collections.Counter(failure_kind(e) for e in failed)
@@ -50,13 +56,6 @@ def require_every_call(
         "is in the call cache, so a rerun sends only the failed ones."
         + (f" Details: {run_log}" if run_log else "")
     )
-
-
-def failures(completions: Sequence[Completion]) -> list[Completion]:
-    """The failed ones among these completions (from `complete` without reading a reply back)."""
-    if isinstance(completions, Completions):
-        return completions.failed()
-    return [c for c in completions if not c.ok]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +123,7 @@ class Completions(Sequence[Completion]):
         connection of its own each time, so a table can be built on another thread)."""
         wanted = [key for key in keys if key not in self._held]
         if wanted:
-            with CallCache.open(self.location) as cache:
+            with CallCache(self.location) as cache:
                 stored = cache.get_many(wanted)
         read = []
         for key in keys:

@@ -72,24 +72,20 @@ class Prepared(RequestKeys):
     rates: Rates  # its prices: list, cache, batch (losona/models/pricing.py)
     rule: CacheRule | None  # how its provider caches prompts; None: not at all, or turned off
 
-    @property
-    def price_source(self) -> str:
-        """Where the price comes from: "config", "litellm" or "unknown"."""
-        return self.rates.source
-
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
         """What estimates count prompt tokens with: chosen once, from what is on disk."""
         return select_tokenizer(litellm_module(), self.spec.model)
 
     @property
+    def max_tokens(self) -> Any:
+        """The completion length the config caps calls at (max_tokens), if it does."""
+        return self.params.get("max_tokens") or self.params.get("max_completion_tokens")
+
+    @property
     def completion_tokens(self) -> int:
         """The completion length estimates assume: max_tokens, else a guess."""
-        return int(
-            self.params.get("max_tokens")
-            or self.params.get("max_completion_tokens")
-            or EXPECTED_COMPLETION_TOKENS
-        )
+        return int(self.max_tokens or EXPECTED_COMPLETION_TOKENS)
 
     def prompt_tokens(self, request: Request) -> int:
         """A request's prompt tokens, counted offline."""
@@ -138,8 +134,7 @@ def prepare(spec: ModelSpec) -> Prepared:
     own_server = bool(spec.api_base or spec.endpoints) and provider not in ("anthropic", "gemini")
     rates = pricing.rates_for(spec, provider, own_server, info)
     rule = cache_rule(provider, spec.model, own_server=own_server) if spec.prompt_caching else None
-    keys = RequestKeys.of(spec)
-    return Prepared(keys.spec, keys.params, keys.dropped, keys.prefix, rates, rule)
+    return Prepared(**vars(RequestKeys.of(spec)), rates=rates, rule=rule)
 
 
 def call_key(spec: ModelSpec, request: Request) -> str:

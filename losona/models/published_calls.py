@@ -6,11 +6,9 @@ DVC and answers that run's calls ahead of the user's own cache.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -83,11 +81,6 @@ class PublishedCalls:
         if self._calls is None:
             self._calls = self._load()
         return self._calls
-
-    @functools.cached_property
-    def rows_by_key(self) -> dict[str, dict[str, Any]]:
-        """Each published call's row by its key, for checking a run's files against them."""
-        return {row["key"]: row for row in self.table().iter_rows(named=True)}
 
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, Completion]]:
         """The published (model, completion) among these keys; the file is read on first use."""

@@ -63,8 +63,8 @@ class BatchReport:
 class Tally:
     """What became of each request of one run of `complete`."""
 
-    requests: int
-    cache_hits: int
+    requests: int = 0
+    cache_hits: int = 0  # requests served from the cache (or the run's published calls)
     from_published: int = 0  # cache hits the run's published calls answered
     completed: int = 0  # calls made in this run, counted per request that wanted them
     failed: int = 0
@@ -119,7 +119,7 @@ def facts(
         "cost_usd_this_run": round(stats.billed_usd, 6),
         "list_cost_usd_this_run": round(stats.list_usd, 6),
         "cost_usd_all_requests": round(tally.cost_usd, 6),
-        "price_from": prepared.price_source if prepared else None,
+        "price_from": prepared.rates.source if prepared else None,
         "prompt_cache": {
             "rule": prepared.cache_rule_described() if prepared else None,
             "cache_read_tokens_this_run": stats.cache_read_tokens,

@@ -16,9 +16,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from losona.core.config import ModelSpec
 from losona.core.errors import causes
 from losona.core.files import OnDemand
 from losona.models import litellm_api
+from losona.models.completions import failure_kind
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of
 from losona.models.prompt_caching import NO_REUSE, Reuse
@@ -53,19 +55,26 @@ def fault(exc: BaseException) -> str:
             return "dropped connection"
         if any(isinstance(c, json.JSONDecodeError) for c in chain):
             return "malformed body"
+    return error_name(exc)
+
+
+def error_name(exc: BaseException) -> str:
+    """An API error's class and HTTP status, e.g. "RateLimitError (429)"."""
     status = status_of(exc)
     return f"{type(exc).__name__}{f' ({status})' if status else ''}"
 
 
-def masked(exc: BaseException, secret: str | None) -> str:
-    """An error's message on one line, at most 300 characters, the API key masked."""
-    text = " ".join(str(exc).split())[:300]
-    return text.replace(secret, "***") if secret else text
+def masked(text: str, secret: str | None) -> str:
+    """An error's message on one line, at most 300 characters, the API key masked (before
+    the cut, so that no part of it shows)."""
+    if secret:
+        text = text.replace(secret, "***")
+    return " ".join(text.split())[:300]
 
 
-def describe(exc: BaseException, secret: str | None) -> str:
-    """What went wrong: the kind of fault, then its message (masked)."""
-    return f"{fault(exc)}: {masked(exc, secret)}"
+def destination(spec: ModelSpec) -> str:
+    """Where a model's calls go, as its config names it."""
+    return ", ".join(spec.endpoints) or spec.api_base or f"the provider of {spec.model}"
 
 
 class Limiter:
@@ -174,7 +183,7 @@ class Sender:
         self.stats.sent_after_parent = len(pending) - len(ready)
         taken = 0  # requests a worker took and has not finished
         finished = asyncio.Condition()
-        estimates = self.budget.cap is not None and self.prepared.price_source != "unknown"
+        estimates = self.budget.cap is not None and self.prepared.rates.known
 
         async def worker() -> None:
             nonlocal taken
@@ -259,7 +268,7 @@ class Sender:
             try:
                 response = await self.send(messages=messages, **params)
             except openai.APIError as exc:
-                error = describe(exc, self.secret)
+                error = f"{fault(exc)}: {masked(str(exc), self.secret)}"
                 status = status_of(exc)
                 rate_limited = status == RATE_LIMITED
                 if refused(exc):
@@ -271,7 +280,7 @@ class Sender:
                     if not self.answered and self.refused_in_a_row >= UNREACHABLE_AFTER:
                         self.unreachable = True
                         self.stop = (
-                            f"could not connect to {self._endpoint()}: the first "
+                            f"could not connect to {destination(self.spec)}: the first "
                             f"{self.refused_in_a_row} connection attempts failed ({error}); "
                             "start the server there, or correct the address in the config"
                         )
@@ -313,7 +322,7 @@ class Sender:
                 if self.policy.gives_up(counted):
                     return self._failure(f"{error} (after {attempt} attempts)", attempt)
                 wait = self.policy.wait(counted, asked=wait)
-            self.stats.retried[error.split(":")[0]] += 1
+            self.stats.retried[failure_kind(error)] += 1
             await asyncio.sleep(wait)
 
     def _completed(
@@ -338,12 +347,6 @@ class Sender:
             billed_usd=rates.cost(usage),
         )
 
-    def _endpoint(self) -> str:
-        """Where the calls go, as the config names it."""
-        if self.spec.endpoints:
-            return ", ".join(self.spec.endpoints)
-        return self.spec.api_base or f"the provider of {self.spec.model}"
-
     def _failure(self, error: str, attempts: int) -> Completion:
-        self.stats.failures[error.split(":")[0]] += 1
+        self.stats.failures[failure_kind(error)] += 1
         return Completion.failed(error, attempts)

@@ -8,7 +8,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from aiohttp import web
@@ -40,17 +40,19 @@ class Batch:
     failed: int = 0
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class BatchJobs(ChatCompletions):
     """The Batch API's endpoints; each line is answered as a chat completion would be."""
 
-    batch_delay: float  # seconds from a batch's creation to its completion
-    batch_faults: FaultPlan | None  # (line body, times seen before) -> fault
-    batch_fate: Callable[[int], BatchFate] | None  # nth batch created (1, 2...) -> its end
-    files: dict[str, bytes]  # uploaded and produced files, by id
-    batches: dict[str, Batch]  # by id, in creation order
-    batches_created: int
-    batch_retrievals: int
-    _batch_seen: Counter[str]
+    batch_delay: float = 0.0  # seconds from a batch's creation to its completion
+    batch_faults: FaultPlan | None = None  # (line body, times seen before) -> fault
+    batch_fate: Callable[[int], BatchFate] | None = None  # nth batch created (1, 2...) -> its end
+    batch_api: bool = True  # False: no /files or /batches (404), as most servers of one's own
+    files: dict[str, bytes] = field(init=False, default_factory=dict)  # uploaded and produced
+    batches: dict[str, Batch] = field(init=False, default_factory=dict)  # in creation order
+    batches_created: int = field(init=False, default=0)
+    batch_retrievals: int = field(init=False, default=0)
+    _batch_seen: Counter[str] = field(init=False, default_factory=Counter)
 
     def _add_batch_routes(self, app: web.Application) -> None:
         for prefix in ("/v1", ""):
@@ -68,7 +70,17 @@ class BatchJobs(ChatCompletions):
         content = upload.file.read()
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = content
-        return web.json_response(_file_object(file_id, len(content), upload.filename, "batch"))
+        return web.json_response(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": 0,
+                "filename": upload.filename,
+                "purpose": "batch",
+                "status": "processed",
+            }
+        )
 
     async def _file_content(self, request: web.Request) -> web.StreamResponse:
         content = self.files.get(request.match_info["file_id"])
@@ -181,15 +193,3 @@ class BatchJobs(ChatCompletions):
             },
             "metadata": batch.metadata,
         }
-
-
-def _file_object(file_id: str, size: int, filename: str, purpose: str) -> Body:
-    return {
-        "id": file_id,
-        "object": "file",
-        "bytes": size,
-        "created_at": 0,
-        "filename": filename,
-        "purpose": purpose,
-        "status": "processed",
-    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -13,13 +14,15 @@ from losona.testing.openai_server.replies import Body, words
 from losona.testing.openai_server.state import ServerState
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class ChatCompletions(ServerState):
     """`POST /v1/chat/completions`: a reply after `latency`, or a fault the plan chose."""
 
-    in_flight: int
-    max_in_flight: int  # the most requests ever being handled at once
-    in_flight_at_arrival: list[int]  # per request, in arrival order, itself included
-    _seen: Counter[str]  # how often each body arrived, for the fault plan
+    in_flight: int = field(init=False, default=0)
+    max_in_flight: int = field(init=False, default=0)  # the most ever handled at once
+    # Per request, in arrival order, itself included.
+    in_flight_at_arrival: list[int] = field(init=False, default_factory=list)
+    _seen: Counter[str] = field(init=False, default_factory=Counter)  # for the fault plan
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.in_flight += 1

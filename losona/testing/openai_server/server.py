@@ -4,53 +4,27 @@ background thread with its own event loop, for as long as its `with` block lasts
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
-from collections import Counter
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from losona.models.prompt_caching import OPENAI
 from losona.testing.openai_server.anthropic import AnthropicMessages
-from losona.testing.openai_server.batches import BatchFate, BatchJobs
-from losona.testing.openai_server.faults import FaultPlan
-from losona.testing.openai_server.prompt_cache import PromptCache
-from losona.testing.openai_server.replies import Reply, default_reply
+from losona.testing.openai_server.batches import BatchJobs
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class OpenAIServer(AnthropicMessages, BatchJobs):
     """An OpenAI-compatible chat server on 127.0.0.1 for the duration of a `with` block."""
 
-    def __init__(
-        self,
-        *,
-        latency: float = 0.0,
-        reply: Reply = default_reply,
-        faults: FaultPlan | None = None,
-        hang_s: float = 30.0,
-        keep_bodies: bool = True,
-        port: int = 0,  # 0: any free port
-        batch_delay: float = 0.0,  # seconds from a batch's creation to its completion
-        batch_faults: FaultPlan | None = None,  # (line body, times seen before) -> fault
-        batch_fate: Callable[[int], BatchFate] | None = None,  # nth batch created (1, 2...)
-        batch_api: bool = True,  # False: no /files or /batches (404), as most servers of one's own
-    ) -> None:
-        self.latency, self.reply, self.faults, self.hang_s = latency, reply, faults, hang_s
-        self.keep_bodies, self.batch_api = keep_bodies, batch_api
-        self.batch_delay, self.batch_faults, self.batch_fate = batch_delay, batch_faults, batch_fate
-        self.cache_rule = dataclasses.replace(OPENAI, provider="the test server")
-        self.prompt_cache = PromptCache(self.cache_rule)
-        self.requests, self.answered, self.cached_tokens, self.in_flight_at_arrival = [], [], [], []
-        self.request_count = self.in_flight = self.max_in_flight = 0
-        self.faults_injected, self._seen, self._batch_seen = Counter(), Counter(), Counter()
-        self.files, self.batches = {}, {}
-        self.batches_created = self.batch_retrievals = 0
-        self._loop = asyncio.new_event_loop()
+    port: int = 0  # 0: any free port; the port taken once started
+    _loop: asyncio.AbstractEventLoop = field(init=False, default_factory=asyncio.new_event_loop)
+    _thread: threading.Thread = field(init=False)
+    _runner: web.AppRunner | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
-        self.port = port
 
     @property
     def url(self) -> str:
