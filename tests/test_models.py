@@ -26,6 +26,7 @@ from losona.models import CallFailed, CallOptions, Completion, ModelSpec, Reques
 from losona.models.call_cache import CallCache
 from losona.models.complete import _InlineExecutor
 from losona.models.prepare import prepare as _prepare
+from losona.models.send import masked
 from losona.testing.openai_server import (
     TRANSIENT_FAULTS,
     Fault,
@@ -136,6 +137,15 @@ def test_a_key_in_a_config_is_refused_and_never_echoed() -> None:
     with pytest.raises(LosonaError, match="the name of an environment variable") as error:
         ModelSpec.from_config({"name": "m", "model": "openai/x", "api_key_env": secret})
     assert secret not in str(error.value)
+
+
+@pytest.mark.parametrize("at", [0, 280, 295, 299])
+def test_no_part_of_the_key_shows_in_an_error_however_long(at: int) -> None:
+    # An error's text is cut to 300 characters; a key across the cut must not show in part.
+    secret = "sk-live-0123456789abcdef"
+    shown = masked("x" * at + f" {secret} " + "y" * 400, secret)
+    assert len(shown) <= 300
+    assert not any(secret[:n] in shown for n in range(4, len(secret) + 1))
 
 
 def test_a_missing_key_is_named_before_any_call(
