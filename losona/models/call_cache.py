@@ -68,6 +68,15 @@ def offline(location: CacheLocation) -> bool:
     return isinstance(location, CallStore) and location.offline
 
 
+def needs_key(location: CacheLocation) -> bool:
+    """Whether a stage must find its model's key before any work. Not offline, nor with
+    published calls: a published run reruns without a key, and only a call that must
+    really be made asks for it."""
+    if not isinstance(location, CallStore):
+        return True
+    return not (location.offline or (location.published and location.published.expected))
+
+
 def cache_file(location: CacheLocation) -> Path:
     """The user's call cache file at a location."""
     return Path(location.path if isinstance(location, CallStore) else location)

@@ -11,6 +11,7 @@ from losona.core.layout import RunLayout
 from losona.dynamic.render import GroupModel, first_turn, group_asks, render_cell
 from losona.dynamic.settings import DynamicSettings
 from losona.models import CallOptions, plan
+from losona.models.call_cache import needs_key
 from losona.models.call_store import call_store
 from losona.pipeline.command import Cell, Settings
 from losona.scenarios.datasets import fetch_followups
@@ -32,10 +33,8 @@ def run_dynamic_render(
     if settings.source == "simulated":
         spec = option("model", settings.group_model)
         store = call_store(layout)
-        if not (
-            sampling.dry_run or store.offline or (store.published and store.published.expected)
-        ):
-            spec.check_credentials()  # before any work; a published run needs no key
+        if not sampling.dry_run and needs_key(store):
+            spec.check_credentials()
         group = GroupModel(
             spec,
             CallOptions(

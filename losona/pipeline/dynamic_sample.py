@@ -10,6 +10,7 @@ from losona.core.layout import RunLayout
 from losona.dynamic.sample import sample_second_turn, second_turn_requests
 from losona.dynamic.tables import DYNAMIC_PROMPT_SCHEMA
 from losona.models import CallOptions, answer_sources, plan, read_run_log
+from losona.models.call_cache import needs_key
 from losona.models.call_store import call_store
 from losona.pipeline.command import Cell, Settings
 
@@ -24,7 +25,7 @@ def run_dynamic_sample(
     """dynamic_sample: one (judge, model, condition) cell's second replies, with their
     calls; with settings.dry_run, what those calls would cost, nothing written."""
     store = call_store(layout)
-    if not (settings.dry_run or store.offline or (store.published and store.published.expected)):
+    if not settings.dry_run and needs_key(store):
         spec.check_credentials()
     source = layout.dynamic_prompts(judge, spec.name, condition)
     prompts = read_parquet(source, DYNAMIC_PROMPT_SCHEMA, made_by="dynamic_render")

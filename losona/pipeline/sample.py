@@ -15,6 +15,7 @@ from losona.core.formatting import counted
 from losona.core.layout import RunLayout
 from losona.models import CallOptions, CallPlan, answer_sources, read_run_log
 from losona.models.batch import batch_provider
+from losona.models.call_cache import needs_key
 from losona.models.call_store import call_store
 from losona.models.runlog import record_table
 from losona.pipeline.command import Cell, ComposedSettings, Settings, cell_of
@@ -35,9 +36,7 @@ def run_sample(
     if settings.batch:
         batch_provider(spec, settings.batching)  # a provider without batch jobs fails first
     store = call_store(layout)
-    if not (settings.dry_run or store.offline or (store.published and store.published.expected)):
-        # Before any work: a missing key fails at once. A run with published calls reruns
-        # without one; then only a call that must really be made asks for the key.
+    if not settings.dry_run and needs_key(store):
         spec.check_credentials()
     if settings.dry_run:
         prompts = dry_run_prompts(layout, [name], dataset)

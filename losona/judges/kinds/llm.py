@@ -10,8 +10,9 @@ from losona.core.config import JudgeConfig
 from losona.judges import prompt
 from losona.judges.kinds.kind import JudgeKind
 from losona.judges.llm import LLMJudge
-from losona.models import CallOptions, CallStore
+from losona.models import CallOptions
 from losona.models.batch import batch_provider
+from losona.models.call_cache import needs_key
 
 
 def _make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
@@ -22,12 +23,7 @@ def _make(config: JudgeConfig, options: CallOptions) -> LLMJudge:
     batch = config.batching
     if batch.enabled:
         batch_provider(spec, batch)  # before the key: no key makes a provider batchable
-    store = options.cache_path
-    published = store.published if isinstance(store, CallStore) else None
-    offline = isinstance(store, CallStore) and store.offline
-    if not (offline or (published and published.expected)):
-        # A missing key fails now, before any work; a run with published calls rejudges
-        # without one, and only a call that must really be made asks for the key.
+    if needs_key(options.cache_path):
         spec.check_credentials()
     return LLMJudge(
         spec,
