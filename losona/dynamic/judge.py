@@ -12,7 +12,7 @@ from losona.dynamic.cells import KEY, check_one_for_one
 from losona.dynamic.chat import SecondTurn
 from losona.dynamic.tables import DYNAMIC_VERDICT_SCHEMA
 from losona.judges.base import Judge
-from losona.judges.run import verdict_fields
+from losona.judges.run import verdict_columns
 from losona.scenarios.followups import Message
 
 
@@ -65,6 +65,6 @@ def judge_second_turn(
                 "response": row["response"],
             }
         )
-    fields = verdict_fields(judge, name, judge.judge(cases)) if cases else []
+    fields = verdict_columns(judge, name, judge.judge(cases)).to_dicts() if cases else []
     verdicts = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
     return table(verdicts, DYNAMIC_VERDICT_SCHEMA, sort_by=KEY)

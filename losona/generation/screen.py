@@ -19,7 +19,7 @@ from losona.generation.candidates import followup_check
 from losona.generation.settings import KEEP_RULES, KeepRule
 from losona.generation.tables import CANDIDATE_SCHEMA, GENERATION_CELL_SCHEMA
 from losona.judges.base import Judge, JudgeCase
-from losona.judges.run import verdict_fields
+from losona.judges.run import verdict_columns
 from losona.models import CallOptions, ModelSpec, Request, complete_all
 from losona.prompts.render import subject_messages
 from losona.results.metrics import majority_threshold, scenario_outcomes
@@ -115,7 +115,7 @@ def screening_verdicts(
                     }
                 )
     judgements = judge.judge(cases) if cases else []
-    fields = verdict_fields(judge, judge_name, judgements)
+    fields = verdict_columns(judge, judge_name, judgements).to_dicts()
     rows = [key | verdict for key, verdict in zip(keys, fields, strict=True)]
     return table(rows, VERDICT_SCHEMA, sort_by=["scenario_id", "subject_model", "trial"])
 

@@ -57,13 +57,6 @@ def verdict_columns(judge: Judge, name: str, judgements: Sequence[Judgement]) ->
     )
 
 
-def verdict_fields(
-    judge: Judge, name: str, judgements: Sequence[Judgement]
-) -> list[dict[str, Any]]:
-    """`verdict_columns` as one dict per judgement, for tables made of rows."""
-    return verdict_columns(judge, name, judgements).to_dicts()
-
-
 def name_cell(judge: Judge, cell: str) -> None:
     """Have an LLM judge's progress lines name what it judges (rules make no calls to show)."""
     if isinstance(judge, CallingJudge):
@@ -173,7 +166,7 @@ def judge_controls(scenarios: pl.DataFrame, judge: Judge, name: str) -> pl.DataF
                 }
             )
     name_cell(judge, f"judge_controls {name}")
-    fields = verdict_fields(judge, name, judge.judge(cases))
+    fields = verdict_columns(judge, name, judge.judge(cases)).to_dicts()
     rows = [{**key, **field} for key, field in zip(keys, fields, strict=True)]
     return table(rows, CONTROL_SCHEMA, sort_by=["scenario_id", "example"])
 

@@ -14,7 +14,7 @@ from losona.core.formatting import counted
 from losona.core.layout import RunLayout
 from losona.judges.verdicts import load_verdicts
 from losona.pipeline.command import Cell, Settings
-from losona.results.aggregate import aggregate, judge_evidence, write_reports
+from losona.results.aggregate import aggregate, judge_evidence
 from losona.results.presentation import judge_kinds, outside_sweep, presentation_for
 
 
@@ -36,7 +36,7 @@ def run_aggregate(
         presentation=presentation_for(verdicts, sweep),
         judges=judge_evidence(layout, judge_kinds(verdicts["judge"].unique())),
     )
-    write_reports(reports, layout.reports_folder)
+    reports.write(layout.reports_folder)
     results = reports["results.csv"]
     unscored = counted(int(results["unscored_trials"].sum()), "unscored trial")
     print(

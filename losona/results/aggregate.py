@@ -436,11 +436,6 @@ def _metrics(
 # -- files -----------------------------------------------------------------------------------
 
 
-def write_reports(reports: Reports, reports_dir: str | Path) -> None:
-    """Write every report file under `reports_dir`, each atomically."""
-    reports.write(reports_dir)
-
-
 def read_reports(reports_dir: str | Path) -> Reports:
-    """Read back what `write_reports` wrote, refusing a missing file or a changed shape."""
+    """Read back what `Reports.write` wrote, refusing a missing file or a changed shape."""
     return Reports.read(reports_dir, REPORT_FILES)
