@@ -42,8 +42,9 @@ def remote_url(tree: Tree, given: str | None, max_bytes: int) -> str:
     return url
 
 
-def lock_outputs(lock: Any, tree: Tree) -> list[tuple[str, str, bool]]:
-    """Every output dvc.lock records: (path, md5, cached), each path inside the tree."""
+def submitted_outputs(lock: Any, tree: Tree) -> list[tuple[str, str, bool]]:
+    """Every output a submission's dvc.lock records: (path, md5, cached), each path checked
+    to lie inside its tree (models/call_store.lock_outputs reads our own dvc.lock)."""
     stages = lock.get("stages") if isinstance(lock, dict) else None
     if not isinstance(stages, dict):
         raise Refused("dvc.lock: no 'stages' mapping; not DVC's lock file")

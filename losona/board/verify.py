@@ -18,7 +18,7 @@ import polars as pl
 import yaml
 
 from losona.board.commands import check_commands
-from losona.board.remote import Remote, fetch_outputs, lock_outputs, remote_url
+from losona.board.remote import Remote, fetch_outputs, remote_url, submitted_outputs
 from losona.board.settings import (
     BoardFiles,
     Submission,
@@ -50,7 +50,7 @@ def submission_tree(
     dvc.lock records, each (path, md5, whether the remote holds it)."""
     bound = settings.max_file_bytes
     lock = _yaml_of(tree, "dvc.lock", bound)
-    outputs = lock_outputs(lock, tree)
+    outputs = submitted_outputs(lock, tree)
     check_commands(lock, "dvc.lock")
     if PIPELINE_FILE in tree.files:
         check_commands(_yaml_of(tree, PIPELINE_FILE, bound), PIPELINE_FILE)
