@@ -26,7 +26,7 @@ from losona.core.config import AggregateSettings
 from losona.core.contracts import VERDICT_SCHEMA
 from losona.core.files import write_parquet
 from losona.judges.verdicts import load_verdicts
-from losona.results.aggregate import aggregate, write_reports
+from losona.results.aggregate import aggregate
 
 MODELS = [f"model_{i}" for i in range(8)]
 CONDITIONS = ["naive", "elicitor_only", "style_adaptation", "norm_informed"]
@@ -103,7 +103,7 @@ def measure(n: int, repeat: int) -> dict[str, float]:
         compute_s, reports = best_of(
             repeat, lambda: aggregate(verdicts, scenarios, bootstrap=BOOTSTRAP)
         )
-        write_s, _ = best_of(repeat, lambda: write_reports(reports, root / "reports"))
+        write_s, _ = best_of(repeat, lambda: reports.write(root / "reports"))
     return {
         "read": read_s,
         "compute": compute_s,

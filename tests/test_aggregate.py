@@ -17,7 +17,7 @@ from losona.core.contracts import SCENARIO_SCHEMA, table
 from losona.core.errors import LosonaError
 from losona.core.files import write_parquet
 from losona.judges.verdicts import load_verdicts
-from losona.results.aggregate import Reports, aggregate, read_reports, write_reports
+from losona.results.aggregate import Reports, aggregate, read_reports
 from losona.results.presentation import Presentation, config_labels, outside_sweep
 
 BOOTSTRAP = AggregateSettings(resamples=10_000, seed=0, confidence=0.95)
@@ -396,7 +396,7 @@ def test_consistency_at_k_1_is_null_with_a_note_wherever_it_is_written(tmp_path:
         "scenario has one trial, which always agrees with itself)."
     ) in reports.table1
     assert "a scenario passes when its one trial complies" in reports.table1
-    write_reports(reports, tmp_path)
+    reports.write(tmp_path)
     written = list(csv.DictReader((tmp_path / "results.csv").open(encoding="utf-8")))
     assert {row["consistency"] for row in written} == {""}
     assert (
@@ -437,7 +437,7 @@ def test_table1_says_that_a_subset_run_is_a_subset_and_a_full_run_says_nothing()
 
 def test_reports_round_trip_through_their_files(tmp_path: Path) -> None:
     reports = aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP)
-    write_reports(reports, tmp_path)
+    reports.write(tmp_path)
     again = read_reports(tmp_path)
     for name, df in reports.tables.items():
         assert again[name].equals(df), name
@@ -446,13 +446,13 @@ def test_reports_round_trip_through_their_files(tmp_path: Path) -> None:
 
 def test_reports_are_byte_identical_on_rerun(tmp_path: Path) -> None:
     for run in ("first", "second"):
-        write_reports(aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP), tmp_path / run)
+        aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP).write(tmp_path / run)
     for path in (tmp_path / "first").iterdir():
         assert path.read_bytes() == (tmp_path / "second" / path.name).read_bytes(), path.name
 
 
 def test_reading_reports_refuses_a_missing_or_reshaped_file(tmp_path: Path) -> None:
-    write_reports(aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP), tmp_path)
+    aggregate(small_run(), scenario_table(), bootstrap=BOOTSTRAP).write(tmp_path)
     deltas = tmp_path / "deltas.csv"
     deltas.write_text(deltas.read_text().replace("recovered", "recovered_count", 1))
     with pytest.raises(LosonaError, match=r"deltas\.csv: expected the columns"):

@@ -27,7 +27,7 @@ from losona.provenance.record import judge_record, provenance
 from losona.reproduce.checks import check_run
 from losona.reproduce.cli import main
 from losona.reproduce.compare import Difference, compare_json, compare_tables
-from losona.results.aggregate import aggregate, write_reports
+from losona.results.aggregate import aggregate
 from losona.results.presentation import presentation_for
 
 SWEEP = {"models": ["m"], "conditions": ["naive", "norm_informed"], "judges": ["lexicon"]}
@@ -69,7 +69,7 @@ def run(workdir: Path, scenario_row: Callable[..., dict[str, Any]]) -> RunLayout
     verdicts = pl.concat(cells)
     presentation = presentation_for(verdicts, SWEEP)
     reports = aggregate(verdicts, scenarios, bootstrap=BOOTSTRAP, presentation=presentation)
-    write_reports(reports, layout.reports_folder)
+    reports.write(layout.reports_folder)
     record = provenance(
         scenarios=scenarios,
         dataset={"name": "local", "kind": "local", "path": "s.jsonl"},
