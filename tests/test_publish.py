@@ -24,16 +24,16 @@ import polars as pl
 import pytest
 from conftest import copy_repo, run_dvc
 
-from losona.core.config import compose_paths
+from losona.core.config import compose_config, compose_paths
 from losona.core.files import display_path, write_parquet
 from losona.core.layout import RunLayout
 from losona.models import Completion
 from losona.models.call_cache import CallCache
+from losona.pipeline.command import ComposedSettings
 from losona.pipeline.recorded import RecordedSettings
 from losona.pipeline.table import STAGES
 from losona.provenance.record import read_provenance
 from losona.reproduce.checks import NOT_COMPARED, NOT_RERUN, check_run
-from losona.reproduce.cli import compose
 from losona.testing.openai_server import OpenAIServer
 from losona.testing.published_sweep import write_published_sweep
 from losona.testing.scripted_judge import ScriptedJudge
@@ -362,7 +362,7 @@ def test_reproduce_compares_every_output_of_every_stage_it_runs_again(
     but a drawn figure (NOT_COMPARED), is compared value by value."""
     monkeypatch.chdir(published.origin)  # reproduce only reads the run
     layout = RunLayout(compose_paths([]))
-    check = check_run(layout, compose([]))
+    check = check_run(layout, ComposedSettings(compose_config([])))
     assert check.ok, check.differences
     # Held to the record instead, each for its reason: no other stage is left out.
     assert set(NOT_RERUN) == {

@@ -7,11 +7,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-import hydra
-from hydra import initialize_config_dir
-
 from losona.core.cli import USER_ERROR_EXIT, overrides_parser
-from losona.core.config import CONF_DIR, compose_paths
+from losona.core.config import compose_config, compose_paths
 from losona.core.errors import LosonaError
 from losona.core.formatting import counted
 from losona.core.layout import RunLayout
@@ -46,18 +43,14 @@ def report(check: Check, out: Callable[[str], None] = print) -> None:
     out(f"reproduce: {check.values:,} values in {files} checked; {verdict}")
 
 
-def compose(overrides: Sequence[str]) -> ComposedSettings:
-    """This repository's settings, for what a run's record does not hold (the dynamic turn)."""
-    with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-        return ComposedSettings(hydra.compose(config_name="config", overrides=list(overrides)))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the run in the working directory; return the exit status."""
     parser = overrides_parser("python -m losona.reproduce", DESCRIPTION)
     overrides = parser.parse_args(argv).overrides
     try:
-        check = check_run(RunLayout(compose_paths(overrides)), compose(overrides))
+        # The dynamic turn's settings are the repository's: a run's record does not hold them.
+        cfg = compose_config(overrides)
+        check = check_run(RunLayout(compose_paths(overrides, cfg)), ComposedSettings(cfg))
     except LosonaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT

@@ -55,13 +55,10 @@ class Replay:
         no location (`../elsewhere`) falls outside the copy."""
         return self.root / Path(os.path.abspath(location)).relative_to("/")
 
-    def _original(self, copy: Path) -> Path:
-        """The run's file a file of the copy stands for (the inverse of `_copy_of`)."""
-        return Path("/") / copy.relative_to(self.root)
-
     def original(self, copy: Path) -> Path:
-        """The run's file a file of the copy stands for, as the user names it."""
-        return Path(os.path.relpath(self._original(copy)))
+        """The run's file a file of the copy stands for (the inverse of `_copy_of`), as the
+        user names it."""
+        return Path(os.path.relpath(Path("/") / copy.relative_to(self.root)))
 
     @contextmanager
     def rerun(self, stage: Callable[[RunLayout], object]) -> Iterator[RunLayout]:
@@ -85,7 +82,7 @@ class Replay:
     def _put_back(self, before: dict[Path, tuple[int, int, int]]) -> None:
         after = _files(self.root)
         for copy in [*(p for p in after if after[p] != before.get(p)), *(set(before) - set(after))]:
-            original = self._original(copy)
+            original = self.original(copy)
             if original.is_file():
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(original, copy)

@@ -19,7 +19,7 @@ from losona.core.config.loading import (
     plain,
 )
 from losona.core.config.origins import Sources, origin_of
-from losona.core.config.reading import GROUPS, chosen, compose_paths, option
+from losona.core.config.reading import GROUPS, chosen, compose_config, compose_paths, option
 from losona.core.config.schemas import (
     AggregateSettings,
     BatchSettings,
@@ -54,6 +54,7 @@ __all__ = [
     "SamplingSettings",
     "Sources",
     "chosen",
+    "compose_config",
     "compose_paths",
     "config_record",
     "judge_kind_settings",

@@ -1,5 +1,6 @@
 """Reading the composed config: a group's node checked (`chosen`), one option on its own
-(`option`), and, outside a stage, the paths with overrides (`compose_paths`)."""
+(`option`), and, outside a stage, the config and its paths with overrides (`compose_config`,
+`compose_paths`)."""
 
 from __future__ import annotations
 
@@ -101,8 +102,8 @@ def _named_after_file(checked: Any, group: str, option_name: str | None, where: 
         )
 
 
-def compose_paths(overrides: Sequence[str]) -> Paths:
-    """conf/paths as this repository's config gives it, with command-line overrides."""
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """This repository's config with command-line overrides, composed outside a stage."""
     if not CONF_DIR.is_dir():
         raise LosonaError(
             f"no {CONF_DIR}/ folder here: run python -m losona.reproduce from the "
@@ -110,9 +111,14 @@ def compose_paths(overrides: Sequence[str]) -> Paths:
         )
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR.resolve()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides))
+            return compose(config_name="config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise LosonaError(f"bad override: {exc}") from None
+
+
+def compose_paths(overrides: Sequence[str], cfg: DictConfig | None = None) -> Paths:
+    """conf/paths as this repository's config gives it (`cfg`, composed with `overrides`)."""
+    cfg = compose_config(overrides) if cfg is None else cfg
     # Composed without a Hydra run, so the file is the chosen option's, overrides aside.
     chosen_paths = next(
         (o.split("=", 1)[1] for o in overrides if o.startswith("paths=")), "default"
