@@ -361,13 +361,7 @@ class _Mapping:
     """Applies the release-to-contract column mapping of the dataset config."""
 
     def __init__(self, dataset: DatasetConfig, catalog: Catalog) -> None:
-        # The schema requires the three mappings of kind huggingface.
-        self.columns: dict[str, str] = dict(dataset.columns or {})
-        self.turn_fields: dict[str, str] = dict(dataset.turn_fields or {})
-        self.cast_fields: dict[str, str] = dict(dataset.cast_fields or {})
-        self.from_catalog: list[str] = list(dataset.fill_from_catalog)
-        self.elicitor_is_last_turn = dataset.elicitor_is_last_turn
-        self.catalog = catalog
+        self.dataset, self.catalog = dataset, catalog
         self.where = f"conf/dataset/{dataset.name}.yaml"
 
     def _get(self, record: Mapping[str, Any], column: str, field: str, origin: str) -> Any:
@@ -381,18 +375,20 @@ class _Mapping:
         return record[column]
 
     def apply(self, record: Mapping[str, Any], source: str) -> dict[str, Any]:
-        origin = str(record.get(self.columns.get("scenario_id", ""), "?"))
+        # The schema requires the three mappings of kind huggingface.
+        columns = self.dataset.columns or {}
+        cast_fields, turn_fields = self.dataset.cast_fields or {}, self.dataset.turn_fields or {}
+        origin = str(record.get(columns.get("scenario_id", ""), "?"))
         row: dict[str, Any] = {
-            field: self._get(record, column, field, origin)
-            for field, column in self.columns.items()
+            field: self._get(record, column, field, origin) for field, column in columns.items()
         }
         # Anything but a list is passed through unchanged, for the validator to name.
         if isinstance(row["cast"], list):
-            row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"]]
+            row["cast"] = [self._sub(m, cast_fields, "cast", origin) for m in row["cast"]]
         if isinstance(row["turns"], list):
-            row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"]]
+            row["turns"] = [self._sub(t, turn_fields, "turns", origin) for t in row["turns"]]
         turns = row["turns"]
-        if self.elicitor_is_last_turn and isinstance(turns, list) and turns:
+        if self.dataset.elicitor_is_last_turn and isinstance(turns, list) and turns:
             if not isinstance(turns[-1], Mapping):
                 raise LosonaError(
                     f"{origin}: the last turn is the elicitor (elicitor_is_last_turn in "
@@ -402,7 +398,7 @@ class _Mapping:
             last = turns.pop()
             row.update({f"elicitor_{key}": last[key] for key in ("index", "actor", "content")})
         norm = self.catalog.norms.get(str(row.get("norm_id")))
-        row.update(_from_catalog(norm, self.from_catalog))
+        row.update(_from_catalog(norm, self.dataset.fill_from_catalog))
         row.setdefault("end_goal", None)
         row["source"] = source
         return row
