@@ -45,7 +45,7 @@ SCENARIO_SCHEMA = pl.Schema(
 )
 
 # A subset's rows carry this after the dataset's own source in `source`:
-# "<source>; subset of <total>: <how chosen>" (written by losona.scenarios.datasets.Subset), so that
+# "<source>; subset of <total>: <how chosen>" (written by losona.scenarios.datasets), so that
 # every table and report downstream can say that a run covers only part of a dataset.
 SUBSET_MARK = "; subset of "
 

@@ -146,7 +146,7 @@ class Rulebook:
     norms: Mapping[str, tuple[Rule, ...]]
     uptake: Uptake
     scope: Scope
-    shared: tuple[Rule, ...] = ()  # the every_norm rules, also at the head of each norm
+    shared: tuple[Rule, ...]  # the every_norm rules, also at the head of each norm
 
 
 def _word_bounded(pattern: str) -> str:
@@ -335,12 +335,11 @@ def _words(words: Sequence[str]) -> frozenset[str]:
 
 
 def _scope(entry: _ScopeEntry) -> Scope:
-    conditionals = _words(entry.conditionals)
     return Scope(
         window=entry.window,
         negators=_words(entry.negators),
         conditionals=re.compile(
-            r"\b(?:" + "|".join(re.escape(c) for c in sorted(conditionals)) + r")\b",
+            r"\b(?:" + "|".join(map(re.escape, sorted(_words(entry.conditionals)))) + r")\b",
             re.IGNORECASE,
         ),
         clause_break=re.compile(entry.clause_break, re.IGNORECASE),

@@ -212,33 +212,28 @@ class _BatchJob:
         )
         # Recorded before the upload, so that nothing is ever sent unrecorded.
         self._save(state)
-        await self._create(state, pending)
+        lines = "".join(self._line(k, *pending[k]) for k in state.keys).encode("utf-8")
+        try:
+            uploaded = await self._call(
+                "upload the batch file",
+                lambda: self.litellm.acreate_file(
+                    file=(f"losona-{state.job}.jsonl", lines, "application/jsonl"),
+                    purpose="batch",
+                    **self._connection(),
+                ),
+                nothing_sent=True,
+            )
+        except LosonaError:
+            # Nothing reached the provider: there is no job to resume, so no record.
+            self._state_path(state).unlink()
+            raise
+        state.input_file_id = uploaded.id
+        self._save(state)
+        await self._create(state)
         return state
 
-    async def _create(
-        self, state: _State, pending: Mapping[str, tuple[Request, dict[str, Any]]] | None
-    ) -> None:
-        """Upload the job's requests (unless uploaded already) and create its batch."""
-        if state.input_file_id is None:
-            if pending is None:
-                raise LosonaError(f"{self._state_path(state)}: recorded before its upload")
-            lines = "".join(self._line(k, *pending[k]) for k in state.keys).encode("utf-8")
-            try:
-                uploaded = await self._call(
-                    "upload the batch file",
-                    lambda: self.litellm.acreate_file(
-                        file=(f"losona-{state.job}.jsonl", lines, "application/jsonl"),
-                        purpose="batch",
-                        **self._connection(),
-                    ),
-                    nothing_sent=True,
-                )
-            except LosonaError:
-                # Nothing reached the provider: there is no job to resume, so no record.
-                self._state_path(state).unlink()
-                raise
-            state.input_file_id = uploaded.id
-            self._save(state)
+    async def _create(self, state: _State) -> None:
+        """Create the batch of the job's uploaded requests."""
         created = await self._call(
             "create the batch",
             lambda: self.litellm.acreate_batch(
@@ -280,7 +275,7 @@ class _BatchJob:
                 self._note_sent(state, resumed=True)
             else:
                 # Killed between the upload and the batch's creation: create it now.
-                await self._create(state, None)
+                await self._create(state)
         elif resumed:
             self._note_sent(state, resumed=True)
         assert state.batch_id is not None

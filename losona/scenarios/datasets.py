@@ -10,14 +10,13 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from losona.core.catalog import Catalog, load_catalog
+from losona.core.catalog import Catalog, Norm, load_catalog
 from losona.core.config import DatasetConfig
 from losona.core.contracts import SCENARIO_SCHEMA, subset_source, table
 from losona.core.errors import LosonaError
@@ -37,6 +36,7 @@ CONTRACT_FIELDS = frozenset(SCENARIO_SCHEMA.names()) - {"source"}
 # and the dynamic extension's material (checked, kept out of the table).
 _ELICITOR_FIELDS = {"elicitor_index", "elicitor_actor", "elicitor_content"}
 _BUNDLED_KEYS = (CONTRACT_FIELDS - _ELICITOR_FIELDS - set(JUDGE_FIELDS)) | {"elicitor", FOLLOWUP}
+_LOCAL_KEYS = CONTRACT_FIELDS | {"source", FOLLOWUP}
 
 
 def fetch_scenarios(
@@ -47,9 +47,11 @@ def fetch_scenarios(
     """Load the configured dataset, validate every row (follow-ups too, then left out), and
     return the sorted scenario table; `origin`: where each dotted key's value came from."""
     dataset = _checked(dataset)
-    subset = Subset.of(dataset, origin)
-    rows = [_without_followup(row) for _, row in _validated_rows(dataset)]
-    return table(subset.apply(rows), SCENARIO_SCHEMA, sort_by=["scenario_id"])
+    rows = [
+        {key: value for key, value in row.items() if key != FOLLOWUP}
+        for _, row in _validated_rows(dataset)
+    ]
+    return table(_subset(rows, dataset, origin), SCENARIO_SCHEMA, sort_by=["scenario_id"])
 
 
 def fetch_followups(dataset: DatasetConfig | Mapping[str, Any]) -> dict[str, Followup]:
@@ -84,71 +86,56 @@ def _validated_rows(dataset: DatasetConfig) -> Rows:
     return rows
 
 
-def _without_followup(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in row.items() if key != FOLLOWUP}
-
-
-@dataclass(frozen=True)
-class Subset:
+def _subset(
+    rows: list[dict[str, Any]], dataset: DatasetConfig, origin: Callable[[str], str] | None
+) -> list[dict[str, Any]]:
     """Part of a dataset, to try a provider or a judge for cents: the `scenario_ids` named,
-    then `limit` of them, norms taking turns in an order fixed by the seed and the ids."""
-
-    dataset: str
-    origin: Callable[[str], str]  # where the value at a dotted key came from
-    limit: int | None
-    seed: int
-    ids: list[str]
-
-    @classmethod
-    def of(cls, dataset: DatasetConfig, origin: Callable[[str], str] | None = None) -> Subset:
-        """The subset a checked dataset config asks for (by default its keys come from its file)."""
-        name = str(dataset.name or dataset.kind)
-        where = origin or (lambda key: f"conf/dataset/{name}.yaml")
-        return cls(name, where, dataset.limit, dataset.limit_seed, list(dataset.scenario_ids))
-
-    def apply(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The rows of the subset, each with its `source` saying how it was chosen."""
-        total, notes = len(rows), []
-        of_what = f"of dataset '{self.dataset}'"
-        if self.ids:
-            known = {row["scenario_id"] for row in rows}
-            unknown = [i for i in self.ids if i not in known]
-            if unknown:
-                raise LosonaError(
-                    f"{self.origin('dataset.scenario_ids')}: 'dataset.scenario_ids': expected "
-                    f"ids of the dataset's scenarios (it has {total}, named in the scenario_id "
-                    f"column of a full fetch), found ids not in the dataset: {unknown}"
-                )
-            wanted = set(self.ids)
-            rows = [row for row in rows if row["scenario_id"] in wanted]
-            notes.append(f"{len(rows)} scenario_ids")
-            of_what = f"{of_what} that 'dataset.scenario_ids' keeps"
-        if self.limit is not None and self.limit > len(rows):
-            # A limit is there to spend less: one past the size would run, and pay for,
-            # every scenario while the run's settings read as a subset.
+    then `limit` of them, norms taking turns in an order fixed by the seed and the ids; each
+    row's `source` says how it was chosen (by default the keys come from the dataset's file)."""
+    name = str(dataset.name or dataset.kind)
+    where = origin or (lambda key: f"conf/dataset/{name}.yaml")
+    ids, limit = dataset.scenario_ids, dataset.limit
+    total, notes = len(rows), []
+    of_what = f"of dataset '{name}'"
+    if ids:
+        known = {row["scenario_id"] for row in rows}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
             raise LosonaError(
-                f"{self.origin('dataset.limit')}: 'dataset.limit': {self.limit} is more than "
-                f"the {counted(len(rows), 'scenario')} {of_what}; set a smaller limit, or null "
-                "for every scenario"
+                f"{where('dataset.scenario_ids')}: 'dataset.scenario_ids': expected "
+                f"ids of the dataset's scenarios (it has {total}, named in the scenario_id "
+                f"column of a full fetch), found ids not in the dataset: {unknown}"
             )
-        if self.limit is not None and self.limit < len(rows):
-            rows = self._stratified(rows, self.limit)
-            notes.append(f"limit {self.limit} stratified by norm, seed {self.seed}")
-        if not notes:
-            return rows
-        how = ", ".join(notes)
-        return [{**row, "source": subset_source(row["source"], total, how)} for row in rows]
+        rows = [row for row in rows if row["scenario_id"] in ids]
+        notes.append(f"{len(rows)} scenario_ids")
+        of_what = f"{of_what} that 'dataset.scenario_ids' keeps"
+    if limit is not None and limit > len(rows):
+        # A limit is there to spend less: one past the size would run, and pay for,
+        # every scenario while the run's settings read as a subset.
+        raise LosonaError(
+            f"{where('dataset.limit')}: 'dataset.limit': {limit} is more than "
+            f"the {counted(len(rows), 'scenario')} {of_what}; set a smaller limit, or null "
+            "for every scenario"
+        )
+    if limit is not None and limit < len(rows):
+        rows = _stratified(rows, limit, dataset.limit_seed)
+        notes.append(f"limit {limit} stratified by norm, seed {dataset.limit_seed}")
+    if not notes:
+        return rows
+    how = ", ".join(notes)
+    return [{**row, "source": subset_source(row["source"], total, how)} for row in rows]
 
-    def _stratified(self, rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-        def rank(value: str) -> str:
-            return hashlib.sha256(f"{self.seed}:{value}".encode()).hexdigest()
 
-        by_norm: dict[str, list[dict[str, Any]]] = {}
-        for row in sorted(rows, key=lambda r: rank(r["scenario_id"])):
-            by_norm.setdefault(row["norm_id"], []).append(row)
-        turns = [by_norm[norm] for norm in sorted(by_norm, key=rank)]
-        rounds = itertools.zip_longest(*turns)  # norms take turns, each giving its next
-        return [row for round_ in rounds for row in round_ if row is not None][:limit]
+def _stratified(rows: list[dict[str, Any]], limit: int, seed: int) -> list[dict[str, Any]]:
+    def rank(value: str) -> str:
+        return hashlib.sha256(f"{seed}:{value}".encode()).hexdigest()
+
+    by_norm: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: rank(r["scenario_id"])):
+        by_norm.setdefault(row["norm_id"], []).append(row)
+    turns = [by_norm[norm] for norm in sorted(by_norm, key=rank)]
+    rounds = itertools.zip_longest(*turns)  # norms take turns, each giving its next
+    return [row for round_ in rounds for row in round_ if row is not None][:limit]
 
 
 def bundled_version() -> str:
@@ -238,10 +225,17 @@ def bundled_row(raw: Mapping[str, Any], catalog: Catalog, source: str) -> dict[s
     )
     if FOLLOWUP in raw:  # kept beside the row for its own checks, never in the table
         row[FOLLOWUP] = raw[FOLLOWUP]
-    for field in JUDGE_FIELDS:
-        # The catalog is the one place for norm text; a bundled file never repeats it.
-        row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+    # The catalog is the one place for norm text; a bundled file never repeats it.
+    row.update(_from_catalog(norm, JUDGE_FIELDS))
     return row
+
+
+def _from_catalog(norm: Norm | None, fields: Iterable[str]) -> dict[str, Any]:
+    """The contract fields a norm of the catalog gives (its `statement` is `norm_statement`)."""
+    return {
+        field: getattr(norm, "statement" if field == "norm_statement" else field, None)
+        for field in fields
+    }
 
 
 def load_local(path: Path) -> Rows:
@@ -261,8 +255,7 @@ def load_local(path: Path) -> Rows:
     rows: Rows = []
     for origin, record in records:
         if isinstance(record, dict):
-            known = CONTRACT_FIELDS | {"source", FOLLOWUP}
-            problems += _unknown(origin, record, known, "a field of the scenario contract")
+            problems += _unknown(origin, record, _LOCAL_KEYS, "a field of the scenario contract")
             extra = {FOLLOWUP: record[FOLLOWUP]} if record.get(FOLLOWUP) is not None else {}
             record = {key: record.get(key) for key in CONTRACT_FIELDS} | {"source": source}
             record |= extra
@@ -332,7 +325,7 @@ def load_huggingface(dataset: DatasetConfig, catalog: Catalog) -> Rows:
         except (OSError, pl.exceptions.PolarsError) as exc:
             raise LosonaError(f"{path}: cannot be read as {path.suffix[1:]} data ({exc})") from None
         records += [(f"{path}:row {i + 1}", r) for i, r in enumerate(frame.to_dicts())]
-    mapping = _Mapping(dataset, catalog, config_name=str(dataset.name))
+    mapping = _Mapping(dataset, catalog)
     return [(origin, mapping.apply(record, source)) for origin, record in records]
 
 
@@ -367,15 +360,9 @@ def _data_files(root: Path, dataset: DatasetConfig) -> list[Path]:
 class _Mapping:
     """Applies the release-to-contract column mapping of the dataset config."""
 
-    def __init__(self, dataset: DatasetConfig, catalog: Catalog, config_name: str) -> None:
-        # The schema requires the three mappings of kind huggingface.
-        self.columns: dict[str, str] = dict(dataset.columns or {})
-        self.turn_fields: dict[str, str] = dict(dataset.turn_fields or {})
-        self.cast_fields: dict[str, str] = dict(dataset.cast_fields or {})
-        self.from_catalog: list[str] = list(dataset.fill_from_catalog)
-        self.elicitor_is_last_turn = dataset.elicitor_is_last_turn
-        self.catalog = catalog
-        self.where = f"conf/dataset/{config_name}.yaml"
+    def __init__(self, dataset: DatasetConfig, catalog: Catalog) -> None:
+        self.dataset, self.catalog = dataset, catalog
+        self.where = f"conf/dataset/{dataset.name}.yaml"
 
     def _get(self, record: Mapping[str, Any], column: str, field: str, origin: str) -> Any:
         if column not in record:
@@ -388,18 +375,20 @@ class _Mapping:
         return record[column]
 
     def apply(self, record: Mapping[str, Any], source: str) -> dict[str, Any]:
-        origin = str(record.get(self.columns.get("scenario_id", ""), "?"))
+        # The schema requires the three mappings of kind huggingface.
+        columns = self.dataset.columns or {}
+        cast_fields, turn_fields = self.dataset.cast_fields or {}, self.dataset.turn_fields or {}
+        origin = str(record.get(columns.get("scenario_id", ""), "?"))
         row: dict[str, Any] = {
-            field: self._get(record, column, field, origin)
-            for field, column in self.columns.items()
+            field: self._get(record, column, field, origin) for field, column in columns.items()
         }
         # Anything but a list is passed through unchanged, for the validator to name.
         if isinstance(row["cast"], list):
-            row["cast"] = [self._sub(m, self.cast_fields, "cast", origin) for m in row["cast"]]
+            row["cast"] = [self._sub(m, cast_fields, "cast", origin) for m in row["cast"]]
         if isinstance(row["turns"], list):
-            row["turns"] = [self._sub(t, self.turn_fields, "turns", origin) for t in row["turns"]]
+            row["turns"] = [self._sub(t, turn_fields, "turns", origin) for t in row["turns"]]
         turns = row["turns"]
-        if self.elicitor_is_last_turn and isinstance(turns, list) and turns:
+        if self.dataset.elicitor_is_last_turn and isinstance(turns, list) and turns:
             if not isinstance(turns[-1], Mapping):
                 raise LosonaError(
                     f"{origin}: the last turn is the elicitor (elicitor_is_last_turn in "
@@ -409,8 +398,7 @@ class _Mapping:
             last = turns.pop()
             row.update({f"elicitor_{key}": last[key] for key in ("index", "actor", "content")})
         norm = self.catalog.norms.get(str(row.get("norm_id")))
-        for field in self.from_catalog:
-            row[field] = getattr(norm, "statement" if field == "norm_statement" else field, None)
+        row.update(_from_catalog(norm, self.dataset.fill_from_catalog))
         row.setdefault("end_goal", None)
         row["source"] = source
         return row

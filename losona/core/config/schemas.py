@@ -188,9 +188,9 @@ class ModelSpec(Schema):
 class BatchSettings:
     """Batch mode as a config sets it: `sampling.batch*` or a judge config's `batch*`."""
 
-    enabled: bool = False
-    poll_interval_s: float = 30.0  # seconds between two looks at a batch's status
-    rounds: int = 3  # batches in all: the first, then one per retry of its failed lines
+    enabled: bool
+    poll_interval_s: float  # seconds between two looks at a batch's status
+    rounds: int  # batches in all: the first, then one per retry of its failed lines
     where: str = "sampling."  # the settings' prefix, for messages: "sampling." or "judge."
 
 
