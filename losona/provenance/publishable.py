@@ -190,10 +190,7 @@ def rested_on(root: Path = Path(".")) -> list[str]:
 
     def made_by_stages(path: str) -> bool:
         # An output, inside one, or a folder of outputs (aggregate reads data/verdicts whole).
-        return any(
-            path == out or path.startswith(f"{out}/") or out.startswith(f"{path}/")
-            for out in outputs
-        )
+        return _written_by(path, outputs) or any(out.startswith(f"{path}/") for out in outputs)
 
     def held_by_git(path: str) -> str:
         # A file `dvc add` tracks is DVC's to hold (and push); git holds its .dvc file.
@@ -333,11 +330,7 @@ def refusals(status: Mapping[str, Sequence[Any]], root: Path = Path(".")) -> lis
                 "file the sweep does not need: move it out of the folder), then check again.",
             )
         )
-    checks: Iterable[Callable[[Path], Refusal | None]] = (
-        git_refusal,
-        lock_refusal,
-        remote_refusal,
-    )
+    checks = (git_refusal, lock_refusal, remote_refusal)
     found.extend(refusal for check in checks if (refusal := check(root)) is not None)
     return found
 

@@ -240,14 +240,13 @@ def settings_rows(experiments: Sequence[Experiment]) -> list[Row]:
             parts.append(f"limit {limit}, seed {chosen['dataset.limit_seed']}")
         return "; ".join(parts) or "all scenarios"
 
-    def judges(e: Experiment) -> str:
-        # A panel's numbers are rows of their own below, like a judge's: say where it is from.
-        named = _names(_param(e, PARAMS_FILE, "sweep", "judges"))
-        panels = _param(e, PANELS_FILE, "panels")
-        return f"{named}; panels: {_names(panels)}" if panels else named
-
     def sweep(e: Experiment, key: str) -> str:
         return _names(_param(e, PARAMS_FILE, "sweep", key))
+
+    def judges(e: Experiment) -> str:
+        # A panel's numbers are rows of their own below, like a judge's: say where it is from.
+        panels = _param(e, PANELS_FILE, "panels")
+        return f"{sweep(e, 'judges')}; panels: {_names(panels)}" if panels else sweep(e, "judges")
 
     return [
         ("dataset", [str(_param(e, PARAMS_FILE, "dataset") or MISSING) for e in experiments]),

@@ -13,6 +13,7 @@ import polars as pl
 from losona.core.contracts import scenarios_from_table, subset_note
 from losona.core.formatting import counted, is_test_double, number, signed
 from losona.figures import Figure, k_label, svg_data_uri
+from losona.judges.verdicts import CELL, cell_of
 from losona.pages import Section, fragment, render_page, section
 from losona.report.plots import no_pairs
 from losona.results.aggregate import Reports
@@ -196,10 +197,10 @@ def effects_section(reports: Reports) -> Section:
 
     ids: defaultdict[tuple[str, ...], list[str]] = defaultdict(list)
     for r in reports["flips.csv"].iter_rows(named=True):
-        ids[(*_cell(r), r["flip"])].append(r["scenario_id"])
+        ids[(*cell_of(r), r["flip"])].append(r["scenario_id"])
 
     def flips(r: Mapping[str, Any], flip: str, out_of: str) -> dict[str, Any]:
-        linked = [{"id": s, "anchor": _anchor(s)} for s in ids[(*_cell(r), flip)]]
+        linked = [{"id": s, "anchor": _anchor(s)} for s in ids[(*cell_of(r), flip)]]
         return {"count": r[flip], "out_of": r[out_of], "scenarios": linked}
 
     judges = dict(reports["results.csv"].select("judge", "judge_label").iter_rows())
@@ -280,13 +281,13 @@ class _View:
         self.condition_label = dict(results.select("condition", "condition_label").iter_rows())
         self.judge_label = dict(results.select("judge", "judge_label").iter_rows())
         self.scenarios = {s.scenario_id: s for s in scenarios_from_table(scenarios)}
-        cells = results.select("judge", "subject_model", "condition").iter_rows()
+        cells = results.select(CELL).iter_rows()
         order = {cell: i for i, cell in enumerate(cells)}
         self.verdicts: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in verdicts.iter_rows(named=True):
             self.verdicts[row["scenario_id"]].append(row)
         for rows in self.verdicts.values():
-            rows.sort(key=lambda r: (order.get(_cell(r), 0), r["trial"]))
+            rows.sort(key=lambda r: (order.get(cell_of(r), 0), r["trial"]))
         self.several_judges = results["judge"].n_unique() > 1
 
     def responses(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -317,7 +318,7 @@ def casebook_section(view: _View) -> Section:
             (flip["condition"], flip["condition_complying"], flip["condition_scored"]),
         ):
             cell = (flip["judge"], flip["subject_model"], condition)
-            trials = [v for v in view.verdicts[flip["scenario_id"]] if _cell(v) == cell]
+            trials = [v for v in view.verdicts[flip["scenario_id"]] if cell_of(v) == cell]
             columns.append(
                 {
                     "label": view.condition_label.get(condition, condition),
@@ -391,10 +392,6 @@ def scenario_passes(
 
 
 # -- small helpers -----------------------------------------------------------------------------
-
-
-def _cell(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    return row["judge"], row["subject_model"], row["condition"]
 
 
 def _anchor(scenario_id: str) -> str:

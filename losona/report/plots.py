@@ -30,6 +30,7 @@ from losona.figures import (
     render,
     scope_text,
 )
+from losona.judges.verdicts import CELL
 from losona.results.aggregate import Reports
 from losona.results.metrics import BASELINE_CONDITION
 
@@ -49,9 +50,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             f"Figure 2. Accuracy-at-{k} per model and prompt condition; error bars are "
             f"{level} scenario-bootstrap intervals.",
             lambda: _accuracy(results, judges, k),
-            _labelled(results, judges).select(
-                "judge", "subject_model", "condition", "label", "acc_at_k", "acc_low", "acc_high"
-            ),
+            _labelled(results, judges).select(*CELL, "label", "acc_at_k", "acc_low", "acc_high"),
             False,
         ),
         (
@@ -59,9 +58,7 @@ def draw_figures(reports: Reports, subset: str | None = None) -> list[Figure]:
             f"Figure 3. Paired effect of each condition against Naive over the same scenarios, "
             f"in points of accuracy-at-{k}, with {level} paired scenario-bootstrap intervals.",
             lambda: _paired_effect(deltas, judges, k, results),
-            _labelled(deltas, judges).select(
-                "judge", "subject_model", "condition", "label", "delta", "delta_low", "delta_high"
-            ),
+            _labelled(deltas, judges).select(*CELL, "label", "delta", "delta_low", "delta_high"),
             False,
         ),
         (
@@ -145,11 +142,11 @@ def _accuracy(results: pl.DataFrame, judges: Sequence[Judge], k: str) -> MplFigu
     colours = _colours(conditions)
     width = 0.8 / len(conditions)
     x = np.arange(len(models))
+    at = {m: j for j, m in enumerate(models)}
     for ax, judge in zip(axes[:, 0], judges, strict=True):
         rows = results.filter(pl.col("judge") == judge[0])
         for i, condition in enumerate(conditions):
             part = rows.filter(pl.col("condition_label") == condition)
-            at = {m: j for j, m in enumerate(models)}
             xs = (
                 np.array([at[m] for m in part["model_label"]])
                 + (i - (len(conditions) - 1) / 2) * width
@@ -276,14 +273,14 @@ def _flips(deltas: pl.DataFrame, judges: Sequence[Judge], results: pl.DataFrame)
 
 def _flip_data(deltas: pl.DataFrame) -> pl.DataFrame:
     """Figure 4's numbers, one row per flip kind; `signed` is negative for regressions."""
-    keys = ["judge", "subject_model", "condition", "label"]
     ordered = deltas.with_row_index("order")
     kinds = [("recovered", "naive_failures", 1), ("regressed", "naive_successes", -1)]
     return (
         pl.concat(
             ordered.select(
                 "order",
-                *keys,
+                *CELL,
+                "label",
                 flip=pl.lit(flip),
                 scenarios=pl.col(flip),
                 out_of=pl.col(out_of),
@@ -298,13 +295,11 @@ def _flip_data(deltas: pl.DataFrame) -> pl.DataFrame:
 
 def _heatmap_data(reports: Reports, judge: Judge) -> pl.DataFrame:
     """One judge's heatmap numbers: each scenario's share of compliant trials per cell."""
-    labels = reports["results.csv"].select(
-        "judge", "subject_model", "condition", "model_label", "condition_label"
-    )
+    labels = reports["results.csv"].select(*CELL, "model_label", "condition_label")
     outcomes = (
         reports["outcomes.csv"]
         .filter(pl.col("judge") == judge[0])
-        .join(labels, on=["judge", "subject_model", "condition"], how="left", maintain_order="left")
+        .join(labels, on=CELL, how="left", maintain_order="left")
     )
     return outcomes.select(
         "judge",
@@ -330,7 +325,6 @@ HEATMAP_MAX_H = 24.0
 # enough for a scenario row (0.2 in = 14.4 pt).
 HEATMAP_LABEL_PT = 8.0
 # Room for tick labels, per character, at HEATMAP_LABEL_PT (generous: the figure is cropped).
-
 ROW_LABEL_IN, COLUMN_LABEL_IN = 0.065, 0.06
 
 

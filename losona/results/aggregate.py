@@ -3,9 +3,9 @@ scenario bootstrap, laid out as the paper does (Table 1, Section 6)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -37,8 +37,6 @@ from losona.results.tables import (
     breakdown_schema,
 )
 
-T = TypeVar("T", bound=Hashable)
-
 # The files aggregate writes under paths.reports_dir (dvc.yaml lists the same names).
 CSV_FILES: dict[str, pl.Schema] = {
     "results.csv": RESULT_SCHEMA,
@@ -68,11 +66,10 @@ def judge_evidence(layout: RunLayout, kinds: Mapping[str, str]) -> dict[str, Jud
     evidence = {}
     for judge, kind in kinds.items():
         path = layout.controls(judge)
-        controls = (
-            read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls") if path.is_file() else None
-        )
         evidence[judge] = JudgeEvidence(
-            controls=None if controls is None else controls_accuracy(controls),
+            controls=controls_accuracy(read_parquet(path, CONTROL_SCHEMA, made_by="judge_controls"))
+            if path.is_file()
+            else None,
             own_words=judge_kind_settings(kind).own_words,
         )
     return evidence
@@ -156,7 +153,7 @@ def _estimate(
     row_of = {key: i for i, key in enumerate(keys)}
     # Each mean over models is a row of `combine` averaging its members' rows.
     means: list[tuple[tuple[Any, ...], list[int]]] = []
-    for judge, condition in _unique((c[0], c[2]) for c in cells):
+    for judge, condition in dict.fromkeys((c[0], c[2]) for c in cells):
         accs = [row_of["acc", c] for c in cells if c[::2] == (judge, condition)]
         means.append((("acc", judge, condition), accs))
         deltas = [row_of["delta", cell] for cell, _ in pairs if cell[::2] == (judge, condition)]
@@ -169,10 +166,6 @@ def _estimate(
     result = bootstrap_intervals(np.vstack(rows), bootstrap, combine=combine)
     triples = zip(result.estimate, result.low, result.high, strict=True)
     return dict(zip([*keys, *(key for key, _ in means)], triples, strict=True))
-
-
-def _unique(items: Iterable[T]) -> list[T]:
-    return list(dict.fromkeys(items))
 
 
 # What the results and the breakdowns both count of a group's outcomes.
@@ -336,7 +329,7 @@ def _means(
     show: Presentation,
 ) -> pl.DataFrame:
     rows = []
-    for judge, condition in _unique((cell[0], cell[2]) for cell in cells):
+    for judge, condition in dict.fromkeys((cell[0], cell[2]) for cell in cells):
         members = [counts[c] for c in cells if (c[0], c[2]) == (judge, condition)]
         acc, acc_low, acc_high = estimates[("acc", judge, condition)]
         delta = estimates.get(("delta", judge, condition), (None, None, None))
