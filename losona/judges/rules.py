@@ -90,13 +90,7 @@ class Rule:
             return text.words <= self.limit, [f"{text.words} words"]
         if self.test == "min_words":
             return text.words >= self.limit, [f"{text.words} words"]
-        spans = [
-            text.span(match)
-            for source in self.sources
-            for match in filled(source, members, subject).finditer(text.normalized)
-            if scope is None or not self.negatable or not scope.negated(text.normalized, match)
-        ]
-        spans = list(dict.fromkeys(s for s in spans if s.strip()))
+        spans = find_spans(self.sources, text, members, subject, scope if self.negatable else None)
         if self.test == "forbid":
             return not spans, spans
         return bool(spans), spans
@@ -172,6 +166,24 @@ def filled(source: str, members: tuple[str, ...], subject: str) -> re.Pattern[st
     return compiled(
         source, members if MEMBERS in source else (), subject if SUBJECT in source else ""
     )
+
+
+def find_spans(
+    sources: Sequence[str],
+    text: Text,
+    members: tuple[str, ...],
+    subject: str,
+    scope: Scope | None = None,
+) -> list[str]:
+    """The distinct non-blank spans of the text the patterns match; with a scope, a cue the
+    speaker negates ("not sorry") is not found."""
+    spans = (
+        text.span(match)
+        for source in sources
+        for match in filled(source, members, subject).finditer(text.normalized)
+        if scope is None or not scope.negated(text.normalized, match)
+    )
+    return list(dict.fromkeys(span for span in spans if span.strip()))
 
 
 def _expand(pattern: str, lists: Mapping[str, Sequence[str]]) -> str:

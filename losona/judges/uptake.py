@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from losona.judges.base import JudgeCase
-from losona.judges.rules import WORD, Rulebook, Text, Uptake, compiled, filled
+from losona.judges.rules import WORD, Rulebook, Text, Uptake, compiled, find_spans
 
 
 def _tokens(text: str) -> list[str]:
@@ -15,10 +15,10 @@ def _tokens(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(Text.of(text).normalized)]
 
 
-def _contains(outer: Sequence[str], inner: Sequence[str]) -> bool:
+def _contains(outer: list[str], inner: list[str]) -> bool:
     """Whether `inner` occurs in `outer` as a run of consecutive words."""
     n = len(inner)
-    return n > 0 and any(list(outer[i : i + n]) == list(inner) for i in range(len(outer) - n + 1))
+    return n > 0 and any(outer[i : i + n] == inner for i in range(len(outer) - n + 1))
 
 
 @dataclass(frozen=True)
@@ -116,13 +116,9 @@ def check_uptake(
             "a message in the chat's language",
             f"{foreign} words of another language, {english} of English",
         )
-    cues = [
-        text.span(m)
-        for source in uptake.cues
-        for m in filled(source, case.members, case.subject).finditer(text.normalized)
-    ]
+    cues = find_spans(uptake.cues, text, case.members, case.subject)
     if cues:
-        return "answers or reacts to it: " + ", ".join(repr(c) for c in dict.fromkeys(cues)), None
+        return "answers or reacts to it: " + ", ".join(repr(c) for c in cues), None
     if len(words) <= uptake.terse_max_words:
         return "a terse answer: " + repr(text.original.strip()), None
     # A name is not a topic: a story that mentions members shares nothing with the chat.
