@@ -249,11 +249,8 @@ def read_labels(path: str | Path, key: pl.DataFrame) -> pl.DataFrame:
             f"{where}: {len(unlabelled)} of the sheet's {len(known)} items have no label "
             f"({shown}); every item needs true or false in 'complies'"
         )
-    human = pl.DataFrame(
-        {"item_id": list(labels), "human": list(labels.values())},
-        schema={"item_id": pl.String(), "human": pl.Boolean()},
-    )
-    return key.join(human, on="item_id", how="left").sort("item_id")
+    human = pl.Series("human", [labels[item] for item in key["item_id"]], pl.Boolean())
+    return key.with_columns(human).sort("item_id")
 
 
 def load_labels(key_path: str | Path, labels_path: str | Path) -> Labels:
