@@ -52,30 +52,6 @@ class JudgeError:
         """The confusion table, the judge as A and people as the reference B."""
         return Confusion.of(self.judge.tolist(), self.human.tolist())
 
-    def not_identifiable(self) -> str | None:
-        """Why the correction cannot be made from these labels; None when it can."""
-        c = self.confusion
-        if c.n == 0:
-            return "not identifiable: the judge scored none of the labelled items"
-        if c.yes_yes + c.no_yes == 0:
-            return (
-                f"not identifiable: people marked none of the {c.n} labelled items compliant, "
-                "so the judge's sensitivity is unknown"
-            )
-        if c.yes_no + c.no_no == 0:
-            return (
-                f"not identifiable: people marked none of the {c.n} labelled items breaching, "
-                "so the judge's specificity is unknown"
-            )
-        sens = c.yes_yes / (c.yes_yes + c.no_yes)
-        spec = c.no_no / (c.no_no + c.yes_no)
-        if sens + spec - 1 <= 0:
-            return (
-                f"not identifiable: sensitivity {percent(sens)}% + specificity {percent(spec)}% "
-                "- 100 is not above 0: the judge's verdicts say nothing about compliance"
-            )
-        return None
-
 
 def judge_error(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> JudgeError:
     """The labelled items the judge scored: people's label and the judge's, side by side."""
@@ -101,9 +77,9 @@ def corrected_compliance(
     outcomes = scenario_outcomes(verdicts)
     for judge in judges:
         error = judge_error(labelled, verdicts, judge)
-        reason = error.not_identifiable()
-        basis.append(_basis_row(judge, judge_model(verdicts, judge), error, reason, bootstrap))
-        if reason is None:
+        row = _basis_row(judge, judge_model(verdicts, judge), error.confusion, bootstrap.confidence)
+        basis.append(row)
+        if row["identifiable"]:
             rows, paired = _corrected_rows(
                 judge, outcomes.filter(pl.col("judge") == judge), error, presentation, bootstrap
             )
@@ -116,18 +92,12 @@ def corrected_compliance(
     )
 
 
-def _basis_row(
-    judge: str,
-    model: str,
-    error: JudgeError,
-    reason: str | None,
-    bootstrap: AggregateSettings,
-) -> dict[str, Any]:
-    c = error.confusion
+def _basis_row(judge: str, model: str, c: Confusion, confidence: float) -> dict[str, Any]:
     people_yes, people_no = c.yes_yes + c.no_yes, c.yes_no + c.no_no
-    sens, sens_low, sens_high = _rate(c.yes_yes, people_yes, bootstrap.confidence)
-    spec, spec_low, spec_high = _rate(c.no_no, people_no, bootstrap.confidence)
+    sens, sens_low, sens_high = _rate(c.yes_yes, people_yes, confidence)
+    spec, spec_low, spec_high = _rate(c.no_no, people_no, confidence)
     youden = None if sens is None or spec is None else round(sens + spec - 1, 3)
+    reason = _not_identifiable(c.n, sens, spec)
     return {
         "judge": judge,
         "judge_model": model,
@@ -148,6 +118,28 @@ def _basis_row(
         "identifiable": reason is None,
         "status": reason or CORRECTED,
     }
+
+
+def _not_identifiable(labelled: int, sens: float | None, spec: float | None) -> str | None:
+    """Why the correction cannot be made from these labels; None when it can."""
+    if labelled == 0:
+        return "not identifiable: the judge scored none of the labelled items"
+    if sens is None:
+        return (
+            f"not identifiable: people marked none of the {labelled} labelled items compliant, "
+            "so the judge's sensitivity is unknown"
+        )
+    if spec is None:
+        return (
+            f"not identifiable: people marked none of the {labelled} labelled items breaching, "
+            "so the judge's specificity is unknown"
+        )
+    if sens + spec - 1 <= 0:
+        return (
+            f"not identifiable: sensitivity {percent(sens)}% + specificity {percent(spec)}% "
+            "- 100 is not above 0: the judge's verdicts say nothing about compliance"
+        )
+    return None
 
 
 def _rate(part: int, whole: int, confidence: float) -> tuple[float | None, ...]:
