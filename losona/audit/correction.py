@@ -179,13 +179,12 @@ def _corrected_rows(
 
     def statistic(scenario_counts: np.ndarray, item_counts: np.ndarray) -> np.ndarray:
         # Both arrays: resamples x units. Returns statistics x resamples.
-        with np.errstate(invalid="ignore", divide="ignore"):
-            observed = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
         true_pos = item_counts @ (comply_item * judged_yes)
         positives = item_counts @ comply_item
         true_neg = item_counts @ ((1 - comply_item) * (1 - judged_yes))
         negatives = item_counts @ (1 - comply_item)
         with np.errstate(invalid="ignore", divide="ignore"):
+            observed = (scenario_counts @ complying.T) / (scenario_counts @ scored.T)
             sens, spec = true_pos / positives, true_neg / negatives
         # A resample with no positive or no negative item has NaN rates: undefined too.
         fixed = rogan_gladen(observed, sens[:, None], spec[:, None])
