@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,8 +27,6 @@ from losona.results.metrics import BASELINE_CONDITION, scenario_outcomes
 from losona.results.presentation import Presentation
 from losona.results.resampling import bootstrap_distribution, percentile_interval
 
-CORRECTED = "corrected"
-
 
 def rogan_gladen(observed: Any, sensitivity: Any, specificity: Any) -> Any:
     """True compliance from observed compliance and the judge's error rates, clipped to [0, 1],
@@ -40,27 +37,14 @@ def rogan_gladen(observed: Any, sensitivity: Any, specificity: Any) -> Any:
     return np.where(youden > 0, np.clip(raw, 0.0, 1.0), np.nan)
 
 
-@dataclass(frozen=True)
-class JudgeError:
-    """One judge's verdicts on the labelled items against people's labels."""
-
-    human: np.ndarray  # bool per labelled item the judge scored: people say complies
-    judge: np.ndarray  # bool per item: the judge says complies
-
-    @property
-    def confusion(self) -> Confusion:
-        """The confusion table, the judge as A and people as the reference B."""
-        return Confusion.of(self.judge.tolist(), self.human.tolist())
-
-
-def judge_error(labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str) -> JudgeError:
-    """The labelled items the judge scored: people's label and the judge's, side by side."""
+def judge_error(
+    labelled: pl.DataFrame, verdicts: pl.DataFrame, judge: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The labelled items the judge scored: people's labels and the judge's, side by side, each
+    a bool array (True: complies)."""
     rows = labelled_verdicts(labelled, verdicts, judge)
     scored = rows.filter(pl.col("judge_complies").is_not_null())
-    return JudgeError(
-        human=scored["human"].to_numpy().astype(bool),
-        judge=scored["judge_complies"].to_numpy().astype(bool),
-    )
+    return scored["human"].to_numpy().astype(bool), scored["judge_complies"].to_numpy().astype(bool)
 
 
 def corrected_compliance(
@@ -76,13 +60,13 @@ def corrected_compliance(
     basis, corrected, deltas = [], [], []
     outcomes = scenario_outcomes(verdicts)
     for judge in judges:
-        error = judge_error(labelled, verdicts, judge)
-        row = _basis_row(judge, judge_model(verdicts, judge), error.confusion, bootstrap.confidence)
+        human, judged = judge_error(labelled, verdicts, judge)
+        confusion = Confusion.of(judged.tolist(), human.tolist())  # people are the reference
+        row = _basis_row(judge, judge_model(verdicts, judge), confusion, bootstrap.confidence)
         basis.append(row)
         if row["identifiable"]:
-            rows, paired = _corrected_rows(
-                judge, outcomes.filter(pl.col("judge") == judge), error, presentation, bootstrap
-            )
+            mine = outcomes.filter(pl.col("judge") == judge)
+            rows, paired = _corrected_rows(judge, mine, human, judged, presentation, bootstrap)
             corrected += rows
             deltas += paired
     return (
@@ -116,7 +100,7 @@ def _basis_row(judge: str, model: str, c: Confusion, confidence: float) -> dict[
         "specificity_high": percent(spec_high),
         "youden": youden,
         "identifiable": reason is None,
-        "status": reason or CORRECTED,
+        "status": reason or "corrected",
     }
 
 
@@ -155,7 +139,8 @@ def _rate(part: int, whole: int, confidence: float) -> tuple[float | None, ...]:
 def _corrected_rows(
     judge: str,
     outcomes: pl.DataFrame,
-    error: JudgeError,
+    human: np.ndarray,
+    judged: np.ndarray,
     presentation: Presentation,
     bootstrap: AggregateSettings,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -174,8 +159,8 @@ def _corrected_rows(
         if condition != BASELINE_CONDITION and (model, BASELINE_CONDITION) in cells
     ]
     prompted, naive = [i for i, _ in pairs], [j for _, j in pairs]
-    comply_item = error.human.astype(float)  # people: complies
-    judged_yes = error.judge.astype(float)
+    comply_item = human.astype(float)  # people: complies
+    judged_yes = judged.astype(float)
 
     def statistic(scenario_counts: np.ndarray, item_counts: np.ndarray) -> np.ndarray:
         # Both arrays: resamples x units. Returns statistics x resamples.
@@ -195,11 +180,9 @@ def _corrected_rows(
         return np.hstack([observed, fixed, *effects]).T
 
     everything = np.ones((1, len(scenario_ids)))
-    items = np.ones((1, error.human.size))
+    items = np.ones((1, human.size))
     point = statistic(everything, items)[:, 0]
-    distribution = bootstrap_distribution(
-        statistic, (len(scenario_ids), error.human.size), bootstrap
-    )
+    distribution = bootstrap_distribution(statistic, (len(scenario_ids), human.size), bootstrap)
     n_cells, n_pairs = len(cells), len(pairs)
     layout = np.cumsum([0, n_cells, n_cells, n_pairs, n_pairs])
     if distribution is None:
