@@ -174,13 +174,9 @@ def sheet_html(sheet: Sheet) -> str:
     chat lines split into speaker and text."""
     cards = [
         {
-            "item": row["item"],
-            "item_id": row["item_id"],
-            "norm_statement": row["norm_statement"],
+            **row,
             "chat": [_line(line) for line in row["transcript"].splitlines()],
             "elicitor": _line(row["elicitor"]),
-            "subject": row["subject"],
-            "response": row["response"],
         }
         for row in sheet.items.iter_rows(named=True)
     ]
