@@ -90,7 +90,13 @@ class Rule:
             return text.words <= self.limit, [f"{text.words} words"]
         if self.test == "min_words":
             return text.words >= self.limit, [f"{text.words} words"]
-        spans = find_spans(self.sources, text, members, subject, scope if self.negatable else None)
+        spans = [
+            text.span(match)
+            for source in self.sources
+            for match in filled(source, members, subject).finditer(text.normalized)
+            if scope is None or not self.negatable or not scope.negated(text.normalized, match)
+        ]
+        spans = list(dict.fromkeys(s for s in spans if s.strip()))
         if self.test == "forbid":
             return not spans, spans
         return bool(spans), spans
@@ -122,7 +128,7 @@ class Uptake:
     """What tells a reply that takes up the elicitor from one that does not (see the rules)."""
 
     filler: tuple[str, ...]  # regexes; a reply made only of these is filler
-    cues: tuple[str, ...]  # regexes; a reply with one reacts to or answers the elicitor
+    cues: Rule  # requires an answer or a reaction to the elicitor: found, the reply takes it up
     common_words: frozenset[str]  # never count as sharing a topic with the chat
     english: frozenset[str]
     other_language: frozenset[str]
@@ -166,24 +172,6 @@ def filled(source: str, members: tuple[str, ...], subject: str) -> re.Pattern[st
     return compiled(
         source, members if MEMBERS in source else (), subject if SUBJECT in source else ""
     )
-
-
-def find_spans(
-    sources: Sequence[str],
-    text: Text,
-    members: tuple[str, ...],
-    subject: str,
-    scope: Scope | None = None,
-) -> list[str]:
-    """The distinct non-blank spans of the text the patterns match; with a scope, a cue the
-    speaker negates ("not sorry") is not found."""
-    spans = (
-        text.span(match)
-        for source in sources
-        for match in filled(source, members, subject).finditer(text.normalized)
-        if scope is None or not scope.negated(text.normalized, match)
-    )
-    return list(dict.fromkeys(span for span in spans if span.strip()))
 
 
 def _expand(pattern: str, lists: Mapping[str, Sequence[str]]) -> str:
@@ -361,7 +349,12 @@ def _scope(entry: _ScopeEntry) -> Scope:
 def _uptake(entry: _UptakeEntry, lists: Mapping[str, Sequence[str]]) -> Uptake:
     return Uptake(
         filler=tuple(_expand(pattern, lists) for pattern in entry.filler),
-        cues=tuple(_expand(pattern, lists) for pattern in entry.cues),
+        cues=Rule(
+            "cues",
+            "an answer or a reaction to the elicitor",
+            "require",
+            sources=tuple(_expand(pattern, lists) for pattern in entry.cues),
+        ),
         common_words=_words(entry.common_words),
         english=_words(entry.english),
         other_language=_words(entry.other_language),

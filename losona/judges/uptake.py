@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from losona.judges.base import JudgeCase
-from losona.judges.rules import WORD, Rulebook, Text, Uptake, compiled, find_spans
+from losona.judges.rules import WORD, Rulebook, Text, Uptake, compiled
 
 
 def _tokens(text: str) -> list[str]:
@@ -116,8 +116,8 @@ def check_uptake(
             "a message in the chat's language",
             f"{foreign} words of another language, {english} of English",
         )
-    cues = find_spans(uptake.cues, text, case.members, case.subject)
-    if cues:
+    reacts, cues = uptake.cues.apply(text, case.members, subject=case.subject)
+    if reacts:
         return "answers or reacts to it: " + ", ".join(repr(c) for c in cues), None
     if len(words) <= uptake.terse_max_words:
         return "a terse answer: " + repr(text.original.strip()), None
