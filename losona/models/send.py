@@ -23,7 +23,7 @@ from losona.models import litellm_api
 from losona.models.completions import failure_kind
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of
-from losona.models.prompt_caching import NO_REUSE, Reuse
+from losona.models.prompt_caching import Reuse
 from losona.models.retry import RATE_LIMITED, RetryPolicy, retry_after, status_of, transient
 from losona.models.runlog import CallStats
 from losona.models.values import Completion, Request
@@ -132,6 +132,7 @@ class Budget:
 
     def reserve(self, estimate: float) -> bool:
         if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
+            self.tripped = True
             return False
         self.reserved += estimate
         return True
@@ -175,11 +176,10 @@ class Sender:
         for its answer, then goes first. A request is read when needed, never kept.
         """
         reuse = self.prepared.reuse(OnDemand(len(pending), lambda i: requests[pending[i]]))
-        ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
+        ready: collections.deque[int] = collections.deque()
         held: dict[int, list[int]] = collections.defaultdict(list)
         for i, plan in enumerate(reuse):
-            if plan.parent is not None:
-                held[plan.parent].append(i)
+            (ready if plan.parent is None else held[plan.parent]).append(i)
         self.stats.sent_after_parent = len(pending) - len(ready)
         taken = 0  # requests a worker took and has not finished
         finished = asyncio.Condition()
@@ -198,8 +198,7 @@ class Sender:
                 request = requests[pending[i]]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    self.budget.tripped = True
-                    self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
+                    self.stop = self.budget.stopped()  # said again once the calls in flight settle
                     return
                 ready.popleft()
                 taken += 1
@@ -238,9 +237,7 @@ class Sender:
             "cuts_on_429": self.limiter.cuts,
         }
 
-    async def call(
-        self, request: Request, params: dict[str, Any], reuse: Reuse = NO_REUSE
-    ) -> Completion:
+    async def call(self, request: Request, params: dict[str, Any], reuse: Reuse) -> Completion:
         """One request, sent until it succeeds, fails for good, or runs out of retries: rate
         limits for `rate_limit_patience_s`, other transient faults `max_attempts` times."""
         openai = litellm_api.litellm_module().exceptions.openai
