@@ -233,10 +233,8 @@ def complete_all(
 def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocation) -> CallPlan:
     """For dry runs: how many calls, how many the cache already holds, estimated cost."""
     prepared = prepare(spec)
-    keyed = [prepared.key_and_params(r) for r in requests]
-    found = _held([k for k, _ in keyed], cache_path)
-    # Each distinct call once, in request order.
-    todo = {key: r for r, (key, _) in zip(requests, keyed, strict=True) if key not in found}
+    keys = [prepared.key_and_params(r)[0] for r in requests]
+    found = _held(keys, cache_path)
     basis = (
         f"{prepared.max_tokens} completion tokens per call (max_tokens)"
         if prepared.max_tokens
@@ -245,7 +243,7 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     counted = CallPlan(
         model=spec.name,
         requests=len(requests),
-        cached=sum(1 for key, _ in keyed if key in found),
+        cached=sum(key in found for key in keys),
         estimated_cost_usd=None,
         estimate_basis=(
             f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
@@ -254,6 +252,8 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     )
     if not prepared.rates.known:
         return counted
+    # Each distinct call once, in request order.
+    todo = {key: r for r, key in zip(requests, keys, strict=True) if key not in found}
     priced = list(todo.values())
     three = pricing.estimate(
         prepared.rates,
