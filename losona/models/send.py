@@ -157,7 +157,6 @@ class Sender:
         self.bar = bar
         self.stats = CallStats()
         self.stop: str | None = None
-        self.failed = 0
         self.answered = 0  # calls of this run that got any answer from the endpoint
         self.refused_in_a_row = 0
         self.unreachable = False
@@ -215,11 +214,9 @@ class Sender:
                     estimate,
                     completion.cost_usd if completion.billed_usd is None else completion.billed_usd,
                 )
-                if not completion.ok:
-                    self.failed += 1
                 keep(key, completion)
                 self.bar.set_postfix_str(
-                    f"failed {self.failed}, ${self.budget.spent:.4f}", refresh=False
+                    f"failed {self.stats.failures.total()}, ${self.budget.spent:.4f}", refresh=False
                 )
                 self.bar.update(1)
 
