@@ -201,9 +201,8 @@ class Sender:
                     return
                 ready.popleft()
                 taken += 1
-                key, params = keys[pending[i]], self.prepared.key_and_params(request)[1]
                 try:
-                    completion = await self.call(request, params, reuse[i])
+                    completion = await self.call(request, reuse[i])
                 finally:
                     taken -= 1
                     # The calls that reuse its prefix go next: the provider has it now.
@@ -214,7 +213,7 @@ class Sender:
                     estimate,
                     completion.cost_usd if completion.billed_usd is None else completion.billed_usd,
                 )
-                keep(key, completion)
+                keep(keys[pending[i]], completion)
                 self.bar.set_postfix_str(
                     f"failed {self.stats.failures.total()}, ${self.budget.spent:.4f}", refresh=False
                 )
@@ -234,11 +233,12 @@ class Sender:
             "cuts_on_429": self.limiter.cuts,
         }
 
-    async def call(self, request: Request, params: dict[str, Any], reuse: Reuse) -> Completion:
+    async def call(self, request: Request, reuse: Reuse) -> Completion:
         """One request, sent until it succeeds, fails for good, or runs out of retries: rate
         limits for `rate_limit_patience_s`, other transient faults `max_attempts` times."""
         openai = litellm_api.litellm_module().exceptions.openai
         messages = [dict(m) for m in request.messages]
+        params = self.prepared.key_and_params(request)[1]
         if reuse.markers and self.prepared.rule is not None and self.prepared.rule.markers:
             # Anthropic caches a prefix only up to a marker; never part of the cache key.
             params = {
