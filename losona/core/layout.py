@@ -22,8 +22,6 @@ DYNAMIC_CALLS: tuple[DynamicCalls, ...] = get_args(DynamicCalls)
 # A run log sits beside the table it was made with, or in a logs folder: it differs on
 # every run, so it is never a DVC output.
 LOG_SUFFIX = ".log.json"
-# The HTML report, in reports_folder.
-REPORT_PAGE = "index.html"
 
 
 class DynamicSweep(Protocol):
@@ -266,7 +264,7 @@ class RunLayout:
     @property
     def report_page(self) -> Path:
         """The self-contained HTML report (plot)."""
-        return self.reports_folder / REPORT_PAGE
+        return self.reports_folder / "index.html"
 
     @property
     def figures_folder(self) -> Path:

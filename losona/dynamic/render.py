@@ -164,8 +164,7 @@ def _continued(
     }
     if problem is not None or elicitor is None:
         return row | {"status": NO_FOLLOWUP, "note": problem}
-    second = SecondTurn(scenario, trial["response"], said, elicitor)
-    shown = second.as_scenario()
+    shown = SecondTurn(scenario, trial["response"], said, elicitor).as_scenario()
     # The subject's own reply is not ours to police: the check reads the prompt without it,
     # so that only what this stage adds (follow-up, second elicitor) can fail it.
     blank = SecondTurn(scenario, "", said, elicitor).as_scenario()

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from losona.core.config import BatchSettings, ModelSpec
@@ -22,7 +21,14 @@ from losona.core.errors import LosonaError
 from losona.core.files import CHUNK, write_json
 from losona.models import pricing, runlog
 from losona.models.batch import BATCH_PROVIDERS, fill_cache_by_batch
-from losona.models.call_cache import CacheLocation, CallCache, CallNotFound, CallStore, offline
+from losona.models.call_cache import (
+    CacheLocation,
+    CallCache,
+    CallNotFound,
+    CallStore,
+    cache_file,
+    offline,
+)
 from losona.models.completions import CallFailed, Completions, Receipt, require_every_call
 from losona.models.litellm_api import keep_states_beside, provider_of
 from losona.models.options import CallOptions
@@ -227,19 +233,17 @@ def complete_all(
 def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocation) -> CallPlan:
     """For dry runs: how many calls, how many the cache already holds, estimated cost."""
     prepared = prepare(spec)
-    keyed = [prepared.key_and_params(r) for r in requests]
-    found = _held([k for k, _ in keyed], cache_path)
-    # Each distinct call once, in request order.
-    todo = {key: r for r, (key, _) in zip(requests, keyed, strict=True) if key not in found}
+    keys = [prepared.key_and_params(r)[0] for r in requests]
+    found = _held(keys, cache_path)
     basis = (
         f"{prepared.max_tokens} completion tokens per call (max_tokens)"
         if prepared.max_tokens
-        else (f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call")
+        else f"about {EXPECTED_COMPLETION_TOKENS} completion tokens per call"
     )
     counted = CallPlan(
         model=spec.name,
         requests=len(requests),
-        cached=sum(1 for key, _ in keyed if key in found),
+        cached=sum(key in found for key in keys),
         estimated_cost_usd=None,
         estimate_basis=(
             f"prompt tokens counted with {prepared.tokenizer.describe()}, {basis}, "
@@ -248,6 +252,8 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
     )
     if not prepared.rates.known:
         return counted
+    # Each distinct call once, in request order.
+    todo = {key: r for r, key in zip(requests, keys, strict=True) if key not in found}
     priced = list(todo.values())
     three = pricing.estimate(
         prepared.rates,
@@ -267,11 +273,11 @@ def plan(spec: ModelSpec, requests: Sequence[Request], *, cache_path: CacheLocat
 def _held(keys: Sequence[str], cache_path: CacheLocation) -> set[str]:
     """The keys the call cache or the run's published calls hold; a dry run creates no
     call cache where there is none yet."""
-    store = cache_path if isinstance(cache_path, CallStore) else CallStore(cache_path)
-    if Path(store.path).expanduser().exists():
+    if cache_file(cache_path).expanduser().exists():
         with CallCache(cache_path) as cache:
             return set(cache.get_many(keys))
-    return set(store.published.get_many(keys)) if store.published is not None else set()
+    published = cache_path.published if isinstance(cache_path, CallStore) else None
+    return set(published.get_many(keys)) if published is not None else set()
 
 
 def describe_estimate(prepared: Prepared, found: pricing.Estimate) -> str:

@@ -23,7 +23,7 @@ from losona.models import litellm_api
 from losona.models.completions import failure_kind
 from losona.models.prepare import Prepared
 from losona.models.pricing import Usage, usage_of
-from losona.models.prompt_caching import NO_REUSE, Reuse
+from losona.models.prompt_caching import Reuse
 from losona.models.retry import RATE_LIMITED, RetryPolicy, retry_after, status_of, transient
 from losona.models.runlog import CallStats
 from losona.models.values import Completion, Request
@@ -132,6 +132,7 @@ class Budget:
 
     def reserve(self, estimate: float) -> bool:
         if self.cap is not None and self.spent + self.reserved + estimate > self.cap:
+            self.tripped = True
             return False
         self.reserved += estimate
         return True
@@ -156,7 +157,6 @@ class Sender:
         self.bar = bar
         self.stats = CallStats()
         self.stop: str | None = None
-        self.failed = 0
         self.answered = 0  # calls of this run that got any answer from the endpoint
         self.refused_in_a_row = 0
         self.unreachable = False
@@ -175,11 +175,10 @@ class Sender:
         for its answer, then goes first. A request is read when needed, never kept.
         """
         reuse = self.prepared.reuse(OnDemand(len(pending), lambda i: requests[pending[i]]))
-        ready = collections.deque(i for i, plan in enumerate(reuse) if plan.parent is None)
+        ready: collections.deque[int] = collections.deque()
         held: dict[int, list[int]] = collections.defaultdict(list)
         for i, plan in enumerate(reuse):
-            if plan.parent is not None:
-                held[plan.parent].append(i)
+            (ready if plan.parent is None else held[plan.parent]).append(i)
         self.stats.sent_after_parent = len(pending) - len(ready)
         taken = 0  # requests a worker took and has not finished
         finished = asyncio.Condition()
@@ -198,14 +197,12 @@ class Sender:
                 request = requests[pending[i]]
                 estimate = self.prepared.estimate(request, reuse[i]) if estimates else 0.0
                 if not self.budget.reserve(estimate):
-                    self.budget.tripped = True
-                    self.stop = f"the cost cap of ${self.budget.cap:.4f} would be passed"
+                    self.stop = self.budget.stopped()  # said again once the calls in flight settle
                     return
                 ready.popleft()
                 taken += 1
-                key, params = keys[pending[i]], self.prepared.key_and_params(request)[1]
                 try:
-                    completion = await self.call(request, params, reuse[i])
+                    completion = await self.call(request, reuse[i])
                 finally:
                     taken -= 1
                     # The calls that reuse its prefix go next: the provider has it now.
@@ -216,11 +213,9 @@ class Sender:
                     estimate,
                     completion.cost_usd if completion.billed_usd is None else completion.billed_usd,
                 )
-                if not completion.ok:
-                    self.failed += 1
-                keep(key, completion)
+                keep(keys[pending[i]], completion)
                 self.bar.set_postfix_str(
-                    f"failed {self.failed}, ${self.budget.spent:.4f}", refresh=False
+                    f"failed {self.stats.failures.total()}, ${self.budget.spent:.4f}", refresh=False
                 )
                 self.bar.update(1)
 
@@ -238,13 +233,12 @@ class Sender:
             "cuts_on_429": self.limiter.cuts,
         }
 
-    async def call(
-        self, request: Request, params: dict[str, Any], reuse: Reuse = NO_REUSE
-    ) -> Completion:
+    async def call(self, request: Request, reuse: Reuse) -> Completion:
         """One request, sent until it succeeds, fails for good, or runs out of retries: rate
         limits for `rate_limit_patience_s`, other transient faults `max_attempts` times."""
         openai = litellm_api.litellm_module().exceptions.openai
         messages = [dict(m) for m in request.messages]
+        params = self.prepared.key_and_params(request)[1]
         if reuse.markers and self.prepared.rule is not None and self.prepared.rule.markers:
             # Anthropic caches a prefix only up to a marker; never part of the cache key.
             params = {
