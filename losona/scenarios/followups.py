@@ -139,10 +139,7 @@ class _Checker(RowProblems):
         if problem is not None:
             self.fail(field, *problem)
             return False
-        words = normalize(content)
-        named = [what for what, text in self.hidden.items() if text and normalize(text) in words]
-        if NORM_WORD.search(words):
-            named.append("the word 'norm'")
+        named = norm_named(content, self.hidden)
         for what in named:
             self.fail(field, "chat text that never names the norm", what)
         return not named
@@ -179,6 +176,15 @@ class _Checker(RowProblems):
                 f"{low:g}x to {high:g}x the sanction's total length ({total_s} characters)",
                 f"{total_n} characters ({ratio:.2f}x)",
             )
+
+
+def norm_named(text: str, hidden: Mapping[str, str]) -> list[str]:
+    """What of the norm `text` names: each of the `hidden` texts it contains, then the word."""
+    words = normalize(text)
+    named = [what for what, value in hidden.items() if value and normalize(value) in words]
+    if NORM_WORD.search(words):
+        named.append("the word 'norm'")
+    return named
 
 
 def followup_problems(raw: Any, row: Mapping[str, Any], origin: str) -> list[Problem]:
