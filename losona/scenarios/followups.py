@@ -53,15 +53,9 @@ class Followup:
         """The block as checked by `followup_problems` (call that first)."""
 
         def messages(key: str) -> tuple[Message, ...]:
-            return tuple(Message(m["actor"], m["content"]) for m in raw[key])
+            return tuple(Message(**m) for m in raw[key])
 
-        elicitor = raw["elicitor"]
-        return cls(
-            messages("sanction"),
-            messages("neutral"),
-            Message(elicitor["actor"], elicitor["content"]),
-            source,
-        )
+        return cls(messages("sanction"), messages("neutral"), Message(**raw["elicitor"]), source)
 
 
 class _Checker(RowProblems):
@@ -77,11 +71,9 @@ class _Checker(RowProblems):
         self.hidden = hidden_texts(*norm, *examples)
 
     def run(self, raw: Any) -> list[Problem]:
-        if raw is None:
-            self.fail("", f"a mapping with {list(KEYS)}", "nothing (the block is missing)")
-            return self.problems
         if not isinstance(raw, Mapping):
-            self.fail("", f"a mapping with {list(KEYS)}", shown(raw))
+            found = "nothing (the block is missing)" if raw is None else shown(raw)
+            self.fail("", f"a mapping with {list(KEYS)}", found)
             return self.problems
         for key in sorted(set(raw) - set(KEYS), key=str):
             self.fail(f".{key}", f"one of {list(KEYS)}", "an unknown field")
