@@ -18,7 +18,7 @@ from losona.generation.prompt import GENERATOR_JSON_SCHEMA, GENERATOR_TEMPLATE
 from losona.prompts.render import LeakError, subject_messages
 from losona.scenarios.datasets import bundled_row
 from losona.scenarios.followups import FIELD as FOLLOWUP
-from losona.scenarios.followups import NORM_WORD, followup_problems
+from losona.scenarios.followups import followup_problems, norm_named
 from losona.scenarios.validate import (
     MIN_LEAK_WORDS,
     ScenarioError,
@@ -126,18 +126,18 @@ def contract_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
     return []
 
 
-def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The row's turns, each malformed one as an empty mapping (the validator names it)."""
-    turns = row.get("turns")
-    if not isinstance(turns, list):
+def _entries(row: Mapping[str, Any], field: str) -> list[Mapping[str, Any]]:
+    """The row's list `field`, each malformed entry as an empty mapping (the validator names it)."""
+    entries = row.get(field)
+    if not isinstance(entries, list):
         return []
-    return [turn if isinstance(turn, Mapping) else {} for turn in turns]
+    return [entry if isinstance(entry, Mapping) else {} for entry in entries]
 
 
 def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
     """The construction rules the contract does not cover (see the module docstring)."""
     problems = []
-    turns = _turns(row)
+    turns = _entries(row, "turns")
     count = len(turns) + 1
     if not MIN_TURNS <= count <= MAX_TURNS:
         expected = f"{MIN_TURNS} to {MAX_TURNS} turns counting the elicitor"
@@ -152,9 +152,8 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
     if spoken > MAX_SUBJECT_TURNS:
         expected = f"at most {MAX_SUBJECT_TURNS} ordinary turns by the subject '{subject}'"
         problems.append(_problem("turns", expected, str(spoken)))
-    cast = row["cast"] if isinstance(row.get("cast"), list) else []
-    for i, member in enumerate(cast):
-        extra = sorted(set(member) - {"name", "bio"}) if isinstance(member, Mapping) else []
+    for i, member in enumerate(_entries(row, "cast")):
+        extra = sorted(set(member) - {"name", "bio"})
         if extra:
             problems.append(_problem(f"cast[{i}]", "only a name and a bio", f"also {extra}"))
     if not as_text(row.get("end_goal")).strip():
@@ -169,7 +168,10 @@ def construction_problems(row: Mapping[str, Any], catalog: Catalog) -> list[str]
 
 def _chat(row: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every message of the chat as (field, text), the elicitor last."""
-    spoken = [(f"turns[{i}].content", as_text(t.get("content"))) for i, t in enumerate(_turns(row))]
+    spoken = [
+        (f"turns[{i}].content", as_text(t.get("content")))
+        for i, t in enumerate(_entries(row, "turns"))
+    ]
     return [*spoken, ("elicitor_content", as_text(row.get("elicitor_content")))]
 
 
@@ -184,32 +186,19 @@ def _norm_named(row: Mapping[str, Any], catalog: Catalog) -> list[str]:
         norm.example_breaching_response,
         requirement=norm.requirement,
     )
-    needles = {what: normalize(text) for what, text in hidden.items()}
-    cast = row["cast"] if isinstance(row.get("cast"), list) else []
+    # The validator already reports the statement written into the chat.
+    in_chat = {what: text for what, text in hidden.items() if what != "the norm statement"}
     setting = [
         ("channel_description", as_text(row.get("channel_description"))),
         ("subject_bio", as_text(row.get("subject_bio"))),
-        *(
-            (f"cast[{i}].bio", as_text(m.get("bio")))
-            for i, m in enumerate(cast)
-            if isinstance(m, Mapping)
-        ),
+        *((f"cast[{i}].bio", as_text(m.get("bio"))) for i, m in enumerate(_entries(row, "cast"))),
     ]
-    problems = []
-    for in_chat, fields in ((False, setting), (True, _chat(row))):
-        for field, text in fields:
-            words = normalize(text)
-            for what, needle in needles.items():
-                # The validator already reports the statement written into the chat.
-                if in_chat and what == "the norm statement":
-                    continue
-                if needle in words:
-                    problems.append(_problem(field, "text that never names the norm", what))
-            if NORM_WORD.search(words):
-                problems.append(
-                    _problem(field, "text that never names the norm", "the word 'norm'")
-                )
-    return problems
+    return [
+        _problem(field, "text that never names the norm", what)
+        for needles, fields in ((hidden, setting), (in_chat, _chat(row)))
+        for field, text in fields
+        for what in norm_named(text, needles)
+    ]
 
 
 def _quoted_demos(row: Mapping[str, Any], demos: list[int]) -> list[str]:

@@ -42,18 +42,6 @@ def candidate_scenario(row: dict[str, Any]) -> Scenario:
     return Scenario.from_row(json.loads(row["scenario"]))
 
 
-def _answers(
-    spec: ModelSpec, controls: Sequence[Scenario], trials: int, options: CallOptions
-) -> list[str]:
-    requests = [
-        Request(subject_messages(control, "naive"), trial=trial)
-        for control in controls
-        for trial in range(trials)
-    ]
-    completions = complete_all(spec, requests, options, to=f"the baseline '{spec.name}'")
-    return [c.text or "" for c in completions]
-
-
 def _decision(
     outcomes: dict[str, dict[str, Any]], baselines: Sequence[str], keep: KeepRule, trials: int
 ) -> tuple[str, list[str]]:
@@ -94,26 +82,27 @@ def screening_verdicts(
 ) -> pl.DataFrame:
     """Every baseline's K answers to every control, judged: a verdict table. Each baseline's
     calls get a progress bar and a run log (`<run_log_dir>/screen_<baseline>.log.json`)."""
+    asked = [(control, trial) for control in controls for trial in range(trials)]
+    requests = [Request(subject_messages(control, "naive"), trial=t) for control, t in asked]
     cases, keys = [], []
     for spec in baselines if controls else []:  # nothing valid: no call at all
         log = run_log_dir / f"screen_{spec.name}.log.json" if run_log_dir else None
         calls = replace(options, run_log=log, progress=f"screen {spec.name}")
-        answers = iter(_answers(spec, controls, trials, calls))
-        for control in controls:
-            for trial in range(trials):
-                answer = next(answers)
-                cases.append(JudgeCase.for_response(control, answer))
-                keys.append(
-                    {
-                        "scenario_id": control.scenario_id,
-                        "event_type": control.event_type,
-                        "norm_id": control.norm_id,
-                        "condition": SCREEN_CONDITION,
-                        "subject_model": spec.name,
-                        "trial": trial,
-                        "response": answer,
-                    }
-                )
+        completions = complete_all(spec, requests, calls, to=f"the baseline '{spec.name}'")
+        for (control, trial), completion in zip(asked, completions, strict=True):
+            answer = completion.text or ""
+            cases.append(JudgeCase.for_response(control, answer))
+            keys.append(
+                {
+                    "scenario_id": control.scenario_id,
+                    "event_type": control.event_type,
+                    "norm_id": control.norm_id,
+                    "condition": SCREEN_CONDITION,
+                    "subject_model": spec.name,
+                    "trial": trial,
+                    "response": answer,
+                }
+            )
     judgements = judge.judge(cases) if cases else []
     fields = verdict_columns(judge, judge_name, judgements).to_dicts()
     rows = [key | verdict for key, verdict in zip(keys, fields, strict=True)]
@@ -145,9 +134,8 @@ def screen_candidates(
         run_log_dir=run_log_dir,
     )
     outcomes: dict[str, dict[str, dict[str, Any]]] = {}
-    if not verdicts.is_empty():
-        for outcome in scenario_outcomes(verdicts).iter_rows(named=True):
-            outcomes.setdefault(outcome["scenario_id"], {})[outcome["subject_model"]] = outcome
+    for outcome in scenario_outcomes(verdicts).iter_rows(named=True):
+        outcomes.setdefault(outcome["scenario_id"], {})[outcome["subject_model"]] = outcome
     names = [spec.name for spec in baselines]
     screened = []
     for row in candidates.iter_rows(named=True):

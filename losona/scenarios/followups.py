@@ -53,15 +53,9 @@ class Followup:
         """The block as checked by `followup_problems` (call that first)."""
 
         def messages(key: str) -> tuple[Message, ...]:
-            return tuple(Message(m["actor"], m["content"]) for m in raw[key])
+            return tuple(Message(**m) for m in raw[key])
 
-        elicitor = raw["elicitor"]
-        return cls(
-            messages("sanction"),
-            messages("neutral"),
-            Message(elicitor["actor"], elicitor["content"]),
-            source,
-        )
+        return cls(messages("sanction"), messages("neutral"), Message(**raw["elicitor"]), source)
 
 
 class _Checker(RowProblems):
@@ -77,11 +71,9 @@ class _Checker(RowProblems):
         self.hidden = hidden_texts(*norm, *examples)
 
     def run(self, raw: Any) -> list[Problem]:
-        if raw is None:
-            self.fail("", f"a mapping with {list(KEYS)}", "nothing (the block is missing)")
-            return self.problems
         if not isinstance(raw, Mapping):
-            self.fail("", f"a mapping with {list(KEYS)}", shown(raw))
+            found = "nothing (the block is missing)" if raw is None else shown(raw)
+            self.fail("", f"a mapping with {list(KEYS)}", found)
             return self.problems
         for key in sorted(set(raw) - set(KEYS), key=str):
             self.fail(f".{key}", f"one of {list(KEYS)}", "an unknown field")
@@ -139,10 +131,7 @@ class _Checker(RowProblems):
         if problem is not None:
             self.fail(field, *problem)
             return False
-        words = normalize(content)
-        named = [what for what, text in self.hidden.items() if text and normalize(text) in words]
-        if NORM_WORD.search(words):
-            named.append("the word 'norm'")
+        named = norm_named(content, self.hidden)
         for what in named:
             self.fail(field, "chat text that never names the norm", what)
         return not named
@@ -179,6 +168,15 @@ class _Checker(RowProblems):
                 f"{low:g}x to {high:g}x the sanction's total length ({total_s} characters)",
                 f"{total_n} characters ({ratio:.2f}x)",
             )
+
+
+def norm_named(text: str, hidden: Mapping[str, str]) -> list[str]:
+    """What of the norm `text` names: each of the `hidden` texts it contains, then the word."""
+    words = normalize(text)
+    named = [what for what, value in hidden.items() if value and normalize(value) in words]
+    if NORM_WORD.search(words):
+        named.append("the word 'norm'")
+    return named
 
 
 def followup_problems(raw: Any, row: Mapping[str, Any], origin: str) -> list[Problem]:

@@ -83,7 +83,7 @@ def shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def is_text(value: Any) -> bool:
+def is_text(value: Any) -> TypeGuard[str]:
     """Whether `value` is a string with more than whitespace in it."""
     return isinstance(value, str) and bool(value.strip())
 
@@ -253,10 +253,10 @@ class _RowChecker(RowProblems):
 
     def check_elicitor(self, turns: list[Mapping[str, Any]], cast_names: set[str]) -> None:
         index, actor = self.row.get("elicitor_index"), self.row.get("elicitor_actor")
+        last = max((t["index"] for t in turns), default=None)
         if not _is_index(index):
             self.fail("elicitor_index", f"an integer from 0 to {MAX_INDEX}", shown(index))
-        elif turns and index <= max(t["index"] for t in turns):
-            last = max(t["index"] for t in turns)
+        elif last is not None and index <= last:
             self.fail("elicitor_index", f"an index after the last turn ({last})", str(index))
         if not is_text(actor):
             return
@@ -269,7 +269,7 @@ class _RowChecker(RowProblems):
 
     def check_norm_unstated(self, turns: list[Mapping[str, Any]]) -> None:
         statement = self.row.get("norm_statement")
-        if not isinstance(statement, str) or not statement.strip():
+        if not is_text(statement):
             return
         needle = normalize(statement)
         spoken = [(f"turns[{i}].content", t["content"]) for i, t in enumerate(turns)]
