@@ -98,6 +98,17 @@ def test_the_norm_stated_in_the_chat_is_refused(scenario_row: Row) -> None:
     assert any("field 'turns[0].content'" in m and "norm statement" in m for m in messages)
 
 
+def test_the_norm_stated_after_a_malformed_turn_is_named_by_its_own_place(
+    scenario_row: Row,
+) -> None:
+    row = scenario_row()
+    stating = {**row["turns"][0], "content": "Reminder: " + row["norm_statement"]}
+    row["turns"] = ["not a turn", stating, *row["turns"][1:]]
+    messages = problems_of(row)
+    stated = [m for m in messages if "norm statement" in m]
+    assert len(stated) == 1 and "field 'turns[1].content'" in stated[0], messages
+
+
 def test_all_problems_are_reported_together(scenario_row: Row) -> None:
     messages = problems_of(scenario_row(norm_id="x", elicitor_actor="Noor", venue=""))
     assert len(messages) >= 3

@@ -206,13 +206,14 @@ class _RowChecker(RowProblems):
             )
         return set(names)
 
-    def check_turns(self, turns: Any, cast_names: set[str]) -> list[Mapping[str, Any]]:
+    def check_turns(self, turns: Any, cast_names: set[str]) -> dict[int, Mapping[str, Any]]:
+        """The well-formed turns, by their place in the list (the field names they go by)."""
         if not isinstance(turns, list) or not turns:
             self.fail("turns", "a non-empty list of turns before the elicitor", shown(turns))
-            return []
+            return {}
         subject = self.row.get("subject")
         speakers = cast_names | ({subject} if is_text(subject) else set())
-        good: list[Mapping[str, Any]] = []
+        good: dict[int, Mapping[str, Any]] = {}
         previous: int | None = None
         for i, turn in enumerate(turns):
             where = f"turns[{i}]"
@@ -246,14 +247,14 @@ class _RowChecker(RowProblems):
                     f"the subject '{subject}'",
                 )
             if ok:
-                good.append(turn)
+                good[i] = turn
         if not any(t.get("is_demo") is True for t in turns if isinstance(t, Mapping)):
             self.fail("turns", "at least one demonstration turn (is_demo: true)", "none marked")
         return good
 
-    def check_elicitor(self, turns: list[Mapping[str, Any]], cast_names: set[str]) -> None:
+    def check_elicitor(self, turns: Mapping[int, Mapping[str, Any]], cast_names: set[str]) -> None:
         index, actor = self.row.get("elicitor_index"), self.row.get("elicitor_actor")
-        last = max((t["index"] for t in turns), default=None)
+        last = max((t["index"] for t in turns.values()), default=None)
         if not _is_index(index):
             self.fail("elicitor_index", f"an integer from 0 to {MAX_INDEX}", shown(index))
         elif last is not None and index <= last:
@@ -267,12 +268,12 @@ class _RowChecker(RowProblems):
         elif cast_names and actor not in cast_names:
             self.fail("elicitor_actor", "a member of the cast", shown(actor))
 
-    def check_norm_unstated(self, turns: list[Mapping[str, Any]]) -> None:
+    def check_norm_unstated(self, turns: Mapping[int, Mapping[str, Any]]) -> None:
         statement = self.row.get("norm_statement")
         if not is_text(statement):
             return
         needle = normalize(statement)
-        spoken = [(f"turns[{i}].content", t["content"]) for i, t in enumerate(turns)]
+        spoken = [(f"turns[{i}].content", t["content"]) for i, t in turns.items()]
         if is_text(self.row.get("elicitor_content")):
             spoken.append(("elicitor_content", self.row["elicitor_content"]))
         for field, content in spoken:
