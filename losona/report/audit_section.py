@@ -47,13 +47,7 @@ def pairs_data(
 ) -> dict[str, Any]:
     """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
     rows = [
-        _labelled(r, judges, "judge_a", "judge_b")
-        | {
-            "agreement": number(r["agreement"]),
-            "kappa": number(r["kappa"], 3),
-            "a_compliance": number(r["a_compliance"]),
-            "b_compliance": number(r["b_compliance"]),
-        }
+        _labelled(r, judges, "judge_a", "judge_b") | _agreement(r)
         for r in result["judge_pairs.csv"].iter_rows(named=True)
     ]
     stability = []
@@ -104,11 +98,8 @@ def pairs_data(
                             if by == "norm_id"
                             else names.get(r["group"], r["group"]),
                             "both_scored": r["both_scored"],
-                            "agreement": number(r["agreement"]),
-                            "kappa": number(r["kappa"], 3),
-                            "a_compliance": number(r["a_compliance"]),
-                            "b_compliance": number(r["b_compliance"]),
                         }
+                        | _agreement(r)
                         for r in part.iter_rows(named=True)
                     ],
                 }
@@ -121,6 +112,15 @@ def pairs_data(
         "stability": stability,
         "breakdowns": breakdowns,
         "baseline": BASELINE_CONDITION,
+    }
+
+
+def _agreement(row: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "agreement": number(row["agreement"]),
+        "kappa": number(row["kappa"], 3),
+        "a_compliance": number(row["a_compliance"]),
+        "b_compliance": number(row["b_compliance"]),
     }
 
 
