@@ -134,7 +134,7 @@ def human_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any
     return {
         "sheet_items": counts["sheet_items"],
         "labelled": counts["labelled"],
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "rows": [
             _labelled(r, judges, "judge")
             | {
@@ -160,7 +160,7 @@ def self_preference_data(result: ReportBundle, names: Mapping[str, str]) -> dict
         return ", ".join(names.get(m, m) for m in (joined or "").split(", ") if m)
 
     return {
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "rows": [
             r
             | {
@@ -210,7 +210,7 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
             }
         )
     return {
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "judges": judges,
         "baseline": BASELINE_CONDITION,
     }
