@@ -27,7 +27,7 @@ APART = {
     ("k",): ("K", "K = {}"),
     ("judge_identity",): ("the judge", "the judge {}"),
 }
-# The rows a group ranks: a verified submission's cells (one not verified has none).
+# The rows groups rank: a verified submission's cells (one with no cell has a row, judge null).
 RANKED = pl.col("verified") & pl.col("judge").is_not_null()
 
 
