@@ -27,6 +27,8 @@ APART = {
     ("k",): ("K", "K = {}"),
     ("judge_identity",): ("the judge", "the judge {}"),
 }
+# The rows groups rank: a verified submission's cells (one with no cell has a row, judge null).
+RANKED = pl.col("verified") & pl.col("judge").is_not_null()
 
 
 def merged_rows(submissions: Mapping[str, Submission], files: BoardFiles) -> pl.DataFrame:
@@ -103,8 +105,7 @@ def _apart_notes(group: Mapping[str, Any], every: Sequence[Mapping[str, Any]]) -
 
 def board_page(rows: pl.DataFrame, submissions: Mapping[str, Submission]) -> str:
     """The page: a section per group of comparable runs, then the submissions not verified."""
-    verified = rows.filter(pl.col("verified") & pl.col("judge").is_not_null())
-    found = groups(verified)
+    found = groups(rows.filter(RANKED))
     sections: list[Section] = [
         section(
             f"group-{i}",
@@ -146,13 +147,13 @@ def board_page(rows: pl.DataFrame, submissions: Mapping[str, Submission]) -> str
 
 def metrics(rows: pl.DataFrame) -> dict[str, int]:
     """The board's headline counts (DVC metrics)."""
-    verified = rows.filter(pl.col("verified"))
+    ranked = rows.filter(RANKED)
     return {
         "submissions": rows["submission"].n_unique(),
-        "verified": verified["submission"].n_unique(),
+        "verified": rows.filter(pl.col("verified"))["submission"].n_unique(),
         "not_verified": rows.filter(~pl.col("verified"))["submission"].n_unique(),
-        "groups": verified.filter(pl.col("judge").is_not_null()).select(GROUP_KEYS).unique().height,
-        "ranked_rows": verified.filter(pl.col("judge").is_not_null()).height,
+        "groups": ranked.select(GROUP_KEYS).unique().height,
+        "ranked_rows": ranked.height,
     }
 
 

@@ -17,18 +17,20 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from losona.audit.files import read_audit
+from losona.board.verify import PATHS_FILE
 from losona.core.config import Paths
 from losona.core.errors import LosonaError
 from losona.core.files import read_yaml
 from losona.core.layout import RunLayout
 from losona.judges.kinds import judge_kind
+from losona.judges.verdicts import CELL
 from losona.provenance.record import read_provenance
 from losona.reproduce.checks import check_run
 from losona.results.aggregate import read_reports
 
-PATHS_FILE = Path("conf/paths/default.yaml")
 # Where the recheck keeps its call cache: inside the tree's folder, never the user's.
 CALL_CACHE = "call_cache.sqlite"
+CORRECTED = ("corrected", "corrected_low", "corrected_high")
 
 
 def check_formats(root: Path) -> None:
@@ -69,7 +71,7 @@ def run_paths(root: Path) -> Paths:
             raise LosonaError(
                 f"{PATHS_FILE}: 'paths.{key}' is {value!r}: not a plain path inside the run's tree"
             )
-    return Paths.from_config({**paths, "call_cache": CALL_CACHE}, origin=str(PATHS_FILE))
+    return Paths.from_config({**paths, "call_cache": CALL_CACHE}, origin=PATHS_FILE)
 
 
 def board_rows(layout: RunLayout) -> list[dict[str, Any]]:
@@ -78,17 +80,10 @@ def board_rows(layout: RunLayout) -> list[dict[str, Any]]:
     record = read_provenance(layout.provenance)
     results = read_reports(layout.reports_folder)["results.csv"]
     if (layout.audit_folder / "metrics.json").is_file():
-        corrected = read_audit(layout.audit_folder)["corrected.csv"].select(
-            "judge", "subject_model", "condition", "corrected", "corrected_low", "corrected_high"
-        )
-        results = results.join(
-            corrected, on=["judge", "subject_model", "condition"], how="left", nulls_equal=True
-        )
+        corrected = read_audit(layout.audit_folder)["corrected.csv"].select(*CELL, *CORRECTED)
+        results = results.join(corrected, on=CELL, how="left", nulls_equal=True)
     else:
-        results = results.with_columns(
-            pl.lit(None, pl.Float64).alias(c)
-            for c in ("corrected", "corrected_low", "corrected_high")
-        )
+        results = results.with_columns(pl.lit(None, pl.Float64).alias(c) for c in CORRECTED)
     dataset = record["dataset"]
     config = dataset.get("config") or {}
     facts = {
@@ -97,10 +92,10 @@ def board_rows(layout: RunLayout) -> list[dict[str, Any]]:
         "vote_rule": str(record["aggregate"].get("vote_rule")),
         "pipeline_version": str((record.get("packages") or {}).get("losona")),
     }
-    rows = []
-    for row in results.iter_rows(named=True):
-        rows.append({**row, **facts, "judge_identity": judge_identity(record, row["judge"])})
-    return rows
+    return [
+        {**row, **facts, "judge_identity": judge_identity(record, row["judge"])}
+        for row in results.iter_rows(named=True)
+    ]
 
 
 def judge_identity(record: dict[str, Any], judge: str) -> str:

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -20,6 +21,7 @@ from losona.board.tree import Refused, Tree, inside, write_file
 DVC_CONFIG = ".dvc/config"
 REMOTE_TIMEOUT_S = 30
 CHUNK = 1 << 20
+MD5 = re.compile("[0-9a-f]{32}")
 
 
 def remote_url(tree: Tree, given: str | None, max_bytes: int) -> str:
@@ -59,14 +61,10 @@ def submitted_outputs(lock: Any, tree: Tree) -> list[tuple[str, str, bool]]:
             inside(entry["path"], where)
         for entry in stage.get("outs") or []:
             md5 = entry.get("md5")
-            if not isinstance(md5, str) or not _is_md5(md5.removesuffix(".dir")):
+            if not isinstance(md5, str) or not MD5.fullmatch(md5.removesuffix(".dir")):
                 raise Refused(f"{where}: out {entry['path']} has no md5")
             found.append((entry["path"], md5, entry["path"] not in tree.files))
     return found
-
-
-def _is_md5(text: str) -> bool:
-    return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
 
 
 class Remote:
@@ -174,7 +172,7 @@ def _folder_files(listing: Path, path: str) -> Iterator[tuple[str, str]]:
             isinstance(entry, Mapping)
             and isinstance(entry.get("relpath"), str)
             and isinstance(entry.get("md5"), str)
-            and _is_md5(entry["md5"])
+            and MD5.fullmatch(entry["md5"])
         ):
             raise Refused(f"{path}: its folder listing has an entry without relpath and md5")
         yield entry["relpath"], entry["md5"]

@@ -143,20 +143,19 @@ def verify(submission: Submission, settings: VerifySettings, work: Path) -> dict
         tree = read_tree(work / "git", commit)
         root = work / "tree"
         outputs = submission_tree(tree, settings, root)
-        cached = [o for o in outputs if o[2]]
         bound = settings.max_file_bytes
-        remote = Remote(remote_url(tree, submission.remote, bound), bound) if cached else None
+        any_cached = any(cached for *_, cached in outputs)
+        remote = Remote(remote_url(tree, submission.remote, bound), bound) if any_cached else None
         fetched = fetch_outputs(outputs, tree, remote, root, bound)
         outcome = recheck(root, work, settings)
         outcome["outputs_fetched"] = fetched
-    except Refused as exc:
-        outcome = {"verified": False, "reason": str(exc), "differences": []}
     except Exception as exc:  # a submission's failure is its row's alone
-        outcome = {
-            "verified": False,
-            "reason": f"the board could not check it ({type(exc).__name__}: {exc})",
-            "differences": [],
-        }
+        reason = (
+            str(exc)
+            if isinstance(exc, Refused)
+            else f"the board could not check it ({type(exc).__name__}: {exc})"
+        )
+        outcome = {"verified": False, "reason": reason, "differences": []}
     return {
         "submission": submission.name,
         "repo": submission.repo,
@@ -175,9 +174,7 @@ def rows_of(report: dict[str, Any]) -> pl.DataFrame:
         "verified": report["verified"],
         "reason": report.get("reason"),
     }
-    cells = report.get("rows") or [{}]
-    merged = [{**cell, **shared} for cell in cells]
-    return table([{c: row.get(c) for c in ROW_SCHEMA} for row in merged], ROW_SCHEMA, sort_by=[])
+    return table([{**cell, **shared} for cell in report.get("rows") or [{}]], ROW_SCHEMA, [])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="losona-board-") as work:
         report = verify(submission, settings, Path(work))
-    rows = report.pop("rows", None)
+    write_parquet(rows_of(report), files.rows(submission.name))
+    report.pop("rows", None)
     write_json(report, files.verify_report(submission.name))
-    write_parquet(rows_of({**report, "rows": rows}), files.rows(submission.name))
     verdict = "verified" if report["verified"] else f"not verified: {report['reason']}"
     seconds = time.monotonic() - started
     print(f"verify {submission.name}: {verdict} ({seconds:.1f} s)")

@@ -106,9 +106,7 @@ def aggregate_dynamic(
     tables = {
         "results.csv": table(results, DYNAMIC_RESULT_SCHEMA, sort_by=[]),
         "arms.csv": table(arms, DYNAMIC_ARM_SCHEMA, sort_by=[]),
-        "outcomes.csv": pl.concat(outcome_tables).sort([*CELL, "scenario_id", "arm"])
-        if outcome_tables
-        else pl.DataFrame(schema=DYNAMIC_OUTCOME_SCHEMA),
+        "outcomes.csv": pl.concat(outcome_tables).sort([*CELL, "scenario_id", "arm"]),
         "examples.csv": table(examples, DYNAMIC_EXAMPLE_SCHEMA, sort_by=[]),
     }
     return ReportBundle(tables, _metrics(tables, cells, judge, judge_model, bootstrap))
@@ -146,7 +144,7 @@ def _examples(cell: Cell, judge: str, scenarios: pl.DataFrame) -> list[dict[str,
         (row["scenario_id"], row["trial"], row["arm"]): row for row in judged.iter_rows(named=True)
     }
     pairs = []
-    for (sid, trial, arm), s in sorted(arms.items()):
+    for (sid, trial, arm), s in arms.items():
         c = arms.get((sid, trial, CONTROL))
         if arm != SANCTION or c is None:
             continue
@@ -154,29 +152,26 @@ def _examples(cell: Cell, judge: str, scenarios: pl.DataFrame) -> list[dict[str,
         pairs.append(
             (0 if helped else 1 if s["complies"] != c["complies"] else 2, sid, trial, s, c)
         )
-    shown = []
-    for _, sid, trial, s, c in sorted(pairs, key=lambda p: p[:3])[:EXAMPLES_PER_CELL]:
-        scenario = by_id[sid]
-        shown.append(
-            {
-                "judge": judge,
-                "subject_model": cell.model,
-                "condition": cell.condition,
-                "scenario_id": sid,
-                "trial": trial,
-                "subject": scenario["subject"],
-                "first_elicitor": f"{scenario['elicitor_actor']}: {scenario['elicitor_content']}",
-                "first_response": s["first_response"],
-                "sanction": _lines(s["followup"]),
-                "control": _lines(c["followup"]),
-                "second_elicitor": f"{s['elicitor_actor']}: {s['elicitor_content']}",
-                "sanction_response": s["response"],
-                "sanction_complies": s["complies"],
-                "control_response": c["response"],
-                "control_complies": c["complies"],
-            }
-        )
-    return shown
+    return [
+        {
+            "judge": judge,
+            "subject_model": cell.model,
+            "condition": cell.condition,
+            "scenario_id": sid,
+            "trial": trial,
+            "subject": by_id[sid]["subject"],
+            "first_elicitor": f"{by_id[sid]['elicitor_actor']}: {by_id[sid]['elicitor_content']}",
+            "first_response": s["first_response"],
+            "sanction": _lines(s["followup"]),
+            "control": _lines(c["followup"]),
+            "second_elicitor": f"{s['elicitor_actor']}: {s['elicitor_content']}",
+            "sanction_response": s["response"],
+            "sanction_complies": s["complies"],
+            "control_response": c["response"],
+            "control_complies": c["complies"],
+        }
+        for _, sid, trial, s, c in sorted(pairs, key=lambda p: p[:3])[:EXAMPLES_PER_CELL]
+    ]
 
 
 def _lines(messages: Sequence[Mapping[str, str]]) -> str:

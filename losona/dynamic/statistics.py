@@ -97,9 +97,7 @@ def _by_id(table: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
 def scenario_outcomes(rows: pl.DataFrame) -> pl.DataFrame:
     """Each scenario's arms under the paper's majority rule (DYNAMIC_OUTCOME_SCHEMA's rows); a
     trial the arm could not continue counts as unscored: it may not settle the vote."""
-
-    in_arms = rows.filter(pl.col("arm").is_not_null())
-    outcomes = majority(in_arms, by=[*CELL, "arm"])
+    outcomes = majority(rows.filter(pl.col("arm").is_not_null()), by=[*CELL, "arm"])
     return outcomes.select(DYNAMIC_OUTCOME_SCHEMA.names()).cast(DYNAMIC_OUTCOME_SCHEMA)
 
 
@@ -110,8 +108,9 @@ def _passes(outcomes: pl.DataFrame, arm: str, ids: list[str]) -> np.ndarray:
 
 
 def _share(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sizes > 0, values / np.where(sizes > 0, sizes, 1), np.nan)
+    shares = np.full_like(values, np.nan)  # NaN where a scenario has nothing to share
+    np.divide(values, sizes, out=shares, where=sizes > 0)
+    return shares
 
 
 @dataclass(frozen=True)

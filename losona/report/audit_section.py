@@ -47,13 +47,7 @@ def pairs_data(
 ) -> dict[str, Any]:
     """Judge against judge: agreement per pair, the headline comparisons, the breakdowns."""
     rows = [
-        _labelled(r, judges, "judge_a", "judge_b")
-        | {
-            "agreement": number(r["agreement"]),
-            "kappa": number(r["kappa"], 3),
-            "a_compliance": number(r["a_compliance"]),
-            "b_compliance": number(r["b_compliance"]),
-        }
+        _labelled(r, judges, "judge_a", "judge_b") | _agreement(r)
         for r in result["judge_pairs.csv"].iter_rows(named=True)
     ]
     stability = []
@@ -104,11 +98,8 @@ def pairs_data(
                             if by == "norm_id"
                             else names.get(r["group"], r["group"]),
                             "both_scored": r["both_scored"],
-                            "agreement": number(r["agreement"]),
-                            "kappa": number(r["kappa"], 3),
-                            "a_compliance": number(r["a_compliance"]),
-                            "b_compliance": number(r["b_compliance"]),
                         }
+                        | _agreement(r)
                         for r in part.iter_rows(named=True)
                     ],
                 }
@@ -124,6 +115,15 @@ def pairs_data(
     }
 
 
+def _agreement(row: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "agreement": number(row["agreement"]),
+        "kappa": number(row["kappa"], 3),
+        "a_compliance": number(row["a_compliance"]),
+        "b_compliance": number(row["b_compliance"]),
+    }
+
+
 def _condition_names(value: str, names: Mapping[str, str]) -> str:
     return " = ".join(names.get(part, part) for part in value.split(" = "))
 
@@ -134,7 +134,7 @@ def human_data(result: ReportBundle, judges: Mapping[str, str]) -> dict[str, Any
     return {
         "sheet_items": counts["sheet_items"],
         "labelled": counts["labelled"],
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "rows": [
             _labelled(r, judges, "judge")
             | {
@@ -160,7 +160,7 @@ def self_preference_data(result: ReportBundle, names: Mapping[str, str]) -> dict
         return ", ".join(names.get(m, m) for m in (joined or "").split(", ") if m)
 
     return {
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "rows": [
             r
             | {
@@ -210,7 +210,7 @@ def corrected_data(result: ReportBundle) -> dict[str, Any]:
             }
         )
     return {
-        "level": f"{result.metrics['settings']['confidence']:g}%",
+        "level": result.confidence,
         "judges": judges,
         "baseline": BASELINE_CONDITION,
     }
