@@ -108,7 +108,7 @@ def _passes(outcomes: pl.DataFrame, arm: str, ids: list[str]) -> np.ndarray:
 
 
 def _share(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    shares = np.full_like(values, np.nan)  # NaN where a scenario has nothing to share
+    shares = np.full(values.shape, np.nan)  # NaN where a scenario has nothing to share
     np.divide(values, sizes, out=shares, where=sizes > 0)
     return shares
 
