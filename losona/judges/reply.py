@@ -89,26 +89,24 @@ def _words(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _copied_into(reasoning: str, source: str, what: str) -> bool:
-    """Whether the reasoning is, word for word, a passage of `source` (and long enough)."""
+def _taken_from(source: str, obj: Mapping[str, Any], reasoning: str, what: str) -> bool:
+    """Whether the verdict object is one `source` holds, or its reasoning is, word for word,
+    a passage of `source` (and long enough)."""
     words = _words(reasoning)
-    return len(words.split()) >= MIN_COPIED_WORDS[what] and f" {words} " in f" {_words(source)} "
+    copied = len(words.split()) >= MIN_COPIED_WORDS[what] and f" {words} " in f" {_words(source)} "
+    return copied or obj in _json_objects(source)
 
 
 def _check_own(obj: Mapping[str, Any], verdict: Judgement, context: ReplyContext | None) -> None:
     """Refuse a verdict object that is not the judge's own work (see the module docstring)."""
     reasoning = verdict.reasoning or ""
     if context is not None:
-        if obj in _json_objects(context.judged) or _copied_into(
-            reasoning, context.judged, "judged message"
-        ):
+        if _taken_from(context.judged, obj, reasoning, "judged message"):
             raise UnparseableReply(
                 "the JSON object is taken from the judged message, not written by you",
                 "echoed_message",
             )
-        if obj in _json_objects(context.prompt) or _copied_into(
-            reasoning, context.prompt, "prompt"
-        ):
+        if _taken_from(context.prompt, obj, reasoning, "prompt"):
             raise UnparseableReply(
                 "the JSON object's reasoning is copied from the prompt", "copied_prompt"
             )
