@@ -16,10 +16,6 @@ from losona.core.errors import LosonaError
 from losona.core.formatting import signed
 from losona.results.presentation import Presentation
 
-BREAKDOWNS = ("subject_model", "condition", "norm_id")
-BEST_CONDITION = "best condition"
-EFFECT = "effect vs naive"
-
 
 def judge_names(verdicts: pl.DataFrame, presentation: Presentation) -> list[str]:
     """The judges in the verdicts, in the sweep's order (others after, alphabetically)."""
@@ -86,7 +82,7 @@ def compare_judges(
                 "a_no_b_no": confusion.no_no,
             }
         )
-        for by in BREAKDOWNS:
+        for by in ("subject_model", "condition", "norm_id"):
             for group in _ordered_groups(scored[by].unique().to_list(), by, presentation):
                 part = scored.filter(pl.col(by) == group)
                 confusion = Confusion.of(part["a"], part["b"])
@@ -121,17 +117,14 @@ def headline_stability(
     judge, from aggregate's tables: the very numbers each judge's report shows."""
     rows = []
     for a, b in itertools.combinations(judges, 2):
-        models = [
-            m
-            for m in dict.fromkeys(results.filter(pl.col("judge") == a)["subject_model"])
-            if m in set(results.filter(pl.col("judge") == b)["subject_model"])
-        ]
-        for model in models:
+        judged_by_b = set(results.filter(pl.col("judge") == b)["subject_model"])
+        models = dict.fromkeys(results.filter(pl.col("judge") == a)["subject_model"])
+        for model in (m for m in models if m in judged_by_b):
             best_a, best_b = (_best_conditions(results, judge, model) for judge in (a, b))
-            rows.append(
-                _check(a, b, model, BEST_CONDITION, None, " = ".join(best_a), " = ".join(best_b))
-                | {"same": set(best_a) == set(best_b) if best_a and best_b else None}
-            )
+            same_best = set(best_a) == set(best_b) if best_a and best_b else None
+            on_a, on_b = " = ".join(best_a), " = ".join(best_b)
+            pair = {"judge_a": a, "judge_b": b, "subject_model": model}
+            rows.append(pair | _check("best condition", None, on_a, on_b, same_best))
             effect_a, effect_b = (_effects(deltas, judge, model) for judge in (a, b))
             for condition, delta_a in effect_a.items():
                 if condition not in effect_b:
@@ -142,11 +135,8 @@ def headline_stability(
                     if delta_a is None or delta_b is None
                     else bool(np.sign(delta_a) == np.sign(delta_b))
                 )
-
-                rows.append(
-                    _check(a, b, model, EFFECT, condition, signed(delta_a), signed(delta_b))
-                    | {"same": same}
-                )
+                on_a, on_b = signed(delta_a), signed(delta_b)
+                rows.append(pair | _check("effect vs naive", condition, on_a, on_b, same))
     return table(rows, STABILITY_SCHEMA, sort_by=[])
 
 
@@ -158,16 +148,14 @@ def headline_checks(stability: pl.DataFrame, a: str, b: str) -> tuple[int, int]:
 
 
 def _check(
-    a: str, b: str, model: str, check: str, condition: str | None, on_a: str, on_b: str
+    check: str, condition: str | None, on_a: str, on_b: str, same: bool | None
 ) -> dict[str, Any]:
     return {
-        "judge_a": a,
-        "judge_b": b,
-        "subject_model": model,
         "check": check,
         "condition": condition,
         "a": on_a or "n/a",
         "b": on_b or "n/a",
+        "same": same,
     }
 
 
