@@ -20,34 +20,28 @@ CELL = ["judge", "subject_model", "condition"]
 Cell = tuple[str, str, str]
 
 
-def verdict_files(verdicts_dir: str | Path) -> list[tuple[Path, Cell]]:
-    """Every `<judge>/<model>/<condition>.parquet` under `verdicts_dir`, with its cell."""
+def load_verdicts(verdicts_dir: str | Path) -> pl.DataFrame:
+    """Every `<judge>/<model>/<condition>.parquet` under `verdicts_dir` in one table, each
+    checked against its place."""
     root = Path(verdicts_dir)
     if not root.is_dir():
         raise LosonaError(f"{root} not found: {run_first('judge')}")
-    found = []
+    frames = []
     for path in sorted(root.glob("*/*/*.parquet")):
-        parts = path.relative_to(root).parts
+        judge, model, _ = parts = path.relative_to(root).parts
         if any(part.startswith(".") for part in parts):
             continue  # an atomic write in progress, or an editor's file
-        found.append((path, (parts[0], parts[1], path.stem)))
-    if not found:
+        df = read_parquet(path, VERDICT_SCHEMA, made_by="judge")
+        if df.is_empty():
+            raise LosonaError(f"{display_path(path)}: no verdicts in the file; rerun judge")
+        cell = dict(zip(CELL, (judge, model, path.stem), strict=True))
+        check_cell_columns(df, display_path(path), cell, "judge")
+        frames.append(df)
+    if not frames:
         raise LosonaError(
             f"{root} holds no verdict files (<judge>/<model>/<condition>.parquet): "
             + run_first("judge")
         )
-    return found
-
-
-def load_verdicts(verdicts_dir: str | Path) -> pl.DataFrame:
-    """Every verdict file under `verdicts_dir` in one table, each checked against its place."""
-    frames = []
-    for path, cell in verdict_files(verdicts_dir):
-        df = read_parquet(path, VERDICT_SCHEMA, made_by="judge")
-        if df.is_empty():
-            raise LosonaError(f"{display_path(path)}: no verdicts in the file; rerun judge")
-        check_cell_columns(df, display_path(path), dict(zip(CELL, cell, strict=True)), "judge")
-        frames.append(df)
     return pl.concat(frames)
 
 
