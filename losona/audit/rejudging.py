@@ -14,16 +14,8 @@ from losona.audit.tables import DETERMINISM_FLIP_SCHEMA, DETERMINISM_SCHEMA
 from losona.core.config import judge_kind_settings
 from losona.core.contracts import scenarios_from_table, table
 from losona.core.formatting import percent
-from losona.judges.base import Judge, JudgeCase, Judgement
+from losona.judges.base import Judge, JudgeCase
 from losona.judges.verdicts import judge_model
-
-DETERMINISM_COUNTS = (
-    "items",
-    "repeats",
-    "flipped_items",
-    "changed_judgements",
-    "unscored_judgements",
-)
 
 
 def verdict_label(complies: bool | None, status: str | None) -> str:
@@ -57,7 +49,11 @@ def determinism(
                     "judge": name,
                     "judge_model": judge_model(mine, name),
                     "method": steady or "not run",
-                    **dict.fromkeys(DETERMINISM_COUNTS, 0),
+                    "items": 0,
+                    "repeats": 0,
+                    "flipped_items": 0,
+                    "changed_judgements": 0,
+                    "unscored_judgements": 0,
                 }
             )
             continue
@@ -67,7 +63,7 @@ def determinism(
         repeats = [judge.judge(cases) for _ in range(settings.repeats)]
         flipped = changed = unscored = 0
         for i, row in enumerate(sample):
-            again: list[Judgement] = [run[i] for run in repeats]
+            again = [run[i] for run in repeats]
             labels = {j.complies for j in again if j.complies is not None}
             if row["complies"] is not None:
                 labels.add(row["complies"])
