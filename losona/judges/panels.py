@@ -58,7 +58,7 @@ def panel_vote(
 def combine_verdicts(panel: JudgeConfig, votes: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """The panel's verdicts (VERDICT_SCHEMA) from each member's, sorted by cell and trial."""
     rows = _combine(panel, votes, VERDICT_KEY, VERDICT_SAME, "verdict")
-    return table(rows, VERDICT_SCHEMA, sort_by=[*VERDICT_KEY])
+    return table(rows, VERDICT_SCHEMA, sort_by=VERDICT_KEY)
 
 
 def combine_controls(panel: JudgeConfig, votes: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
