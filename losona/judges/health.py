@@ -78,8 +78,6 @@ def cannot_judge(controls: pl.DataFrame) -> list[str]:
     """Why a judge's validity controls show it cannot judge at all, one phrase per sign:
     most of them unscored, or every scored one the same verdict (half the examples comply
     and half breach). A judge merely wrong on some is left to the accuracy warning."""
-    if controls.is_empty():
-        return []
     signs = []
     unscored = controls["complies"].null_count()
     if unscored > MOST * controls.height:
