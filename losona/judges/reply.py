@@ -68,8 +68,8 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
+    if isinstance(value, str) and (word := value.strip().lower()) in ("true", "false"):
+        return word == "true"
     raise UnparseableReply(f"'complies' must be true or false, found {json.dumps(value)}")
 
 
