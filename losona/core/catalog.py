@@ -104,10 +104,7 @@ def parse_catalog(raw: Any) -> Catalog:
     """Build a Catalog from the parsed YAML, refusing anything incomplete or inconsistent."""
     checked = check(_CatalogFile, raw, origin=str(CATALOG_PATH), key="")
     return Catalog(
-        version=checked.version,
-        applicability_method=checked.applicability_method,
-        venues=dict(checked.venues),
-        events=dict(checked.events),
+        **checked.model_dump(exclude={"norms"}),
         norms={
             norm_id: Norm(id=norm_id, **entry.model_dump())
             for norm_id, entry in checked.norms.items()

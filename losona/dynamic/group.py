@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import islice
 from typing import Any
 
 from losona.core.contracts import Scenario, Turn
@@ -103,14 +104,12 @@ def read_group_reply(
     material (losona/scenarios/followups.py)."""
 
     names = {m.name.casefold(): m.name for m in scenario.cast}
-    found: list[Message] = []
-    for line in reply.splitlines():
-        match = _LINE.match(line)
-        name = names.get(match.group(1).strip().casefold()) if match else None
-        if match is not None and name is not None:
-            found.append(Message(name, match.group(2)))
-        if len(found) == LIMITS[kind]:
-            break
+    by_members = (
+        Message(names[name], match.group(2))
+        for match in map(_LINE.match, reply.splitlines())
+        if match and (name := match.group(1).strip().casefold()) in names
+    )
+    found = list(islice(by_members, LIMITS[kind]))
     if not found:
         return (), (
             f"the group model's {kind} reply holds no `Name: message` line by a member other "

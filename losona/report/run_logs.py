@@ -71,7 +71,7 @@ def log_row(cell: str, log: Mapping[str, Any]) -> list[str]:
 def table_lines(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows under COLUMNS' headers, each column as wide as its widest cell."""
     headers = [name for name, _ in COLUMNS]
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(COLUMNS))]
+    widths = [max(map(len, column)) for column in zip(headers, *rows, strict=True)]
     return [
         "  ".join(
             f"{cell:{align}{width}}"

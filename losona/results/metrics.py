@@ -90,7 +90,11 @@ def bootstrap_intervals(
     resamples. Fewer than two scenarios give NaN bounds.
     """
 
-    numerators, denominators = _weighted(values, sizes)
+    # Each scenario's numerator and denominator in each row: 0 and 0 where it does not count.
+    counts = ~np.isnan(values)
+    weights = 1.0 if sizes is None else sizes
+    numerators = np.where(counts, values * weights, 0.0)
+    denominators = np.where(counts, weights, 0.0).astype(float)
 
     def combined_means(drawn: np.ndarray) -> np.ndarray:
         # `drawn` counts how often each scenario was drawn in each resample (batch x n), so
@@ -116,14 +120,6 @@ def bootstrap_settings(settings: AggregateSettings) -> dict[str, Any]:
         "seed": settings.seed,
         "confidence": percent(settings.confidence),
     }
-
-
-def _weighted(values: np.ndarray, sizes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Each scenario's numerator and denominator: 0 and 0 where it does not count."""
-    counts_row = ~np.isnan(values)
-    if sizes is None:
-        return np.where(counts_row, values, 0.0), counts_row.astype(float)
-    return np.where(counts_row, values * sizes, 0.0), np.where(counts_row, sizes, 0.0).astype(float)
 
 
 def _combined(means: np.ndarray, combine: np.ndarray | None) -> np.ndarray:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar, get_args, get_origin
 
 from omegaconf import OmegaConf
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from losona.core.errors import LosonaError
 
@@ -34,29 +35,26 @@ def check(schema: type[S], node: Any, *, origin: Origin, key: str) -> S:
     from a dotted key to where its value came from (a file, or the command line)."""
     try:
         values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-        _no_missing(values, key)
+        if (missing := _first_missing(values, key)) is not None:
+            raise LosonaError(
+                f"{_place(origin, missing)}: '{missing}': expected a value (give it on the "
+                f"command line, e.g. {missing}=...), found ??? (a required setting left unset)"
+            )
         return schema.model_validate(values, context=FROM_CONFIG)
-    except _Missing as missing:
-        where = origin(missing.key) if callable(origin) else origin
-        raise LosonaError(
-            f"{where}: '{missing.key}': expected a value (give it on the command line, e.g. "
-            f"{missing.key}=...), found ??? (a required setting left unset)"
-        ) from None
     except ValidationError as exc:
         # Every problem pydantic found, one per line, in the one format.
         lines = list(dict.fromkeys(_refusal(schema, error, origin, key) for error in exc.errors()))
         raise LosonaError("\n  ".join(lines)) from None
 
 
-class _Missing(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
+def _place(origin: Origin, dotted: str) -> str:
+    return origin(dotted) if callable(origin) else origin
 
 
-def _no_missing(value: Any, key: str) -> None:
-    """Find OmegaConf's mandatory `???` left unset anywhere in a node."""
+def _first_missing(value: Any, key: str) -> str | None:
+    """The dotted key of the first OmegaConf mandatory `???` left unset in a node, if any."""
     if value == "???":
-        raise _Missing(key)
+        return key
     items = (
         value.items()
         if isinstance(value, Mapping)
@@ -64,8 +62,8 @@ def _no_missing(value: Any, key: str) -> None:
         if isinstance(value, list)
         else ()
     )
-    for part, item in items:
-        _no_missing(item, f"{key}.{part}" if key else str(part))
+    found = (_first_missing(item, f"{key}.{part}" if key else str(part)) for part, item in items)
+    return next((missing for missing in found if missing is not None), None)
 
 
 def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> str:
@@ -77,15 +75,14 @@ def _refusal(schema: type[BaseModel], error: Any, origin: Origin, key: str) -> s
         loc += cause.key.split(".") if cause.key else []
         found = cause.found if cause.found is not None else found
     elif error["type"] == "extra_forbidden":
-        expected = f"one of the settings {sorted(_fields_at(schema, loc[:-1]))}"
+        expected = f"one of the settings {sorted(_fields(_walk(schema, loc[:-1])[0]))}"
         found = "an unknown setting"
     elif error["type"] == "missing":
         expected, found = _walk(schema, loc)[1] or "a value", "nothing (it is missing)"
     else:
         expected = _walk(schema, loc)[1] or error["msg"].removeprefix("Input should be ")
     dotted = ".".join(part for part in [key, *loc] if part)
-    where = origin(dotted) if callable(origin) else origin
-    return f"{where}: '{dotted}': expected {expected}, found {found}"
+    return f"{_place(origin, dotted)}: '{dotted}': expected {expected}, found {found}"
 
 
 def _show(value: Any) -> str:
@@ -97,11 +94,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     """The schema a field holds, directly or as `X | None`."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    for arg in get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)
 
 
 def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, str | None]:
@@ -115,7 +108,7 @@ def _walk(schema: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | No
             continue  # the item's own schema applies to what follows
         if model is None:
             break  # inside a list or mapping: the enclosing field's words still apply
-        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        fields = _fields(model)
         if part not in fields:
             break
         annotation = fields[part].annotation
@@ -136,6 +129,6 @@ def _depth(annotation: Any) -> int:
     return max((_depth(arg) for arg in get_args(annotation)), default=0)
 
 
-def _fields_at(schema: type[BaseModel], loc: list[str]) -> list[str]:
-    model = _walk(schema, loc)[0] if loc else schema
-    return [f.alias or name for name, f in (model.model_fields.items() if model else [])]
+def _fields(model: type[BaseModel] | None) -> dict[str, FieldInfo]:
+    """A schema's fields by the key a config writes (the alias, if any)."""
+    return {f.alias or name: f for name, f in (model.model_fields.items() if model else [])}

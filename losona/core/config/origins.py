@@ -44,31 +44,28 @@ class Sources:
     def file(self, group: str, name: str) -> str:
         """The file an option was read from: conf/ first, then the added folders."""
         path = option_file(group, name)
-        found = [p for p in (d / group / f"{name}.yaml" for d in self.searchpath) if p.is_file()]
-        return display_path(found[0]) if found and not path.is_file() else str(path)
+        if path.is_file():
+            return str(path)
+        added = (folder / group / f"{name}.yaml" for folder in self.searchpath)
+        return next((display_path(found) for found in added if found.is_file()), str(path))
 
     def where(self, dotted: str) -> str:
         for override in reversed(self.overrides):
-            target = override.split("=", 1)[0].lstrip("~+")
+            key, equals, _ = override.partition("=")
+            target = key.lstrip("~+")
             if target in self.choices:
                 continue  # it chooses an option: the value comes from the option's file
             if dotted == target or dotted.startswith(f"{target}."):
                 # The value is never repeated here: it may be a secret (+model.api_key=...).
-                shown = override.split("=", 1)[0] + ("=..." if "=" in override else "")
-                return f"the command line ({shown})"
+                return f"the command line ({key}{'=...' if equals else ''})"
         top = dotted.split(".", 1)[0]
         group = next((g for g, nodes in GLOBAL_NODES.items() if top in nodes), top)
-        experiment = self.choices.get("experiment")
-        if experiment and _sets(Path(self.file("experiment", experiment)), dotted):
-            return self.file("experiment", experiment)
-        name = self.choices.get(group)
+        experiment, name = self.choices.get("experiment"), self.choices.get(group)
+        option = self.file(group, name) if name else None
         # Group options are composed after the run file, so a value an option's file sets
         # is its own; what it leaves out may come from the run file (K, the subset).
-        if name and _sets(Path(self.file(group, name)), dotted):
-            return self.file(group, name)
-        if _sets(RUN_FILE, dotted):
-            return str(RUN_FILE)
-        return self.file(group, name) if name else str(ROOT_FILE)
+        files = [self.file("experiment", experiment) if experiment else None, option, str(RUN_FILE)]
+        return next((f for f in files if f and _sets(Path(f), dotted)), option or str(ROOT_FILE))
 
 
 def _sets(path: Path, dotted: str) -> bool:
