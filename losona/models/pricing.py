@@ -191,9 +191,8 @@ def estimate(
     for prompt, plan in zip(prompt_tokens, reuse, strict=True):
         read = min(plan.cached_tokens, prompt)
         write = min(plan.written_tokens, prompt - read)
-        plain = Usage(prompt, completion_tokens)
         usage = Usage(prompt, completion_tokens, read, write)
-        list_usd += rates.list_cost(plain)
+        list_usd += rates.list_cost(usage)
         caching_usd += rates.cost(usage)
         batch_usd += rates.batch_cost(usage)
         cached += read
