@@ -42,8 +42,9 @@ class Usage:
         return max(0, self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
 
-def _count(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+def _number(value: Any) -> float | None:
+    """A count or a price as litellm gives it; None when it gives none (a bool is none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def usage_of(response: Any) -> Usage:
@@ -51,11 +52,15 @@ def usage_of(response: Any) -> Usage:
     (`prompt_tokens_details`) included."""
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
+
+    def count(of: Any, name: str) -> int:
+        return int(_number(getattr(of, name, None)) or 0)
+
     return Usage(
-        prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
-        completion_tokens=_count(getattr(usage, "completion_tokens", None)),
-        cache_read_tokens=_count(getattr(details, "cached_tokens", None)),
-        cache_write_tokens=_count(getattr(details, "cache_write_tokens", None)),
+        prompt_tokens=count(usage, "prompt_tokens"),
+        completion_tokens=count(usage, "completion_tokens"),
+        cache_read_tokens=count(details, "cached_tokens"),
+        cache_write_tokens=count(details, "cache_write_tokens"),
     )
 
 
@@ -101,11 +106,6 @@ class Rates:
         return self._billed(usage, self.batch) if self.batch else self.cost(usage)
 
 
-def _price(info: Mapping[str, Any], name: str) -> float | None:
-    value = info.get(name)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _batch_without_prices(
     provider: str, own_server: bool, rates: tuple[float, float, float, float]
 ) -> tuple[Any, str]:
@@ -141,27 +141,26 @@ def rates_for(
             else "the config's cached_input_usd_per_mtok"
         )
         return Rates(*four, config_batch, 1e6, "config", cache_basis, batch_basis)
-    if info is None or _price(info, "input_cost_per_token") is None:
+    if info is None or (input_ := _number(info.get("input_cost_per_token"))) is None:
         return Rates(0, 0, 0, 0, None, 1, "unknown", "no price known", "no price known")
-    input_ = _price(info, "input_cost_per_token") or 0.0
-    output = _price(info, "output_cost_per_token") or 0.0
-    read = _price(info, "cache_read_input_token_cost")
-    write = _price(info, "cache_creation_input_token_cost")
+    output = _number(info.get("output_cost_per_token")) or 0.0
+    read = _number(info.get("cache_read_input_token_cost"))
+    write = _number(info.get("cache_creation_input_token_cost"))
     four = (input_, output, input_ if read is None else read, input_ if write is None else write)
     cache_basis = (
         "cached input at list price (litellm lists no cache price)"
         if read is None
         else "litellm's cache prices"
     )
-    batch_in = _price(info, "input_cost_per_token_batches")
-    batch_out = _price(info, "output_cost_per_token_batches")
+    batch_in = _number(info.get("input_cost_per_token_batches"))
+    batch_out = _number(info.get("output_cost_per_token_batches"))
     if batch_in is not None and batch_out is not None:
         ratio = batch_in / input_ if input_ else 1.0
         batch: Any = (
             batch_in,
             batch_out,
-            _price(info, "cache_read_input_token_cost_batches") or four[2] * ratio,
-            _price(info, "cache_creation_input_token_cost_batches") or four[3] * ratio,
+            _number(info.get("cache_read_input_token_cost_batches")) or four[2] * ratio,
+            _number(info.get("cache_creation_input_token_cost_batches")) or four[3] * ratio,
         )
         batch_basis = "litellm's batch prices"
     else:
@@ -192,9 +191,8 @@ def estimate(
     for prompt, plan in zip(prompt_tokens, reuse, strict=True):
         read = min(plan.cached_tokens, prompt)
         write = min(plan.written_tokens, prompt - read)
-        plain = Usage(prompt, completion_tokens)
         usage = Usage(prompt, completion_tokens, read, write)
-        list_usd += rates.list_cost(plain)
+        list_usd += rates.list_cost(usage)
         caching_usd += rates.cost(usage)
         batch_usd += rates.batch_cost(usage)
         cached += read

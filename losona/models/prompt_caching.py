@@ -8,11 +8,12 @@ and what the provider would bill as cached. The prompt and the call-cache key ne
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -53,7 +54,7 @@ class CacheRule:
 # OpenAI caches every prompt of 1,024 tokens or more, in 128-token steps, for free.
 OPENAI = CacheRule("OpenAI", markers=False, min_tokens=1024, step=128)
 # A server of your own is taken to report cached tokens as OpenAI does (the test server does).
-OWN_SERVER = CacheRule("your server (taken to cache as OpenAI does)", False, 1024, 128)
+OWN_SERVER = dataclasses.replace(OPENAI, provider="your server (taken to cache as OpenAI does)")
 # Minimum cacheable prefixes by model, from the providers' prompt-caching pages (2026);
 # the first pattern that matches the model id wins.
 ANTHROPIC_MIN_TOKENS = (
@@ -99,18 +100,14 @@ class Reuse:
 NO_REUSE = Reuse()
 
 
-def serialize(messages: Messages) -> str:
-    """A conversation as one text, for a tokenizer: each role, then its message."""
-    return "".join(f"{m.get('role')}\n{m.get('content')}\n" for m in messages)
-
-
 def token_encoder(encode_text: Callable[[str], Sequence[Hashable]]) -> Encode:
-    """An Encode of the serialized conversation that tokenizes a prompt's K trials, sent back
-    to back, once; only the last few texts, as tokens take many times the text's size."""
+    """An Encode of the conversation as one text (each role, then its message) that tokenizes
+    a prompt's K trials, sent back to back, once; only the last few texts, as tokens take
+    many times the text's size."""
     remembered = functools.lru_cache(maxsize=8)(encode_text)
 
     def encode(messages: Messages) -> Sequence[Hashable]:
-        return remembered(serialize(messages))
+        return remembered("".join(f"{m.get('role')}\n{m.get('content')}\n" for m in messages))
 
     return encode
 
@@ -118,10 +115,7 @@ def token_encoder(encode_text: Callable[[str], Sequence[Hashable]]) -> Encode:
 def content_words(messages: Messages) -> list[str]:
     """The words of every message's text, in order: how the test server counts tokens."""
     return [
-        word
-        for m in messages
-        if isinstance(m.get("content"), str)
-        for word in str(m.get("content")).split()
+        word for m in messages if isinstance(text := m.get("content"), str) for word in text.split()
     ]
 
 
@@ -148,12 +142,20 @@ def _prompt_id(conversation: Messages) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def _candidates(first: int | None, own: T, recent: Sequence[tuple[int, T]]) -> list[tuple[int, T]]:
-    """The earlier calls compared with a call, each with what is compared of it: the first
-    call with the same prompt (the call's own tokens), then the window just before it."""
-    if first is not None and (not recent or first < recent[0][0]):
-        return [(first, own), *recent]
-    return list(recent)
+def _with_earlier(
+    conversations: Iterable[Messages], compared: Callable[[Messages], T]
+) -> Iterator[tuple[Messages, T, list[tuple[int, T]]]]:
+    """Each conversation, what is compared of it, and the earlier calls to compare it with
+    (index, what is compared of it): the first call of the same prompt (compared as this
+    one), then the WINDOW calls just before it."""
+    first: dict[bytes, int] = {}
+    recent: collections.deque[tuple[int, T]] = collections.deque(maxlen=WINDOW)
+    for i, conversation in enumerate(conversations):
+        own = compared(conversation)
+        same = first.setdefault(_prompt_id(conversation), i)
+        earlier = [(same, own)] if same < i and (not recent or same < recent[0][0]) else []
+        yield conversation, own, earlier + list(recent)
+        recent.append((i, own))
 
 
 def plan_reuse(
@@ -169,43 +171,33 @@ def plan_reuse(
         return [NO_REUSE for _ in conversations]
     if rule.markers:
         return _plan_markers(conversations, encode, rule)
-    first: dict[bytes, int] = {}
-    recent: collections.deque[tuple[int, str]] = collections.deque(maxlen=WINDOW)
-    numbering = _Numbering()
+    numbering: collections.defaultdict[Hashable, int] = collections.defaultdict(
+        lambda: len(numbering)
+    )
     plans = []
-    for i, conversation in enumerate(conversations):
-        tokens = _as_text(encode(conversation), numbering)
-        prompt = _prompt_id(conversation)
+    for _, tokens, candidates in _with_earlier(
+        conversations, lambda conversation: _as_text(encode(conversation), numbering)
+    ):
         parent, shared = None, 0
         # A prompt shorter than the minimum shares nothing cacheable with any other.
         if len(tokens) >= rule.min_tokens:
-            for j, earlier in _candidates(first.get(prompt), tokens, recent):
+            for j, earlier in candidates:
                 # Only a strictly longer prefix replaces the earliest one found.
                 floor = max(rule.min_tokens, shared + 1)
                 found = common_prefix(tokens, earlier, floor)
                 if found > shared:
                     parent, shared = j, found
-        first.setdefault(prompt, i)
-        recent.append((i, tokens))
         cached = rule.cached(shared)
         plans.append(Reuse(parent, cached) if cached else NO_REUSE)
     return plans
 
 
-def _as_text(tokens: Sequence[Hashable], numbering: _Numbering) -> str:
+def _as_text(tokens: Sequence[Hashable], numbering: dict[Hashable, int]) -> str:
     """Tokens as a character each, so that prefixes compare as fast as text: token ids as
     they are, other tokens (words) numbered as they come."""
     if tokens and isinstance(tokens[0], int):
         return "".join(map(chr, cast(Sequence[int], tokens)))
     return "".join(map(chr, map(numbering.__getitem__, tokens)))
-
-
-class _Numbering(dict[Hashable, int]):
-    """Numbers for tokens, each distinct token the next number when first seen."""
-
-    def __missing__(self, token: Hashable) -> int:
-        self[token] = number = len(self)
-        return number
 
 
 def _shared_messages(a: Sequence[str], b: Sequence[str]) -> int:
@@ -226,18 +218,17 @@ def _plan_markers(
     conversations: Iterable[Messages], encode: Encode, rule: CacheRule
 ) -> list[Reuse]:
     """Anthropic: mark shared whole messages; a call reads what its parent wrote."""
-    first: dict[bytes, int] = {}
-    recent: collections.deque[tuple[int, list[str]]] = collections.deque(maxlen=WINDOW)
     parents: list[tuple[int, int] | None] = []  # (parent, whole messages shared)
     # Per call, its prompt tokens through message k, for each k a plan below needs.
     through: list[dict[int, int]] = []
-    for i, conversation in enumerate(conversations):
-        messages = [json.dumps(dict(m), sort_keys=True) for m in conversation]
+    for conversation, messages, candidates in _with_earlier(
+        conversations,
+        lambda conversation: [json.dumps(dict(m), sort_keys=True) for m in conversation],
+    ):
         counted: dict[int, int] = {}
         best: tuple[int, int] | None = None
-        prompt = _prompt_id(conversation)
         long_enough = len(encode(conversation)) >= rule.min_tokens
-        for j, other in _candidates(first.get(prompt), messages, recent) if long_enough else []:
+        for j, other in candidates if long_enough else []:
             n = _shared_messages(messages, other)
             if (
                 n
@@ -245,8 +236,6 @@ def _plan_markers(
                 and _through(encode, conversation, n - 1, counted) >= rule.min_tokens
             ):
                 best = (j, n)
-        first.setdefault(prompt, i)
-        recent.append((i, messages))
         parents.append(best)
         through.append(counted)
     # Each call marks the last message it shares whole with its parent and with each call

@@ -54,10 +54,6 @@ class BatchReport:
     batch_price_from: str = ""
     state_dir: str = ""
 
-    def as_log(self) -> dict[str, Any]:
-        """The run log's `batch` section."""
-        return {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(self).items()}
-
 
 @dataclass
 class Tally:
@@ -190,4 +186,5 @@ def record_table(run_log: str | Path, table: str | Path) -> None:
 def record_in_run_log(run_log: str | Path | None, report: BatchReport) -> None:
     """Add the batch facts to the run log `complete` wrote (under `batch`)."""
     if run_log is not None:
-        _add(run_log, "batch", report.as_log())
+        batch = {k: round(v, 6) if isinstance(v, float) else v for k, v in vars(report).items()}
+        _add(run_log, "batch", batch)
