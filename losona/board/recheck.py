@@ -17,8 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from losona.audit.files import read_audit
-from losona.board.verify import PATHS_FILE
-from losona.core.config import Paths
+from losona.core.config import Paths, option_file
 from losona.core.errors import LosonaError
 from losona.core.files import read_yaml
 from losona.core.layout import RunLayout
@@ -28,6 +27,8 @@ from losona.provenance.record import read_provenance
 from losona.reproduce.checks import check_run
 from losona.results.aggregate import read_reports
 
+# The run's own paths, read from its tree (the option dvc.yaml's stages compose).
+PATHS_FILE = option_file("paths", "default")
 # Where the recheck keeps its call cache: inside the tree's folder, never the user's.
 CALL_CACHE = "call_cache.sqlite"
 CORRECTED = ("corrected", "corrected_low", "corrected_high")
@@ -71,7 +72,7 @@ def run_paths(root: Path) -> Paths:
             raise LosonaError(
                 f"{PATHS_FILE}: 'paths.{key}' is {value!r}: not a plain path inside the run's tree"
             )
-    return Paths.from_config({**paths, "call_cache": CALL_CACHE}, origin=PATHS_FILE)
+    return Paths.from_config({**paths, "call_cache": CALL_CACHE}, origin=str(PATHS_FILE))
 
 
 def board_rows(layout: RunLayout) -> list[dict[str, Any]]:

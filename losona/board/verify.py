@@ -29,6 +29,7 @@ from losona.board.settings import (
 from losona.board.tables import ROW_SCHEMA
 from losona.board.tree import Refused, Tree, clone_at, read_tree, write_file
 from losona.core.cli import USER_ERROR_EXIT
+from losona.core.config import option_file
 from losona.core.contracts import table
 from losona.core.errors import LosonaError
 from losona.core.files import write_json, write_parquet
@@ -37,7 +38,7 @@ from losona.core.files import write_json, write_parquet
 KEPT_IN_GIT = ("data/", "reports/")
 # The config groups the stages read an option of by name (labels, families, conditions).
 CONFIG_GROUPS = ("conf/model/", "conf/judge/", "conf/condition/")
-PATHS_FILE = "conf/paths/default.yaml"
+PATHS_FILE = option_file("paths", "default").as_posix()
 PIPELINE_FILE = "dvc.yaml"  # read only for its commands: it is never run
 # Fields a page shows: an interpolation there is refused rather than kept as text.
 SHOWN_FIELDS = ("name", "label")
