@@ -1,4 +1,5 @@
-"""The audit as a user meets it: two judges under `dvc repro`, then a labelling round trip.
+"""The audit as a user meets it: two judges under `dvc repro`, a labelling round trip, then
+determinism against the server made unsteady.
 
 On a temporary copy of the repo, the sweep is one model x two conditions and the judges
 are the lexicon and `local_openai`, the scripted judge the test server serves (as
@@ -8,9 +9,11 @@ are written by the test and recorded with `dvc commit`: no model runs.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -22,7 +25,7 @@ from urllib.parse import urlsplit
 import polars as pl
 import pytest
 import yaml
-from conftest import BASE_ROW, run_dvc
+from conftest import BASE_ROW, rerun_stages, run_dvc, run_layout
 from test_judge import responses_table
 
 from losona.core.catalog import load_catalog
@@ -122,7 +125,9 @@ KEY = ["scenario_id", "subject_model", "condition", "trial"]
 
 
 @pytest.mark.slow
-def test_dvc_repro_audits_two_judges_and_a_labelling_round_trip(repo: Path) -> None:
+def test_dvc_repro_audits_two_judges_a_labelling_round_trip_and_determinism(
+    repo: Path, server: OpenAIServer
+) -> None:
     first = run_dvc("repro", cwd=repo)
     assert {"audit", "plot", "aggregate", "judge@local_openai-smollm2-naive"} <= stages_run(
         first.stdout
@@ -188,6 +193,42 @@ def test_dvc_repro_audits_two_judges_and_a_labelling_round_trip(repo: Path) -> N
     assert human["lexicon"]["agreement_low"] <= human["lexicon"]["agreement"]
     assert "Judge against people" in (repo / "reports" / "index.html").read_text()
     assert stages_run(run_dvc("repro", cwd=repo).stdout) == set()
+
+    # Determinism (docs/judge-audit.md), set in conf/config.yaml and run by DVC: with the
+    # server made unsteady on purpose, the LLM judge judges a subset again with fresh calls;
+    # the lexicon judge is not asked.
+    assert isinstance(server.reply, ScriptedJudge)
+    server.reply.flip_rate, server.reply.rng = 0.5, random.Random(0)
+    config = repo / "conf" / "config.yaml"
+    text = config.read_text()
+    assert "    repeats: 0 " in text and "    items: 20 " in text
+    config.write_text(
+        text.replace("    repeats: 0 ", "    repeats: 2 ").replace(
+            "    items: 20 ", "    items: 6 "
+        )
+    )
+    sent = server.request_count
+    assert stages_run(run_dvc("repro", cwd=repo).stdout) == {"preflight", "audit", "plot"}
+    assert server.request_count - sent == 2 * 6  # none answered from the call cache
+    table = pl.read_csv(repo / "reports" / "audit" / "determinism.csv")
+    by_judge = {row["judge"]: row for row in table.iter_rows(named=True)}
+    assert by_judge["local_openai"]["method"] == "re-judged"
+    assert (by_judge["local_openai"]["items"], by_judge["local_openai"]["repeats"]) == (6, 2)
+    assert 0 < by_judge["local_openai"]["flipped_items"] <= 6
+    assert by_judge["lexicon"]["items"] == 0
+    flips = pl.read_csv(repo / "reports" / "audit" / "determinism_flips.csv")
+    assert flips.height == by_judge["local_openai"]["flipped_items"]
+
+    # Reproduce runs the audit again and names its re-judged figures as not rechecked: no
+    # published call answers them. Every other value of the audit is rechecked.
+    with contextlib.chdir(repo):
+        layout = run_layout()
+        check = rerun_stages(layout, json.loads(layout.provenance.read_text()), "audit")
+    assert check.differences == [] and check.values > 0
+    assert check.notes == [
+        "reports/audit/determinism.csv: judges ['local_openai'] were re-judged by model calls; "
+        "those figures are not rechecked"
+    ]
 
 
 # -- the scripted judge the docs' local server runs --------------------------------------------

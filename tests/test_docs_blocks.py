@@ -103,7 +103,7 @@ PLACED: dict[tuple[str, str, str], str] = {
         "0023c8ec",
     ): "needs a human's labels (data/labels/...)",
     ("docs/judge-audit.md", "python stages/audit.py audit.determinism.repeats=3", "fbb49f7e"): (
-        "needs a run with an LLM judge; the determinism check is tested in test_audit.py"
+        "needs a run with an LLM judge; test_audit_pipeline.py re-judges one against the server"
     ),
     ("docs/judges.md", "python stages/judge.py condition=naive", "4eba2e07"): (
         "its second and third lines need " + KEY
