@@ -21,7 +21,7 @@ from losona.core.files import write_json, write_parquet
 from losona.core.layout import RunLayout
 from losona.judges import prompt as templates
 from losona.judges.lexicon import LexiconJudge
-from losona.judges.run import judge_responses
+from losona.judges.run import control_summary, judge_controls, judge_responses
 from losona.prompts.render import render_prompts
 from losona.provenance.record import judge_record, provenance
 from losona.reproduce.checks import check_run
@@ -212,6 +212,42 @@ def test_an_llm_judges_verdicts_must_judge_the_recorded_responses(run: RunLayout
         "Another reply.",
     )
     assert difference.expected == verdicts["response"][2]
+
+
+def test_what_a_run_leaves_unrechecked_is_noted(run: RunLayout) -> None:
+    check = check_run(RunLayout(compose_paths(["paths.calls=null"])))
+    assert check.ok and "paths.calls is null: the run's calls are not rechecked" in check.notes
+    # Verdicts of a judge the provenance does not record, and no config names: named, not
+    # taken for the run's (as the aggregate reports them, the audit reads them).
+    for condition in SWEEP["conditions"]:
+        verdicts = pl.read_parquet(run.verdicts("lexicon", "m", condition))
+        write_parquet(
+            verdicts.with_columns(judge=pl.lit("other")), run.verdicts("other", "m", condition)
+        )
+    notes = check_run(run).notes
+    assert "judge(s) ['other'] have verdicts but are not in the provenance's sweep" in notes
+
+
+def test_an_llm_judges_control_summary_must_follow_from_its_controls(run: RunLayout) -> None:
+    # The run's judge, as recorded, is an LLM judge, with no published calls to answer its
+    # controls: its summary is recomputed from its control table, and a changed figure named.
+    record = json.loads(run.provenance.read_text())
+    node = plain(load_option("judge", "local_openai")) | {"name": "lexicon"}
+    record["judges"]["lexicon"] = judge_record(node)
+    controls = judge_controls(pl.read_parquet(run.scenarios), LexiconJudge(), "lexicon")
+    write_parquet(controls, run.controls("lexicon"))
+    summary = {"lexicon": control_summary(controls)}
+    write_json(summary, run.controls_summary("lexicon"))
+    check = rerun_stages(run, record, "judge_controls")
+    assert check.ok and check.files == ["reports/judge_controls/lexicon.json"]
+    summary["lexicon"]["all"]["right"] -= 1
+    write_json(summary, run.controls_summary("lexicon"))
+    (difference,) = rerun_stages(run, record, "judge_controls").differences
+    assert (difference.file, difference.field) == (
+        "reports/judge_controls/lexicon.json",
+        "lexicon.all.right",
+    )
+    assert difference.found == difference.expected - 1
 
 
 @pytest.mark.slow  # starts a Python process

@@ -10,9 +10,8 @@ import polars as pl
 
 from losona.audit.comparison import judge_names
 from losona.audit.self_preference import Families
-from losona.core.config import option
 from losona.judges.verdicts import load_verdicts
-from losona.results.presentation import Presentation, configured, presentation_for
+from losona.results.presentation import Presentation, configured, judge_kinds, presentation_for
 
 
 @dataclass(frozen=True)
@@ -32,13 +31,14 @@ def audit_inputs(
     recorded_kinds: Mapping[str, str] | None = None,
 ) -> AuditInputs:
     """Assemble the audit's inputs one way, for the audit stage and for reproduce's check; a
-    judge's kind is the recorded one (a run's provenance) when given, else its config's."""
+    judge's kind is the recorded one (a run's provenance) when given, else its config's ("llm"
+    for a judge whose config is gone, as the aggregate reads it)."""
 
     verdicts = load_verdicts(verdicts_dir)
     presentation = presentation_for(verdicts, sweep)
     judges = judge_names(verdicts, presentation)
     recorded = recorded_kinds or {}
-    kinds = {j: recorded.get(j) or option("judge", j).kind for j in judges}
+    kinds = {j: recorded.get(j) or kind for j, kind in judge_kinds(judges).items()}
     models = verdicts["subject_model"].unique().sort().to_list()
     # None where a config names no family, or is gone (a published run's judge or model).
     families = Families(
