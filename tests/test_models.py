@@ -6,6 +6,7 @@ Calls go to the local OpenAI-compatible test server; its request log shows what 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import re
 import socket
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +317,33 @@ def test_retry_after_is_honoured(server: OpenAIServer, cache: Path) -> None:
     (result,) = complete(spec_for(server), prompts(1), CallOptions(cache_path=cache))
     assert result.ok and result.attempts == 2
     assert time.monotonic() - started >= 1.0  # the backoff alone would wait 0.01 s
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "soon",  # neither seconds nor a date: the backoff's wait
+        "Wed, 21 Oct 2015 07:28:00 GMT",  # a date gone by: no wait
+        "Wed, 21 Oct 2015 07:28:00 -0000",  # the same, read without a zone
+    ],
+)
+def test_a_retry_after_that_asks_no_wait_falls_back_to_the_backoff(
+    server: OpenAIServer, cache: Path, header: str
+) -> None:
+    server.faults = fail_first(1, "rate_limit", retry_after=header)
+    (result,) = complete(spec_for(server), prompts(1), CallOptions(cache_path=cache))
+    assert result.ok and result.attempts == 2
+
+
+def test_a_retry_after_date_without_a_zone_is_read_as_utc(
+    server: OpenAIServer, cache: Path
+) -> None:
+    soon = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=3)
+    server.faults = fail_first(1, "rate_limit", retry_after=email.utils.format_datetime(soon))
+    started = time.monotonic()
+    (result,) = complete(spec_for(server), prompts(1), CallOptions(cache_path=cache))
+    assert result.ok and result.attempts == 2
+    assert 1.0 <= time.monotonic() - started < 10  # the date's wait (to the second), not 0.01 s
 
 
 def test_a_call_that_keeps_failing_is_recorded_and_not_cached(

@@ -37,7 +37,8 @@ def transient(exc: BaseException) -> bool:
 
 
 def retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if it did."""
+    """Seconds the server asked us to wait (Retry-After, in seconds or as a date, or
+    retry-after-ms), if it did in a form that can be read."""
     headers = getattr(exc, "litellm_response_headers", None)
     if headers is None:
         return None
@@ -52,8 +53,14 @@ def retry_after(exc: BaseException) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, (when - datetime.now(UTC)).total_seconds()) if when else None
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # neither seconds nor a date: the backoff decides
+    # An HTTP date is UTC; one zoned "-0000" or not at all is read without a zone.
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 @dataclass(frozen=True)

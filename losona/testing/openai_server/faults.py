@@ -52,7 +52,7 @@ class Fault:
     """What to do instead of answering one request."""
 
     kind: FaultKind
-    retry_after: float = 1.0  # seconds, sent as Retry-After with a rate_limit
+    retry_after: float | str = 1.0  # seconds, or the header's text, sent as Retry-After
 
 
 FaultPlan = Callable[[Body, int], Fault | None]  # (body, times seen before) -> fault or None
@@ -69,7 +69,7 @@ def fault_for(plan: FaultPlan | None, seen: Counter[str], body: Body) -> Fault |
 
 
 def fail_first(
-    times: int, kind: FaultKind, *, every: int = 1, retry_after: float = 1.0
+    times: int, kind: FaultKind, *, every: int = 1, retry_after: float | str = 1.0
 ) -> FaultPlan:
     """The first `times` attempts of one distinct request in `every` fail with `kind`."""
 
@@ -104,7 +104,9 @@ async def inject(request: web.Request, fault: Fault, hang_s: float) -> web.Strea
         await asyncio.sleep(hang_s)
     if fault.kind not in ERRORS:
         return None
-    retry = {"Retry-After": f"{fault.retry_after:g}"} if fault.kind == "rate_limit" else None
+    after = fault.retry_after
+    header = after if isinstance(after, str) else f"{after:g}"
+    retry = {"Retry-After": header} if fault.kind == "rate_limit" else None
     return error(*ERRORS[fault.kind], retry)
 
 
