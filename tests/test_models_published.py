@@ -164,6 +164,22 @@ def test_an_unrecorded_calls_file_is_optional_but_must_be_readable(
         read_calls(bad, REMEDY)
 
 
+def test_a_calls_file_that_answers_a_key_twice_or_not_at_all_is_refused(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    # A published run is untrusted input: which of two answers to a key would be the run's?
+    path, _ = publish(server, tmp_path)
+    calls = read_calls(path, REMEDY)
+    write_parquet(pl.concat([calls, calls.head(1)]), path)
+    with pytest.raises(LosonaError, match=f"key '{calls['key'][0]}' appears twice; {REMEDY}"):
+        read_calls(path, REMEDY)
+    for column in ("key", "text"):
+        emptied = pl.when(pl.int_range(pl.len()) == 1).then(None).otherwise(pl.col(column))
+        write_parquet(calls.with_columns(emptied.alias(column)), path)
+        with pytest.raises(LosonaError, match=f"a row has no '{column}'; {REMEDY}"):
+            read_calls(path, REMEDY)
+
+
 def test_merging_refuses_one_call_answered_two_ways(server: OpenAIServer, tmp_path: Path) -> None:
     path, _ = publish(server, tmp_path)
     calls = read_calls(path, REMEDY)
