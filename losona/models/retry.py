@@ -58,7 +58,7 @@ def retry_after(exc: BaseException) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None  # neither seconds nor a date: the backoff decides
-    # An HTTP date is UTC; one zoned "-0000" or not at all is read without a zone.
+    # An HTTP date is in UTC; one zoned "-0000", or not zoned at all, is parsed as naive.
     when = when if when.tzinfo else when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
