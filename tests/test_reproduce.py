@@ -228,6 +228,30 @@ def test_what_a_run_leaves_unrechecked_is_noted(run: RunLayout) -> None:
     assert "judge(s) ['other'] have verdicts but are not in the provenance's sweep" in notes
 
 
+def test_a_damaged_recorded_config_is_named_not_a_traceback(
+    run: RunLayout, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A published run is read as untrusted input: its checked copy of a config is one more file.
+    copy = run.config("judge", "lexicon")
+    copy.parent.mkdir(parents=True)
+    for text, named in (
+        ("{not json", "not JSON"),
+        ("[1, 2]", "expected a JSON object, found list"),
+    ):
+        copy.write_text(text)
+        assert main([]) == 2
+        error = capsys.readouterr().err
+        assert error.startswith(f"error: data/configs/judge/lexicon.json: {named}"), error
+        assert "rerun the judge_config stage (dvc repro)" in error
+    copy.unlink()
+    record = json.loads(run.provenance.read_text())
+    record["judges"]["lexicon"] = ["not", "a", "config"]
+    run.provenance.write_text(json.dumps(record))
+    assert main([]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: reports/provenance.json: 'judges.lexicon' is no mapping")
+
+
 def test_an_llm_judges_control_summary_must_follow_from_its_controls(run: RunLayout) -> None:
     # The run's judge, as recorded, is an LLM judge, with no published calls to answer its
     # controls: its summary is recomputed from its control table, and a changed figure named.

@@ -190,8 +190,8 @@ def provenance(
     }
 
 
-# What every provenance record holds, each a mapping.
-SECTIONS = ("dataset", "templates", "sweep", "judges", "aggregate")
+# What every provenance record holds, each a mapping; each model and judge in it too.
+SECTIONS = ("dataset", "templates", "sweep", "models", "judges", "aggregate")
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:
@@ -204,6 +204,13 @@ def read_provenance(path: str | Path) -> dict[str, Any]:
             raise LosonaError(
                 f"{display_path(path)}: '{key}' is no mapping; rerun the provenance stage"
             )
+    for key in ("models", "judges"):
+        for name, node in record[key].items():
+            if not isinstance(node, dict):
+                raise LosonaError(
+                    f"{display_path(path)}: '{key}.{name}' is no mapping; rerun the provenance "
+                    "stage"
+                )
     return record
 
 
@@ -215,14 +222,14 @@ def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, na
     schema = ModelSpec if group == "model" else JudgeConfig
     key = f"{group}s"
     if path.is_file():
-        node, origin = json.loads(path.read_text(encoding="utf-8")), display_path(path)
-    elif (node := record.get(key, {}).get(name)) is not None:
-        origin = f"{display_path(layout.provenance)} ({key}.{name})"
-    else:
+        node = read_json_object(path, (), f"rerun the {group}_config stage (dvc repro)")
+        return schema.from_config(_settings(node, schema), display_path(path))
+    if (node := record.get(key, {}).get(name)) is None:
         raise LosonaError(
             f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
             "the run does not record the config it used; rerun the config and provenance stages"
         )
+    origin = f"{display_path(layout.provenance)} ({key}.{name})"
     return schema.from_config(_settings(node, schema), origin)
 
 
