@@ -194,21 +194,13 @@ def test_dvc_repro_audits_two_judges_a_labelling_round_trip_and_determinism(
     assert "Judge against people" in (repo / "reports" / "index.html").read_text()
     assert stages_run(run_dvc("repro", cwd=repo).stdout) == set()
 
-    # Determinism (docs/judge-audit.md), set in conf/config.yaml and run by DVC: with the
-    # server made unsteady on purpose, the LLM judge judges a subset again with fresh calls;
-    # the lexicon judge is not asked.
+    # Determinism as docs/judge-audit.md runs it: with the server made unsteady on purpose,
+    # the LLM judge judges a subset again with fresh calls; the lexicon judge is not asked.
     assert isinstance(server.reply, ScriptedJudge)
     server.reply.flip_rate, server.reply.rng = 0.5, random.Random(0)
-    config = repo / "conf" / "config.yaml"
-    text = config.read_text()
-    assert "    repeats: 0 " in text and "    items: 20 " in text
-    config.write_text(
-        text.replace("    repeats: 0 ", "    repeats: 2 ").replace(
-            "    items: 20 ", "    items: 6 "
-        )
-    )
     sent = server.request_count
-    assert stages_run(run_dvc("repro", cwd=repo).stdout) == {"preflight", "audit", "plot"}
+    redone = audit_stage(repo, "audit.determinism.repeats=2", "audit.determinism.items=6")
+    assert redone.returncode == 0, redone.stderr
     assert server.request_count - sent == 2 * 6  # none answered from the call cache
     table = pl.read_csv(repo / "reports" / "audit" / "determinism.csv")
     by_judge = {row["judge"]: row for row in table.iter_rows(named=True)}
