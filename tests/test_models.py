@@ -327,7 +327,7 @@ def test_retry_after_is_honoured(server: OpenAIServer, cache: Path) -> None:
         "Wed, 21 Oct 2015 07:28:00 -0000",  # the same, read without a zone
     ],
 )
-def test_a_retry_after_that_asks_no_wait_falls_back_to_the_backoff(
+def test_a_retry_after_gone_by_or_unreadable_keeps_the_call_going(
     server: OpenAIServer, cache: Path, header: str
 ) -> None:
     server.faults = fail_first(1, "rate_limit", retry_after=header)

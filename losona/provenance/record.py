@@ -223,13 +223,14 @@ def recorded_config(layout: RunLayout, record: Mapping[str, Any], group: str, na
     key = f"{group}s"
     if path.is_file():
         node = read_json_object(path, (), f"rerun the {group}_config stage (dvc repro)")
-        return schema.from_config(_settings(node, schema), display_path(path))
-    if (node := record.get(key, {}).get(name)) is None:
+        origin = display_path(path)
+    elif (node := record.get(key, {}).get(name)) is not None:
+        origin = f"{display_path(layout.provenance)} ({key}.{name})"
+    else:
         raise LosonaError(
             f"{display_path(layout.provenance)}: no '{key}.{name}' and no {display_path(path)}: "
             "the run does not record the config it used; rerun the config and provenance stages"
         )
-    origin = f"{display_path(layout.provenance)} ({key}.{name})"
     return schema.from_config(_settings(node, schema), origin)
 
 
